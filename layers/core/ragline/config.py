@@ -1,0 +1,181 @@
+"""Settings from the environment and configuration from ``config/`` (config.yaml + prompt templates).
+
+Every tunable has the reference design's default here or in config.yaml; function bodies use names,
+never literals.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Process settings, read from ``RAGLINE_*`` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_", extra="ignore")
+
+    data_dir: Path = Path(".ragline")
+    config_dir: Path | None = None
+    api_key: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "INFO"
+
+    chat_base_url: str | None = None
+    chat_api_key: str | None = None
+    chat_model: str | None = None
+    # "smollm2" for the packaged SmolLM2 GGUF, or a path to any GGUF file.
+    llm: str | None = None
+
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+    embedding_model: str | None = None
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "ragline.db"
+
+
+class SummarySettings(BaseModel):
+    prompt_id: str = "default_kb"
+    context_template_id: str = "default"
+    temperature: float = 0.3
+    max_completion_tokens: int = 2048
+
+
+class ConversationConfig(BaseModel):
+    max_rounds: int = 5
+    embedding_top_k: int = 30
+    vector_threshold: float = 0.2
+    keyword_threshold: float = 0.3
+    rerank_threshold: float = 0.3
+    rerank_top_k: int = 30
+    fallback_strategy: str = "model"
+    fallback_response: str = "Sorry, I am unable to answer this question."
+    fallback_prompt_id: str = "default"
+    enable_rewrite: bool = True
+    enable_query_expansion: bool = True
+    language: str = "English"
+    summary: SummarySettings = Field(default_factory=SummarySettings)
+
+
+class RetrievalConfig(BaseModel):
+    """The seed's HybridSearch constants."""
+
+    default_match_count: int = 50
+    pool_multiplier: int = 5
+    min_pool_size: int = 50
+    max_pool_size: int = 500
+    rrf_k: int = 60
+    vector_weight: float = 0.7
+    keyword_weight: float = 0.3
+    # A knowledge-base group that fails to answer within this time fails the search (all-or-nothing).
+    group_timeout_s: float = 30.0
+    group_concurrency: int = 4
+
+
+class IngestionConfig(BaseModel):
+    chunk_size: int = 800
+    chunk_min_size: int = 80
+    parent_chunk_size: int = 4000
+    embed_batch_size: int = 8
+
+
+class StreamConfig(BaseModel):
+    # Answer chunks are batched into one log event for at most this long (or this many characters).
+    batch_max_delay_ms: int = 100
+    batch_max_chars: int = 2048
+    ping_interval_s: float = 15.0
+    # Readers poll at least this often, so appends by another process are seen without a wake-up.
+    poll_min_wait_s: float = 0.05
+    poll_max_wait_s: float = 1.0
+
+
+class LimitsConfig(BaseModel):
+    max_query_chars: int = 8000
+    max_upload_bytes: int = 20 * 1024 * 1024
+
+
+class AppConfig(BaseModel):
+    conversation: ConversationConfig = Field(default_factory=ConversationConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    ingestion: IngestionConfig = Field(default_factory=IngestionConfig)
+    stream: StreamConfig = Field(default_factory=StreamConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+
+
+def find_config_dir(explicit: Path | None = None) -> Path:
+    """``RAGLINE_CONFIG_DIR``, else ``config/`` next to the package (Lambda layer), else the repository's."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get("RAGLINE_CONFIG_DIR")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "config", *(parent / "config" for parent in here.parents)):
+        if (candidate / "config.yaml").is_file():
+            return candidate
+    raise FileNotFoundError("config/config.yaml not found; set RAGLINE_CONFIG_DIR")
+
+
+class PromptTemplates:
+    """Templates by file and id: ``templates.get("system_prompt", "default_kb")``."""
+
+    def __init__(self, directory: Path) -> None:
+        self._files: dict[str, dict[str, dict[str, Any]]] = {}
+        for path in sorted(directory.glob("*.yaml")):
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            self._files[path.stem] = {entry["id"]: entry for entry in loaded.get("templates", [])}
+
+    def files(self) -> list[str]:
+        return sorted(self._files)
+
+    def ids(self, file: str) -> list[str]:
+        return sorted(self._files.get(file, {}))
+
+    def entry(self, file: str, template_id: str) -> dict[str, Any]:
+        try:
+            return self._files[file][template_id]
+        except KeyError:
+            raise KeyError(f"prompt template {file}.yaml#{template_id} not found") from None
+
+    def get(self, file: str, template_id: str, field: str = "content") -> str:
+        return str(self.entry(file, template_id)[field])
+
+
+@lru_cache(maxsize=8)
+def load_config(config_dir: Path | None = None) -> tuple[AppConfig, PromptTemplates]:
+    directory = find_config_dir(config_dir)
+    raw = yaml.safe_load((directory / "config.yaml").read_text(encoding="utf-8")) or {}
+    return AppConfig.model_validate(raw), PromptTemplates(directory / "prompt_templates")
+
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}|\{([a-z_]+)\}")
+
+
+def render_placeholders(template: str, values: dict[str, str], now: datetime | None = None) -> str:
+    """Fill ``{{name}}`` and ``{name}`` for known names; unknown placeholders are left as written.
+
+    ``current_time`` and ``current_week`` are always available.
+    """
+    moment = now or datetime.now().astimezone()
+    known = {
+        "current_time": moment.strftime("%Y-%m-%d %H:%M:%S %Z").strip(),
+        "current_week": moment.strftime("%A"),
+        **values,
+    }
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return known[name] if name in known else match.group(0)
+
+    return _PLACEHOLDER.sub(replace, template)

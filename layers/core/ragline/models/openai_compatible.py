@@ -1,0 +1,96 @@
+"""OpenAI-compatible endpoints (OpenAI, Ollama, vLLM, llama.cpp server) for chat and embeddings."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallError, collect
+from ragline.types import ChatOptions
+
+
+class OpenAICompatibleChatModel:
+    """Streams ``delta.content`` as answer and ``delta.reasoning_content`` (vLLM, DeepSeek) as thinking."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120.0) -> None:
+        from openai import AsyncOpenAI
+
+        self.model_id = f"{model}@{base_url}"
+        self._model = model
+        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout)
+
+    def _request(self, messages: Sequence[ChatMessage], options: ChatOptions) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": options.temperature,
+            "max_tokens": options.max_tokens,
+        }
+        if options.top_p is not None:
+            body["top_p"] = options.top_p
+        return body
+
+    async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
+        from openai import OpenAIError
+
+        finish: str | None = None
+        try:
+            stream = await self._client.chat.completions.create(**self._request(messages, options), stream=True)
+            async for event in stream:
+                for choice in event.choices:
+                    delta = choice.delta
+                    reasoning = getattr(delta, "reasoning_content", None) or (
+                        (delta.model_extra or {}).get("reasoning_content") if delta.model_extra else None
+                    )
+                    if reasoning:
+                        yield ChatChunk("thinking", reasoning)
+                    if delta.content:
+                        yield ChatChunk("answer", delta.content)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        except OpenAIError as exc:
+            raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+        yield ChatChunk("end", finish_reason=finish)
+
+    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        return await collect(self, messages, options)
+
+
+class OpenAICompatibleEmbedder:
+    """Embeddings from ``/v1/embeddings``; the vector space is identified by model name and base URL."""
+
+    def __init__(
+        self, base_url: str, model: str, api_key: str | None = None, dimensions: int = 0, batch_size: int = 64
+    ) -> None:
+        from openai import OpenAI
+
+        self.model_id = f"{model}@{base_url}"
+        self.dimensions = dimensions
+        self._model = model
+        self._batch_size = batch_size
+        self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed")
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        from openai import OpenAIError
+
+        rows: list[list[float]] = []
+        try:
+            for start in range(0, len(texts), self._batch_size):
+                reply = self._client.embeddings.create(
+                    model=self._model, input=list(texts[start : start + self._batch_size])
+                )
+                rows.extend(item.embedding for item in sorted(reply.data, key=lambda d: d.index))
+        except OpenAIError as exc:
+            raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+        matrix = np.asarray(rows, dtype=np.float32)
+        if matrix.size:
+            self.dimensions = matrix.shape[1]
+            matrix /= np.clip(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12, None)
+        return matrix
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
+        return vector

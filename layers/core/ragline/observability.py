@@ -1,0 +1,63 @@
+"""Structured logs and one trace span per stage.
+
+Logs are JSON through Powertools' formatter with ``session_id``, ``message_id`` and ``stage`` keys.
+Spans use the Powertools Tracer (X-Ray) in Lambda and a timed debug log elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_configured = False
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """JSON logs on stderr for the whole ``ragline`` logger tree (idempotent)."""
+    global _configured
+    if _configured:
+        return
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(LambdaPowertoolsFormatter(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "ragline")))
+    root = logging.getLogger("ragline")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+    _configured = True
+
+
+def _tracer() -> Any | None:
+    if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() in {"1", "true"}:
+        return None
+    if "AWS_LAMBDA_FUNCTION_NAME" not in os.environ:
+        return None
+    try:
+        from aws_lambda_powertools import Tracer
+
+        return Tracer(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "ragline"))
+    except Exception:  # aws-xray-sdk missing: tracing is optional
+        return None
+
+
+@contextmanager
+def stage_span(stage: str, logger: logging.Logger, **keys: str) -> Iterator[None]:
+    """One span per stage; the stage name is the span name and the log key."""
+    tracer = _tracer()
+    started = time.perf_counter()
+    extra = {"stage": stage, **keys}
+    try:
+        if tracer is not None:
+            with tracer.provider.in_subsegment(f"pipeline.{stage}") as subsegment:
+                for key, value in keys.items():
+                    subsegment.put_annotation(key=key, value=value)
+                yield
+        else:
+            yield
+    finally:
+        logger.debug("stage finished", extra={**extra, "duration_ms": round((time.perf_counter() - started) * 1000, 2)})

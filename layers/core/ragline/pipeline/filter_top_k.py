@@ -1,0 +1,34 @@
+"""FILTER_TOP_K: a deterministic order, then the top ``rerank_top_k``."""
+
+from __future__ import annotations
+
+from ragline.pipeline.plugin import NextFn, PluginError
+from ragline.types import ChatManage, EventType, SearchResult
+
+
+def deterministic_key(result: SearchResult) -> tuple[float, str, str, int, str]:
+    """Score descending, then knowledge id, chunk type, chunk index, id ascending.
+
+    Chunk index rather than character offsets: offsets stop matching the source once a chunk is edited.
+    """
+    return (-result.score, result.knowledge_id, result.chunk_type, result.chunk_index, result.id)
+
+
+def sort_deterministically(results: list[SearchResult]) -> list[SearchResult]:
+    return sorted(results, key=deterministic_key)
+
+
+class PluginFilterTopK:
+    def activation_events(self) -> list[EventType]:
+        return [EventType.FILTER_TOP_K]
+
+    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        top_k = max(1, cm.request.rerank_top_k)
+        state = cm.state
+        if state.merge_result:
+            state.merge_result = sort_deterministically(state.merge_result)[:top_k]
+        elif state.rerank_result:
+            state.rerank_result = sort_deterministically(state.rerank_result)[:top_k]
+        elif state.search_result:
+            state.search_result = sort_deterministically(state.search_result)[:top_k]
+        return await next()

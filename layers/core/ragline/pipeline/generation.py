@@ -1,0 +1,163 @@
+"""Preparing the model's messages and streaming its reply onto the event bus.
+
+Shared by CHAT_COMPLETION, CHAT_COMPLETION_STREAM and the fallback answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ragline.config import PromptTemplates, render_placeholders
+from ragline.event.bus import BusEventType
+from ragline.modelcontext import SourceRegistry, StreamDecoder, expand_text
+from ragline.modelcontext.protocol import protocol_prompt
+from ragline.models.base import TRUNCATION_REASONS, ChatMessage, ChatModel, ModelCallError
+from ragline.pipeline.emit import emit, event_id
+from ragline.types import ChatManage, ChatOptions
+
+# Shown when the output limit cut the reply before any text came out.
+TRUNCATED_WITHOUT_TEXT = (
+    "The model reached its output limit before it wrote an answer. Try a shorter or more specific question, "
+    "or raise max_completion_tokens."
+)
+
+
+def chat_options(cm: ChatManage) -> ChatOptions:
+    summary = cm.request.summary_config
+    return ChatOptions(
+        temperature=summary.temperature, max_tokens=summary.max_completion_tokens, thinking=summary.thinking
+    )
+
+
+def build_messages(
+    cm: ChatManage, templates: PromptTemplates, prompt_id: str
+) -> tuple[list[ChatMessage], SourceRegistry]:
+    """System prompt (with aliased sources, memory and the citation protocol), history, current turn.
+
+    The registry is rebuilt from the results on every call, in the same order, so a separate invocation
+    (a serverless step) assigns the same aliases.
+    """
+    request, state = cm.request, cm.state
+    registry = SourceRegistry(citations_enabled=request.citations_on)
+    results = cm.final_results() if cm.needs_retrieval() else []
+    values = {"query": request.query, "language": request.language}
+    if results:
+        sources = registry.render_results(results)
+        template = (
+            state.system_prompt_override or request.summary_config.prompt or templates.get("system_prompt", prompt_id)
+        )
+        if "contexts" not in template:
+            template = template.rstrip() + "\n\n{{contexts}}"
+        system = render_placeholders(template, {**values, "contexts": sources})
+    else:
+        template = state.system_prompt_override or templates.get("system_prompt", "default_chat")
+        system = render_placeholders(template, {**values, "contexts": ""})
+    if state.memory_prompt:
+        system = f"{system.rstrip()}\n\n{state.memory_prompt}"
+    if results:
+        system = f"{system.rstrip()}\n\n{protocol_prompt(registry.citations_enabled)}"
+
+    messages = [ChatMessage("system", system)]
+    for round_ in state.history:
+        messages.append(ChatMessage("user", round_.query))
+        messages.append(ChatMessage("assistant", round_.answer))
+    messages.append(ChatMessage("user", state.user_content or request.query))
+    return messages, registry
+
+
+@dataclass
+class StreamOutcome:
+    answer_text: str = ""
+    thinking_emitted: bool = False
+    finish_reason: str | None = None
+    cancelled: bool = False
+    error: ModelCallError | None = None
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason in TRUNCATION_REASONS
+
+
+async def stream_reply(
+    cm: ChatManage,
+    model: ChatModel,
+    messages: list[ChatMessage],
+    registry: SourceRegistry,
+    *,
+    answer_id: str,
+    extra_data: dict[str, Any] | None = None,
+) -> StreamOutcome:
+    """Stream the model's reply as thinking and answer events; never emits the final ``done``."""
+    outcome = StreamOutcome()
+    answer_decoder, thinking_decoder = StreamDecoder(registry), StreamDecoder(registry)
+    thinking_id = event_id(cm, "thinking")
+    thinking_started = time.monotonic()
+    data = {"event_id": answer_id, **(extra_data or {})}
+    parts: list[str] = []
+
+    async def answer(text: str) -> None:
+        if text:
+            parts.append(text)
+            await emit(cm, BusEventType.FINAL_ANSWER, answer_id, text, data=data)
+
+    async def thought(text: str) -> None:
+        if text:
+            outcome.thinking_emitted = True
+            await emit(cm, BusEventType.THOUGHT, thinking_id, text, data={"event_id": thinking_id})
+
+    try:
+        async for chunk in model.chat_stream(messages, chat_options(cm)):
+            if cm.context.cancelled():
+                outcome.cancelled = True
+                break
+            if chunk.type == "answer":
+                await answer(answer_decoder.feed(chunk.content))
+            elif chunk.type == "thinking":
+                await thought(thinking_decoder.feed(chunk.content))
+            else:
+                outcome.finish_reason = chunk.finish_reason
+    except ModelCallError as exc:
+        outcome.error = exc
+    # Whatever ended the stream, text held back for a possible tag is settled (partial tags dropped).
+    await thought(thinking_decoder.flush())
+    await answer(answer_decoder.flush())
+    if outcome.thinking_emitted and not outcome.cancelled:
+        await emit(
+            cm,
+            BusEventType.THOUGHT,
+            thinking_id,
+            done=True,
+            data={"event_id": thinking_id, "duration_ms": int((time.monotonic() - thinking_started) * 1000)},
+        )
+    outcome.answer_text = "".join(parts)
+    return outcome
+
+
+async def finish_answer(
+    cm: ChatManage,
+    outcome: StreamOutcome,
+    *,
+    answer_id: str,
+    started: float,
+    extra_data: dict[str, Any] | None = None,
+) -> None:
+    """The one ``done`` answer event: truncation flagged, and a fixed notice when no text came at all."""
+    data: dict[str, Any] = {
+        "event_id": answer_id,
+        "duration_ms": int((time.monotonic() - started) * 1000),
+        "completed_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        **(extra_data or {}),
+    }
+    content = ""
+    if outcome.truncated:
+        data["truncated"] = True
+        if not outcome.answer_text.strip():
+            content = TRUNCATED_WITHOUT_TEXT
+    await emit(cm, BusEventType.FINAL_ANSWER, answer_id, content, done=True, data=data)
+
+
+def decode_full(text: str, registry: SourceRegistry) -> str:
+    return expand_text(text, registry)

@@ -1,0 +1,90 @@
+"""INTO_CHAT_MESSAGE: validate the question and assemble the context the model will read."""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+from ragline.config import PromptTemplates, render_placeholders
+from ragline.pipeline.plugin import ERR_TEMPLATE_EXECUTE, NextFn, PluginError
+from ragline.types import ChatManage, EventType, SearchResult
+
+# Markup that has no business in a question and is the usual vehicle of script injection into pages
+# that render questions and answers.
+_INJECTION_PATTERNS = [
+    re.compile(pattern, re.IGNORECASE | re.DOTALL)
+    for pattern in (
+        r"<script[^>]*>.*?</script>",
+        r"<iframe[^>]*>.*?</iframe>",
+        r"<object[^>]*>.*?</object>",
+        r"<embed[^>]*>",
+        r"<form[^>]*>.*?</form>",
+        r"<input[^>]*>",
+        r"<button[^>]*>.*?</button>",
+        r"javascript:",
+        r"vbscript:",
+        r"\bon(?:load|error|click|mouseover|focus|blur)\s*=",
+    )
+]
+
+
+def validate_input(text: str) -> tuple[str, bool]:
+    """The trimmed text and True, or ``("", False)`` for control characters, broken Unicode or markup
+    injection."""
+    if not text:
+        return "", True
+    if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in text):
+        return "", False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates
+        return "", False
+    if any(pattern.search(text) for pattern in _INJECTION_PATTERNS):
+        return "", False
+    return text.strip(), True
+
+
+def document_header(results: list[SearchResult]) -> str:
+    """Titles (and descriptions) of the documents the passages come from, each once."""
+    seen: set[str] = set()
+    parts: list[str] = []
+    for result in results:
+        title = result.knowledge_title or result.knowledge_filename
+        if not title or title in seen:
+            continue
+        seen.add(title)
+        description = (
+            f"<description>{escape(result.knowledge_description)}</description>" if result.knowledge_description else ""
+        )
+        parts.append(f"<document><title>{escape(title)}</title>{description}</document>")
+    return f"<documents>{''.join(parts)}</documents>" if parts else ""
+
+
+def render_passages(results: list[SearchResult]) -> str:
+    passages = "\n".join(f'<context id="{i}">{r.content}</context>' for i, r in enumerate(results, start=1))
+    header = document_header(results)
+    return f"{header}\n{passages}" if header else passages
+
+
+class PluginIntoChatMessage:
+    def __init__(self, templates: PromptTemplates, context_template_id: str) -> None:
+        self._templates = templates
+        self._context_template_id = context_template_id
+
+    def activation_events(self) -> list[EventType]:
+        return [EventType.INTO_CHAT_MESSAGE]
+
+    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        query, valid = validate_input(cm.request.query)
+        if not valid:
+            return ERR_TEMPLATE_EXECUTE.with_cause("user query contains invalid content")
+        results = cm.final_results() if cm.needs_retrieval() else []
+        contexts = render_passages(results) if results else ""
+        template = cm.request.summary_config.context_template or self._templates.get(
+            "context_template", self._context_template_id
+        )
+        cm.state.rendered_contexts = contexts
+        cm.state.user_content = render_placeholders(
+            template, {"query": query, "contexts": contexts, "language": cm.request.language}
+        )
+        return await next()

@@ -1,0 +1,71 @@
+"""LOAD_HISTORY: the session's recent rounds, paired by request id, oldest first."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+
+from ragline.pipeline.plugin import NextFn, PluginError
+from ragline.store.sessions import Message, SessionStore
+from ragline.types import ChatManage, EventType, History
+
+logger = logging.getLogger(__name__)
+
+_THINK_TAGS = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
+# Fetch more than two messages per round: unpaired or unfinished messages must not starve the window.
+_EXTRA_MESSAGES = 10
+
+
+def strip_think_tags(text: str) -> str:
+    return _THINK_TAGS.sub("", text).strip()
+
+
+def pair_rounds(messages: Iterable[Message], max_rounds: int, exclude_request_id: str = "") -> list[History]:
+    """Pair user and assistant messages by request id; keep the newest ``max_rounds`` in chronological order.
+
+    A round needs both halves and a completed answer with text; the current request is excluded.
+    """
+    by_request: dict[str, dict[str, Message]] = {}
+    for message in messages:
+        if message.request_id == exclude_request_id:
+            continue
+        by_request.setdefault(message.request_id, {})[message.role] = message
+    rounds: list[tuple[str, History]] = []
+    for request_id, pair in by_request.items():
+        user, assistant = pair.get("user"), pair.get("assistant")
+        if user is None or assistant is None or not assistant.is_completed:
+            continue
+        answer = strip_think_tags(assistant.content)
+        if not answer:
+            continue
+        rounds.append(
+            (
+                user.created_at,
+                History(query=user.content, answer=answer, request_id=request_id, created_at=user.created_at),
+            )
+        )
+    rounds.sort(key=lambda item: item[0], reverse=True)
+    return [history for _, history in reversed(rounds[:max_rounds])]
+
+
+class PluginLoadHistory:
+    def __init__(self, sessions: SessionStore) -> None:
+        self._sessions = sessions
+
+    def activation_events(self) -> list[EventType]:
+        return [EventType.LOAD_HISTORY]
+
+    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        max_rounds = cm.request.max_rounds
+        # max_rounds <= 0 means multi-turn is off on purpose: no fallback to a global default.
+        if max_rounds <= 0:
+            return await next()
+        try:
+            messages = self._sessions.recent_messages(cm.request.session_id, max_rounds * 2 + _EXTRA_MESSAGES)
+        except Exception:
+            # History is an enhancement: a failed read must not fail the answer.
+            logger.warning("history read failed", exc_info=True, extra={"stage": event_type.value})
+            return await next()
+        cm.state.history = pair_rounds(messages, max_rounds, exclude_request_id=cm.request.request_id)
+        return await next()

@@ -1,0 +1,165 @@
+"""CHUNK_SEARCH: knowledge-base search over the request's targets.
+
+Targets are grouped by embedding-model identity so each group needs one query vector. In a group, whole
+knowledge bases go into one HybridSearch call; targets narrowed to documents or tags are searched one by
+one, with recall thresholds off (the user chose the scope explicitly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from ragline.config import RetrievalConfig
+from ragline.models.registry import ModelRegistry, UnknownModel
+from ragline.pipeline.plugin import ERR_SEARCH, ERR_SEARCH_NOTHING, NextFn, PluginError
+from ragline.retrieval.base import RetrieveEngine, RetrieveParams
+from ragline.retrieval.hybrid import hybrid_search
+from ragline.store.knowledge import KnowledgeBase, KnowledgeStore
+from ragline.types import ChatManage, EventType, SearchResult, SearchTarget, SearchTargetType
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TargetGroup:
+    embedding_model: str
+    whole_bases: list[str]
+    constrained: list[SearchTarget]
+
+
+def resolve_targets(cm: ChatManage, knowledge_store: KnowledgeStore) -> list[SearchTarget]:
+    """Explicit targets, else whole knowledge bases plus documents narrowed to their knowledge base."""
+    request = cm.request
+    if request.search_targets:
+        return list(request.search_targets)
+    targets = [SearchTarget(knowledge_base_id=kb_id) for kb_id in request.knowledge_base_ids]
+    if request.knowledge_ids:
+        by_kb: dict[str, list[str]] = {}
+        for knowledge_id in request.knowledge_ids:
+            document = knowledge_store.document(request.tenant_id, knowledge_id)
+            if document is not None:
+                by_kb.setdefault(document.knowledge_base_id, []).append(knowledge_id)
+        targets.extend(
+            SearchTarget(type=SearchTargetType.KNOWLEDGE, knowledge_base_id=kb_id, knowledge_ids=tuple(ids))
+            for kb_id, ids in by_kb.items()
+        )
+    return targets
+
+
+def group_targets(targets: list[SearchTarget], bases: dict[str, KnowledgeBase]) -> list[TargetGroup]:
+    """Group by embedding model, preserving first-seen order; unknown knowledge bases are dropped."""
+    groups: dict[str, TargetGroup] = {}
+    for target in targets:
+        kb = bases.get(target.knowledge_base_id)
+        if kb is None:
+            continue
+        group = groups.setdefault(kb.embedding_model, TargetGroup(kb.embedding_model, [], []))
+        if target.is_constrained:
+            group.constrained.append(target)
+        elif target.knowledge_base_id not in group.whole_bases:
+            group.whole_bases.append(target.knowledge_base_id)
+    return list(groups.values())
+
+
+class PluginSearch:
+    def __init__(
+        self,
+        knowledge_store: KnowledgeStore,
+        engine: RetrieveEngine,
+        models: ModelRegistry,
+        config: RetrievalConfig,
+    ) -> None:
+        self._knowledge = knowledge_store
+        self._engine = engine
+        self._models = models
+        self._config = config
+
+    def activation_events(self) -> list[EventType]:
+        return [EventType.CHUNK_SEARCH]
+
+    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        if not cm.needs_retrieval():
+            return await next()
+        targets = resolve_targets(cm, self._knowledge)
+        if not targets:
+            return await next()
+        # Authorisation: only the caller's own knowledge bases are searched.
+        bases = {
+            kb.id: kb
+            for kb in self._knowledge.knowledge_bases(cm.request.tenant_id, [t.knowledge_base_id for t in targets])
+        }
+        groups = group_targets(targets, bases)
+        semaphore = asyncio.Semaphore(self._config.group_concurrency)
+
+        async def run_group(group: TargetGroup) -> list[SearchResult]:
+            async with semaphore:
+                return await asyncio.wait_for(
+                    asyncio.to_thread(self._search_group, cm, group), timeout=self._config.group_timeout_s
+                )
+
+        outcomes = await asyncio.gather(*(run_group(g) for g in groups), return_exceptions=True)
+        results: list[SearchResult] = []
+        errors: list[BaseException] = []
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                errors.append(outcome)
+                logger.warning("search group failed: %s", outcome, extra={"stage": event_type.value})
+            else:
+                results.extend(outcome)
+        results = _dedupe_by_id(results)
+        cm.state.search_result = results
+        cm.state.candidate_count = len(results)
+        if errors and not results:
+            return ERR_SEARCH.with_cause(errors[0])
+        if not results:
+            return ERR_SEARCH_NOTHING
+        return await next()
+
+    def _search_group(self, cm: ChatManage, group: TargetGroup) -> list[SearchResult]:
+        request = cm.request
+        query = cm.search_query
+        embedding = None
+        try:
+            embedder = self._models.embedder(group.embedding_model)
+            embedding = embedder.embed_query(query)
+        except UnknownModel:
+            # The knowledge base was indexed with a model this process does not have: keyword search still
+            # answers, and a query vector from another model would compare nothing meaningful.
+            logger.warning("embedding model %s unavailable; keyword search only", group.embedding_model)
+        base = RetrieveParams(
+            query=query,
+            knowledge_base_ids=[],
+            query_embedding=embedding,
+            embedding_model=group.embedding_model,
+            match_count=request.embedding_top_k,
+            vector_threshold=request.vector_threshold,
+            keyword_threshold=request.keyword_threshold,
+        )
+        results: list[SearchResult] = []
+        if group.whole_bases:
+            base.knowledge_base_ids = list(group.whole_bases)
+            results.extend(hybrid_search(self._engine, base, self._config))
+        for target in group.constrained:
+            scoped = RetrieveParams(
+                query=query,
+                knowledge_base_ids=[target.knowledge_base_id],
+                query_embedding=embedding,
+                embedding_model=group.embedding_model,
+                knowledge_ids=list(target.knowledge_ids),
+                tag_ids=list(target.tag_ids),
+                match_count=request.embedding_top_k,
+                vector_threshold=0.0,
+                keyword_threshold=0.0,
+            )
+            results.extend(hybrid_search(self._engine, scoped, self._config))
+        return results
+
+
+def _dedupe_by_id(results: list[SearchResult]) -> list[SearchResult]:
+    best: dict[str, SearchResult] = {}
+    for result in results:
+        if result.id not in best or result.score > best[result.id].score:
+            best[result.id] = result
+    return sorted(best.values(), key=lambda r: (-r.score, r.id))

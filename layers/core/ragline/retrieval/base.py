@@ -1,0 +1,45 @@
+"""The retrieval engine port: ranked vector hits and ranked keyword hits for one knowledge-base group."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ragline.store.knowledge import Chunk
+from ragline.types import SearchResult
+
+
+@dataclass
+class RetrieveParams:
+    query: str
+    knowledge_base_ids: list[str]
+    query_embedding: npt.NDArray[np.float32] | None = None
+    embedding_model: str = ""
+    knowledge_ids: list[str] = field(default_factory=list)
+    tag_ids: list[str] = field(default_factory=list)
+    match_count: int = 0
+    vector_threshold: float = 0.0
+    keyword_threshold: float = 0.0
+    vector_enabled: bool = True
+    keyword_enabled: bool = True
+
+
+class RetrieveEngine(Protocol):
+    """Returns hits best first. Vector scores are cosine similarities; keyword scores are raw engine scores
+    (higher is better) that fusion normalises."""
+
+    def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]: ...
+
+    def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]: ...
+
+    def index_chunks(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+    ) -> None: ...

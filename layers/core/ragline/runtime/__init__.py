@@ -1,0 +1,1 @@
+"""Running turns: cancellation, the embedded runner."""

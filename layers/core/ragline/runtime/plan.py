@@ -1,0 +1,37 @@
+"""The per-request stage plan (the seed's KnowledgeQA assembly), limited to the stages delivered so far."""
+
+from __future__ import annotations
+
+from ragline.types import EventType, PipelineBuilder, PipelineRequest
+
+
+def build_plan(request: PipelineRequest) -> list[EventType]:
+    """RAG when there is knowledge to search (or the web); otherwise plain chat."""
+    has_history = request.max_rounds > 0
+    if request.has_knowledge or request.web_search_enabled:
+        return (
+            PipelineBuilder()
+            .add_if(has_history, EventType.LOAD_HISTORY)
+            .add(EventType.CHUNK_SEARCH_PARALLEL)
+            .add(EventType.FILTER_TOP_K)
+            .add(EventType.INTO_CHAT_MESSAGE)
+            .add(EventType.CHAT_COMPLETION_STREAM)
+            .build()
+        )
+    return (
+        PipelineBuilder()
+        .add_if(has_history, EventType.LOAD_HISTORY)
+        .add(EventType.INTO_CHAT_MESSAGE)
+        .add(EventType.CHAT_COMPLETION_STREAM)
+        .build()
+    )
+
+
+# Every stage a plan can contain, in pipeline order: the serverless state machine is generated from it.
+FULL_STAGE_ORDER: tuple[EventType, ...] = (
+    EventType.LOAD_HISTORY,
+    EventType.CHUNK_SEARCH_PARALLEL,
+    EventType.FILTER_TOP_K,
+    EventType.INTO_CHAT_MESSAGE,
+    EventType.CHAT_COMPLETION_STREAM,
+)

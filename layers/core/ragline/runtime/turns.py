@@ -1,0 +1,229 @@
+"""Accepting a question and stopping a turn: the logic both runtimes share.
+
+A runtime only decides how the stages run (a task in this process, or a Step Functions execution); it
+plugs in as a :class:`TurnLauncher`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragline.config import AppConfig, PromptTemplates
+from ragline.runtime.plan import build_plan
+from ragline.store.knowledge import KnowledgeStore
+from ragline.store.sessions import Message, Session, SessionStore
+from ragline.stream.base import StreamManager, stream_key
+from ragline.stream.replay import summarize_answer
+from ragline.types import (
+    EventType,
+    FallbackStrategy,
+    PipelineRequest,
+    ResponseType,
+    StreamEvent,
+)
+from ragline.types.chat_manage import SummaryConfig
+
+
+class QuestionBody(BaseModel):
+    """The body of ``POST /sessions/{sid}/questions``: the query and the seed's request options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    knowledge_base_ids: list[str] | None = None
+    knowledge_ids: list[str] | None = None
+    web_search_enabled: bool = False
+    citation_enabled: bool | None = None
+    enable_rewrite: bool | None = None
+    enable_query_expansion: bool | None = None
+    max_rounds: int | None = Field(default=None, ge=0, le=50)
+    fallback_strategy: FallbackStrategy | None = None
+    vector_threshold: float | None = Field(default=None, ge=0, le=1)
+    keyword_threshold: float | None = Field(default=None, ge=0, le=1)
+    embedding_top_k: int | None = Field(default=None, ge=1, le=500)
+    rerank_top_k: int | None = Field(default=None, ge=1, le=200)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=32768)
+    language: str | None = Field(default=None, max_length=40)
+    request_id: str | None = Field(default=None, max_length=100)
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must not be empty")
+        return value
+
+
+class UnknownKnowledgeBase(LookupError):
+    def __init__(self, field: str, value: str) -> None:
+        super().__init__(f"unknown {field}: {value}")
+        self.field = field
+        self.value = value
+
+
+@dataclass
+class AcceptedTurn:
+    session: Session
+    request: PipelineRequest
+    plan: list[EventType]
+    user_message: Message
+    assistant_message: Message
+
+    @property
+    def key(self) -> str:
+        return stream_key(self.session.id, self.assistant_message.id)
+
+    def ids(self) -> dict[str, str]:
+        return {
+            "session_id": self.session.id,
+            "request_id": self.request.request_id,
+            "user_message_id": self.user_message.id,
+            "assistant_message_id": self.assistant_message.id,
+            "stream_url": f"/api/v1/sessions/{self.session.id}/messages/{self.assistant_message.id}/events",
+        }
+
+
+class TurnLauncher(Protocol):
+    async def launch(self, turn: AcceptedTurn) -> None: ...
+
+    async def cancel(self, session_id: str, message_id: str) -> None: ...
+
+
+class TurnService:
+    def __init__(
+        self,
+        config: AppConfig,
+        templates: PromptTemplates,
+        knowledge: KnowledgeStore,
+        sessions: SessionStore,
+        stream: StreamManager,
+    ) -> None:
+        self._config = config
+        self._templates = templates
+        self._knowledge = knowledge
+        self._sessions = sessions
+        self._stream = stream
+
+    def build_request(
+        self,
+        session: Session,
+        body: QuestionBody,
+        request_id: str,
+        user_message_id: str,
+        assistant_message_id: str,
+    ) -> PipelineRequest:
+        conversation = self._config.conversation
+        kb_ids = body.knowledge_base_ids if body.knowledge_base_ids is not None else session.knowledge_base_ids
+        summary = conversation.summary
+        fallback_response = self._templates.entry("fallback", conversation.fallback_prompt_id).get(
+            "response", conversation.fallback_response
+        )
+        options: dict[str, Any] = {**session.options}
+        return PipelineRequest(
+            query=body.query,
+            request_id=request_id,
+            session_id=session.id,
+            tenant_id=session.tenant_id,
+            user_message_id=user_message_id,
+            assistant_message_id=assistant_message_id,
+            language=body.language or options.get("language") or conversation.language,
+            knowledge_base_ids=tuple(kb_ids),
+            knowledge_ids=tuple(body.knowledge_ids or ()),
+            vector_threshold=_pick(body.vector_threshold, conversation.vector_threshold),
+            keyword_threshold=_pick(body.keyword_threshold, conversation.keyword_threshold),
+            embedding_top_k=_pick(body.embedding_top_k, conversation.embedding_top_k),
+            rerank_top_k=_pick(body.rerank_top_k, conversation.rerank_top_k),
+            rerank_threshold=conversation.rerank_threshold,
+            summary_config=SummaryConfig(
+                temperature=_pick(body.temperature, summary.temperature),
+                max_completion_tokens=_pick(body.max_completion_tokens, summary.max_completion_tokens),
+            ),
+            max_rounds=_pick(body.max_rounds, conversation.max_rounds),
+            fallback_strategy=body.fallback_strategy or FallbackStrategy(conversation.fallback_strategy),
+            fallback_response=str(fallback_response),
+            citation_enabled=body.citation_enabled,
+            enable_rewrite=_pick(body.enable_rewrite, conversation.enable_rewrite),
+            enable_query_expansion=_pick(body.enable_query_expansion, conversation.enable_query_expansion),
+            web_search_enabled=body.web_search_enabled,
+        )
+
+    def validate_scope(self, session: Session, body: QuestionBody) -> None:
+        """Every knowledge base and document named must be the tenant's own (else: unknown, 404)."""
+        kb_ids = body.knowledge_base_ids if body.knowledge_base_ids is not None else session.knowledge_base_ids
+        found = {kb.id for kb in self._knowledge.knowledge_bases(session.tenant_id, kb_ids)}
+        for kb_id in kb_ids:
+            if kb_id not in found:
+                raise UnknownKnowledgeBase("knowledge_base_ids", kb_id)
+        for knowledge_id in body.knowledge_ids or ():
+            if self._knowledge.document(session.tenant_id, knowledge_id) is None:
+                raise UnknownKnowledgeBase("knowledge_ids", knowledge_id)
+
+    async def accept(self, session: Session, body: QuestionBody) -> AcceptedTurn:
+        """Validate, store both messages, open the log with ``agent_query``. Nothing is stored if
+        validation fails."""
+        self.validate_scope(session, body)
+        request_id = body.request_id or str(uuid.uuid4())
+        user, assistant = self._sessions.create_turn(session, request_id, body.query)
+        request = self.build_request(session, body, request_id, user.id, assistant.id)
+        turn = AcceptedTurn(session, request, build_plan(request), user, assistant)
+        await self._stream.append_event(
+            turn.key,
+            StreamEvent(
+                id=request_id,
+                type=ResponseType.AGENT_QUERY,
+                content=body.query,
+                done=True,
+                data={
+                    "session_id": session.id,
+                    "assistant_message_id": assistant.id,
+                    "request_id": request_id,
+                },
+            ),
+        )
+        return turn
+
+    async def finalize(self, session_id: str, message_id: str) -> bool:
+        """Complete the assistant message with what its log says the client received."""
+        summary = summarize_answer(await self._stream.get_events(stream_key(session_id, message_id)))
+        reason = {ResponseType.STOP: "stopped", ResponseType.ERROR: "error"}.get(summary.terminal, "")  # type: ignore[arg-type]
+        return self._sessions.complete_assistant_message(message_id, summary.content, summary.references, reason)
+
+    async def stop(self, launcher: TurnLauncher, tenant_id: str, session_id: str, message_id: str) -> str:
+        """Stop a running turn: cancel first (nothing more is appended), then ``stop``, then save.
+
+        Returns ``"stopped"`` or ``"already_completed"``; raises ``LookupError`` for an unknown message.
+        """
+        message = self._sessions.message(tenant_id, session_id, message_id)
+        if message is None or message.role != "assistant":
+            raise LookupError(message_id)
+        if message.is_completed:
+            return "already_completed"
+        await launcher.cancel(session_id, message_id)
+        key = stream_key(session_id, message_id)
+        last = await self._stream.last_event(key)
+        if last is None or not last.is_terminal:
+            await self._stream.append_event(
+                key,
+                StreamEvent(
+                    id=f"stop-{time.time_ns()}",
+                    type=ResponseType.STOP,
+                    content="Generation stopped by user",
+                    done=True,
+                    data={"session_id": session_id, "message_id": message_id, "reason": "user_requested"},
+                ),
+            )
+        await self.finalize(session_id, message_id)
+        return "stopped"
+
+
+_T = TypeVar("_T")
+
+
+def _pick(value: _T | None, default: _T) -> _T:
+    return default if value is None else value

@@ -1,0 +1,1 @@
+"""The HTTP API (FastAPI): the same routes in the embedded server and behind Lambda."""

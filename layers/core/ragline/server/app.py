@@ -1,0 +1,331 @@
+"""The HTTP API: knowledge bases, documents, sessions, questions, streams and stop (SPEC §3-4)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ragline import __version__
+from ragline.container import Container
+from ragline.ingest.service import UnsupportedFile, decode_text, file_type_for
+from ragline.runtime.turns import AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
+from ragline.server.errors import ApiError, install_error_handlers, not_found
+from ragline.server.sse import frames, sse_response
+from ragline.store.knowledge import DuplicateName, KnowledgeBase
+from ragline.store.sessions import Session
+from ragline.store.tenants import Tenant
+from ragline.stream.base import stream_key
+from ragline.stream.replay import start_offset
+
+
+class KnowledgeBaseBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(default="", max_length=2000)
+
+
+class DocumentBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(default="", max_length=500)
+    content: str = Field(min_length=1)
+    file_type: str = Field(default="markdown", pattern="^(markdown|text)$")
+    description: str = Field(default="", max_length=2000)
+
+
+class SessionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    knowledge_base_ids: list[str] = Field(default_factory=list)
+    title: str = Field(default="", max_length=200)
+
+
+class StopBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message_id: str = Field(min_length=1)
+
+
+def create_app(container: Container, launcher: TurnLauncher, *, on_shutdown: Any = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if on_shutdown is not None:
+            await on_shutdown()
+
+    app = FastAPI(
+        title="ragline",
+        version=__version__,
+        description="Knowledge-base question answering with streamed, resumable answers.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    config = container.config
+    stream_config = config.stream
+
+    def tenant_of(x_api_key: Annotated[str | None, Header()] = None) -> Tenant:
+        tenant = container.tenants.for_key(x_api_key or "")
+        if tenant is None:
+            raise ApiError(401, "unauthorized", "a valid X-API-Key header is required", "X-API-Key")
+        return tenant
+
+    TenantDep = Annotated[Tenant, Depends(tenant_of)]
+
+    def kb_of(tenant: Tenant, kb_id: str) -> KnowledgeBase:
+        kb = container.knowledge.knowledge_base(tenant.id, kb_id)
+        if kb is None:
+            raise not_found("knowledge base", "kb_id")
+        return kb
+
+    def session_of(tenant: Tenant, session_id: str) -> Session:
+        session = container.sessions.session(tenant.id, session_id)
+        if session is None:
+            raise not_found("session", "session_id")
+        return session
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    # Knowledge bases -------------------------------------------------------------------------------------
+    @app.post("/api/v1/knowledge-bases", status_code=201, tags=["knowledge"])
+    async def create_knowledge_base(body: KnowledgeBaseBody, tenant: TenantDep) -> dict[str, Any]:
+        try:
+            kb = container.knowledge.create_knowledge_base(
+                tenant.id, body.name.strip(), container.models.default_embedder_id, body.description
+            )
+        except DuplicateName:
+            raise ApiError(409, "duplicate_name", f"a knowledge base named {body.name!r} exists", "name") from None
+        return {**kb.model_dump(), "document_count": 0}
+
+    @app.get("/api/v1/knowledge-bases", tags=["knowledge"])
+    async def list_knowledge_bases(tenant: TenantDep) -> dict[str, Any]:
+        bases = container.knowledge.list_knowledge_bases(tenant.id)
+        counts = container.knowledge.document_counts([kb.id for kb in bases])
+        return {"items": [{**kb.model_dump(), "document_count": counts.get(kb.id, 0)} for kb in bases]}
+
+    @app.get("/api/v1/knowledge-bases/{kb_id}", tags=["knowledge"])
+    async def get_knowledge_base(kb_id: str, tenant: TenantDep) -> dict[str, Any]:
+        kb = kb_of(tenant, kb_id)
+        return {
+            **kb.model_dump(),
+            "document_count": container.knowledge.document_counts([kb.id]).get(kb.id, 0),
+        }
+
+    @app.post(
+        "/api/v1/knowledge-bases/{kb_id}/documents",
+        status_code=201,
+        tags=["knowledge"],
+        openapi_extra={
+            "requestBody": {
+                "content": {
+                    "multipart/form-data": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {"file": {"type": "string", "format": "binary"}},
+                        }
+                    },
+                    "application/json": {"schema": DocumentBody.model_json_schema()},
+                },
+                "required": True,
+            }
+        },
+    )
+    async def upload_document(kb_id: str, request: Request, tenant: TenantDep) -> JSONResponse:
+        """A file (multipart ``file``) or text (JSON ``{"title", "content"}``); indexed before the reply."""
+        kb = kb_of(tenant, kb_id)
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith("multipart/form-data"):
+            form = await request.form(max_files=1)
+            upload = form.get("file")
+            if upload is None or isinstance(upload, str):
+                raise ApiError(422, "missing_field", "file is required", "file")
+            raw = await upload.read()
+            if len(raw) > config.limits.max_upload_bytes:
+                raise ApiError(413, "file_too_large", f"file exceeds {config.limits.max_upload_bytes} bytes", "file")
+            filename = upload.filename or "upload.txt"
+            try:
+                file_type, text = file_type_for(filename), decode_text(raw)
+            except UnsupportedFile as exc:
+                raise ApiError(415, "unsupported_file", str(exc), "file") from None
+            if not text.strip():
+                raise ApiError(422, "empty_document", "the file has no text", "file")
+            title = str(form.get("title") or "")
+            kwargs: dict[str, Any] = {
+                "content": text,
+                "title": title,
+                "filename": filename,
+                "file_type": file_type,
+            }
+        else:
+            try:
+                body = DocumentBody.model_validate_json(await request.body())
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                if first["type"] == "json_invalid":
+                    raise ApiError(400, "invalid_json", "request body is not valid JSON") from None
+                field = ".".join(str(p) for p in first["loc"]) or None
+                code = "missing_field" if first["type"] == "missing" else "invalid_field"
+                raise ApiError(422, code, f"{field}: {first['msg']}", field) from None
+            if not body.content.strip():
+                raise ApiError(422, "empty_document", "content must not be empty", "content")
+            kwargs = {
+                "content": body.content,
+                "title": body.title,
+                "file_type": body.file_type,
+                "description": body.description,
+            }
+        result = await asyncio.to_thread(container.ingest.ingest_text, kb, **kwargs)
+        payload = {
+            **result.document.model_dump(),
+            "chunk_count": result.chunk_count,
+            "duplicate": result.duplicate,
+        }
+        return JSONResponse(payload, status_code=200 if result.duplicate else 201)
+
+    @app.get("/api/v1/knowledge-bases/{kb_id}/documents", tags=["knowledge"])
+    async def list_documents(
+        kb_id: str, tenant: TenantDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100, offset: int = 0
+    ) -> dict[str, Any]:
+        kb = kb_of(tenant, kb_id)
+        docs = container.knowledge.documents(tenant.id, kb.id, limit=limit, offset=max(0, offset))
+        return {"items": [d.model_dump() for d in docs]}
+
+    @app.get("/api/v1/knowledge-bases/{kb_id}/documents/{document_id}/chunks", tags=["knowledge"])
+    async def list_chunks(kb_id: str, document_id: str, tenant: TenantDep) -> dict[str, Any]:
+        kb = kb_of(tenant, kb_id)
+        document = container.knowledge.document(tenant.id, document_id)
+        if document is None or document.knowledge_base_id != kb.id:
+            raise not_found("document", "document_id")
+        chunks = container.knowledge.chunks_of_document(tenant.id, document_id)
+        return {"items": [c.model_dump() for c in chunks]}
+
+    @app.get("/api/v1/chunks/{chunk_id}", tags=["knowledge"])
+    async def get_chunk(chunk_id: str, tenant: TenantDep) -> dict[str, Any]:
+        chunks = container.knowledge.chunks(tenant.id, [chunk_id])
+        if not chunks:
+            raise not_found("chunk", "chunk_id")
+        return chunks[0].model_dump()
+
+    # Sessions and messages ---------------------------------------------------------------------------------
+    @app.post("/api/v1/sessions", status_code=201, tags=["sessions"])
+    async def create_session(body: SessionBody, tenant: TenantDep) -> dict[str, Any]:
+        ids = list(dict.fromkeys(body.knowledge_base_ids))
+        found = {kb.id for kb in container.knowledge.knowledge_bases(tenant.id, ids)}
+        for kb_id in ids:
+            if kb_id not in found:
+                raise not_found(f"knowledge base {kb_id}", "knowledge_base_ids")
+        return container.sessions.create_session(tenant.id, ids, title=body.title).model_dump()
+
+    @app.get("/api/v1/sessions", tags=["sessions"])
+    async def list_sessions(tenant: TenantDep) -> dict[str, Any]:
+        return {"items": [s.model_dump() for s in container.sessions.sessions(tenant.id)]}
+
+    @app.get("/api/v1/sessions/{session_id}", tags=["sessions"])
+    async def get_session(session_id: str, tenant: TenantDep) -> dict[str, Any]:
+        return session_of(tenant, session_id).model_dump()
+
+    @app.get("/api/v1/sessions/{session_id}/messages", tags=["sessions"])
+    async def list_messages(session_id: str, tenant: TenantDep) -> dict[str, Any]:
+        session = session_of(tenant, session_id)
+        return {"items": [m.model_dump() for m in container.sessions.messages(tenant.id, session.id)]}
+
+    # Questions, streams, stop --------------------------------------------------------------------------------
+    async def accept(session: Session, body: QuestionBody) -> AcceptedTurn:
+        if len(body.query) > config.limits.max_query_chars:
+            raise ApiError(422, "query_too_long", f"query exceeds {config.limits.max_query_chars} characters", "query")
+        try:
+            turn = await container.turns.accept(session, body)
+        except UnknownKnowledgeBase as exc:
+            raise not_found(f"{exc.field[:-4].replace('_', ' ')} {exc.value}", exc.field) from None
+        await launcher.launch(turn)
+        return turn
+
+    @app.post("/api/v1/sessions/{session_id}/questions", status_code=202, tags=["chat"])
+    async def ask(session_id: str, body: QuestionBody, tenant: TenantDep) -> dict[str, str]:
+        session = session_of(tenant, session_id)
+        return (await accept(session, body)).ids()
+
+    @app.post("/api/v1/knowledge-chat/{session_id}", tags=["chat"], response_class=JSONResponse)
+    async def knowledge_chat(session_id: str, body: QuestionBody, tenant: TenantDep) -> Any:
+        """Ask and stream in one call (WeKnora-compatible)."""
+        session = session_of(tenant, session_id)
+        turn = await accept(session, body)
+        return sse_response(
+            frames(
+                container.stream,
+                turn.key,
+                0,
+                stream_config,
+                request_id=turn.request.request_id,
+                session_id=session.id,
+                assistant_message_id=turn.assistant_message.id,
+            ),
+            stream_config,
+        )
+
+    async def stream_message(
+        tenant: Tenant, session_id: str, message_id: str, last_event_id: str | None, offset: int | None
+    ) -> Any:
+        session = session_of(tenant, session_id)
+        message = container.sessions.message(tenant.id, session.id, message_id)
+        if message is None or message.role != "assistant":
+            raise not_found("message", "message_id")
+        key = stream_key(session.id, message.id)
+        if not await container.stream.has_events(key):
+            raise not_found("stream", "message_id")
+        try:
+            start = start_offset(last_event_id, offset)
+        except ValueError as exc:
+            field = "Last-Event-ID" if last_event_id is not None else "offset"
+            raise ApiError(422, "invalid_field", str(exc), field) from None
+        return sse_response(
+            frames(
+                container.stream,
+                key,
+                start,
+                stream_config,
+                request_id=message.request_id,
+                session_id=session.id,
+                assistant_message_id=message.id,
+            ),
+            stream_config,
+        )
+
+    @app.get("/api/v1/sessions/{session_id}/messages/{message_id}/events", tags=["chat"])
+    async def message_events(
+        session_id: str,
+        message_id: str,
+        tenant: TenantDep,
+        offset: Annotated[int | None, Query()] = None,
+        last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    ) -> Any:
+        return await stream_message(tenant, session_id, message_id, last_event_id, offset)
+
+    @app.get("/api/v1/sessions/continue-stream/{session_id}", tags=["chat"])
+    async def continue_stream(
+        session_id: str,
+        tenant: TenantDep,
+        message_id: Annotated[str, Query(min_length=1)],
+        offset: Annotated[int | None, Query()] = None,
+        last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    ) -> Any:
+        return await stream_message(tenant, session_id, message_id, last_event_id, offset)
+
+    @app.post("/api/v1/sessions/{session_id}/stop", tags=["chat"])
+    async def stop(session_id: str, body: StopBody, tenant: TenantDep) -> dict[str, str]:
+        session = session_of(tenant, session_id)
+        try:
+            status = await container.turns.stop(launcher, tenant.id, session.id, body.message_id)
+        except LookupError:
+            raise not_found("message", "message_id") from None
+        if status == "already_completed":
+            return {"status": status, "message": "Message already completed"}
+        return {"status": status, "message": "Generation stopped"}
+
+    app.state.container = container
+    app.state.launcher = launcher
+    return app

@@ -1,0 +1,64 @@
+"""Errors as ``{"error": {"code", "message", "field"}}`` with a 4xx/5xx status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+
+
+def not_found(what: str, field: str | None = None) -> ApiError:
+    return ApiError(404, "not_found", f"{what} not found", field)
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if field:
+        body["field"] = field
+    return {"error": body}
+
+
+def _field_of(loc: Any) -> str | None:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or None
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(error_body(exc.code, exc.message, exc.field), status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
+        if first.get("type") == "json_invalid":
+            return JSONResponse(error_body("invalid_json", "request body is not valid JSON"), status_code=400)
+        field = _field_of(first.get("loc", ()))
+        kind = first.get("type", "")
+        if kind == "missing":
+            code, message = "missing_field", f"{field} is required"
+        elif kind == "extra_forbidden":
+            code, message = "unknown_field", f"{field} is not a known field"
+        else:
+            code, message = "invalid_field", f"{field}: {first.get('msg', 'invalid value')}"
+        if field is None and kind in {"model_attributes_type", "dict_type"}:
+            code, message = "invalid_body", "request body must be a JSON object"
+        return JSONResponse(error_body(code, message, field), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)

@@ -1,0 +1,45 @@
+"""SSE framing: ``id: <seq>``, ``event: message``, one JSON ``data`` line; a ``: ping`` comment when idle."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from sse_starlette.sse import EventSourceResponse, ServerSentEvent
+
+from ragline.config import StreamConfig
+from ragline.stream.base import StreamManager
+from ragline.stream.replay import follow
+from ragline.types import StreamEvent, StreamResponse
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
+
+
+def sse_frame(event: StreamEvent, *, request_id: str, session_id: str, assistant_message_id: str) -> bytes:
+    response = StreamResponse.from_event(
+        event, request_id=request_id, session_id=session_id, assistant_message_id=assistant_message_id
+    )
+    return f"id: {event.seq}\nevent: message\ndata: {response.to_json()}\n\n".encode()
+
+
+async def frames(
+    stream: StreamManager,
+    key: str,
+    start: int,
+    config: StreamConfig,
+    *,
+    request_id: str,
+    session_id: str,
+    assistant_message_id: str,
+) -> AsyncIterator[bytes]:
+    async for event in follow(stream, key, start, min_wait_s=config.poll_min_wait_s, max_wait_s=config.poll_max_wait_s):
+        yield sse_frame(event, request_id=request_id, session_id=session_id, assistant_message_id=assistant_message_id)
+
+
+def sse_response(body: AsyncIterator[bytes], config: StreamConfig) -> EventSourceResponse:
+    return EventSourceResponse(
+        body,
+        headers=SSE_HEADERS,
+        ping=int(config.ping_interval_s),
+        sep="\n",
+        ping_message_factory=lambda: ServerSentEvent(comment="ping", sep="\n"),
+    )

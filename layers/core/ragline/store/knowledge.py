@@ -1,0 +1,248 @@
+"""Knowledge bases, documents and chunks (SQLite)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, Field
+
+from ragline.store.db import Database
+from ragline.store.ids import new_id, utc_now
+
+
+class KnowledgeBase(BaseModel):
+    id: str
+    tenant_id: str
+    name: str
+    description: str = ""
+    embedding_model: str
+    created_at: str
+
+
+class Document(BaseModel):
+    id: str
+    tenant_id: str
+    knowledge_base_id: str
+    title: str
+    filename: str = ""
+    file_type: str = "text"
+    description: str = ""
+    source: str = ""
+    content_hash: str = ""
+    chunk_count: int = 0
+    enabled: bool = True
+    created_at: str = Field(default_factory=utc_now)
+
+
+class Chunk(BaseModel):
+    id: str
+    tenant_id: str
+    knowledge_base_id: str
+    knowledge_id: str
+    chunk_index: int
+    chunk_type: str = "text"
+    content: str
+    header: str = ""
+    parent_chunk_id: str = ""
+    pre_chunk_id: str = ""
+    next_chunk_id: str = ""
+    start_at: int = 0
+    end_at: int = 0
+    metadata: dict[str, object] = Field(default_factory=dict)
+    # Parent chunks carry context for their children; they are not matched directly.
+    searchable: bool = True
+    enabled: bool = True
+
+
+class DuplicateName(Exception):
+    pass
+
+
+def _kb(row: object) -> KnowledgeBase:
+    return KnowledgeBase(**dict(row))  # type: ignore[call-overload]
+
+
+def _document(row: object) -> Document:
+    return Document(**dict(row))  # type: ignore[call-overload]
+
+
+def chunk_from_row(row: object) -> Chunk:
+    data = dict(row)  # type: ignore[call-overload]
+    data["metadata"] = json.loads(data.get("metadata") or "{}")
+    return Chunk(**data)
+
+
+_CHUNK_COLUMNS = (
+    "id, tenant_id, knowledge_base_id, knowledge_id, chunk_index, chunk_type, content, header, parent_chunk_id,"
+    " pre_chunk_id, next_chunk_id, start_at, end_at, metadata, searchable, enabled"
+)
+
+
+class KnowledgeStore:
+    """Every read takes the tenant: another tenant's id reads as absent."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def create_knowledge_base(
+        self, tenant_id: str, name: str, embedding_model: str, description: str = ""
+    ) -> KnowledgeBase:
+        if self.knowledge_base_by_name(tenant_id, name) is not None:
+            raise DuplicateName(name)
+        kb = KnowledgeBase(
+            id=new_id(),
+            tenant_id=tenant_id,
+            name=name,
+            description=description,
+            embedding_model=embedding_model,
+            created_at=utc_now(),
+        )
+        self._db.execute(
+            "INSERT INTO knowledge_bases (id, tenant_id, name, description, embedding_model, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (kb.id, kb.tenant_id, kb.name, kb.description, kb.embedding_model, kb.created_at),
+        )
+        return kb
+
+    def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None:
+        row = self._db.query_one("SELECT * FROM knowledge_bases WHERE id = ? AND tenant_id = ?", (kb_id, tenant_id))
+        return _kb(row) if row else None
+
+    def knowledge_bases(self, tenant_id: str, kb_ids: Iterable[str]) -> list[KnowledgeBase]:
+        ids = list(dict.fromkeys(kb_ids))
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self._db.query(
+            f"SELECT * FROM knowledge_bases WHERE tenant_id = ? AND id IN ({marks})", (tenant_id, *ids)
+        )
+        by_id = {row["id"]: _kb(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def knowledge_base_by_name(self, tenant_id: str, name: str) -> KnowledgeBase | None:
+        row = self._db.query_one("SELECT * FROM knowledge_bases WHERE tenant_id = ? AND name = ?", (tenant_id, name))
+        return _kb(row) if row else None
+
+    def list_knowledge_bases(self, tenant_id: str) -> list[KnowledgeBase]:
+        rows = self._db.query("SELECT * FROM knowledge_bases WHERE tenant_id = ? ORDER BY created_at", (tenant_id,))
+        return [_kb(r) for r in rows]
+
+    def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]:
+        if not kb_ids:
+            return {}
+        marks = ",".join("?" * len(kb_ids))
+        rows = self._db.query(
+            f"SELECT knowledge_base_id, COUNT(*) AS n FROM documents WHERE knowledge_base_id IN ({marks})"
+            " GROUP BY knowledge_base_id",
+            tuple(kb_ids),
+        )
+        return {row["knowledge_base_id"]: row["n"] for row in rows}
+
+    def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None:
+        """Document and chunks in one transaction (joins the caller's transaction when there is one)."""
+        with self._db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO documents (id, tenant_id, knowledge_base_id, title, filename, file_type, description,"
+                " source, content_hash, chunk_count, enabled, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    document.id,
+                    document.tenant_id,
+                    document.knowledge_base_id,
+                    document.title,
+                    document.filename,
+                    document.file_type,
+                    document.description,
+                    document.source,
+                    document.content_hash,
+                    len([c for c in chunks if c.searchable]),
+                    int(document.enabled),
+                    document.created_at,
+                ),
+            )
+            conn.executemany(
+                f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES ({','.join('?' * 16)})",
+                [
+                    (
+                        c.id,
+                        c.tenant_id,
+                        c.knowledge_base_id,
+                        c.knowledge_id,
+                        c.chunk_index,
+                        c.chunk_type,
+                        c.content,
+                        c.header,
+                        c.parent_chunk_id,
+                        c.pre_chunk_id,
+                        c.next_chunk_id,
+                        c.start_at,
+                        c.end_at,
+                        json.dumps(c.metadata, ensure_ascii=False),
+                        int(c.searchable),
+                        int(c.enabled),
+                    )
+                    for c in chunks
+                ],
+            )
+
+    def document(self, tenant_id: str, document_id: str) -> Document | None:
+        row = self._db.query_one("SELECT * FROM documents WHERE id = ? AND tenant_id = ?", (document_id, tenant_id))
+        return _document(row) if row else None
+
+    def documents(self, tenant_id: str, kb_id: str, limit: int = 1000, offset: int = 0) -> list[Document]:
+        rows = self._db.query(
+            "SELECT * FROM documents WHERE tenant_id = ? AND knowledge_base_id = ? ORDER BY created_at LIMIT ? OFFSET ?",
+            (tenant_id, kb_id, limit, offset),
+        )
+        return [_document(r) for r in rows]
+
+    def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None:
+        row = self._db.query_one(
+            "SELECT * FROM documents WHERE tenant_id = ? AND knowledge_base_id = ? AND content_hash = ?",
+            (tenant_id, kb_id, content_hash),
+        )
+        return _document(row) if row else None
+
+    def chunks_of_document(self, tenant_id: str, document_id: str) -> list[Chunk]:
+        rows = self._db.query(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE knowledge_id = ? AND tenant_id = ? ORDER BY chunk_index",
+            (document_id, tenant_id),
+        )
+        return [chunk_from_row(r) for r in rows]
+
+    def chunks(self, tenant_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        if not chunk_ids:
+            return []
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self._db.query(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE tenant_id = ? AND id IN ({marks})",
+            (tenant_id, *chunk_ids),
+        )
+        by_id = {row["id"]: chunk_from_row(row) for row in rows}
+        return [by_id[i] for i in chunk_ids if i in by_id]
+
+    def delete_document(self, tenant_id: str, document_id: str) -> bool:
+        """Removes the document, its chunks, their vectors and keyword rows."""
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT knowledge_base_id FROM documents WHERE id = ? AND tenant_id = ?",
+                (document_id, tenant_id),
+            ).fetchone()
+            if row is None:
+                return False
+            conn.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_id = ?)",
+                (document_id,),
+            )
+            conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+            bump_index_version(conn, row["knowledge_base_id"])
+        return True
+
+
+def bump_index_version(conn: object, kb_id: str) -> None:
+    """Tells every process's vector cache that this knowledge base's index changed."""
+    conn.execute(  # type: ignore[attr-defined]
+        "INSERT INTO index_versions (knowledge_base_id, version) VALUES (?, 1)"
+        " ON CONFLICT(knowledge_base_id) DO UPDATE SET version = version + 1",
+        (kb_id,),
+    )

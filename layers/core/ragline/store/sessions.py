@@ -1,0 +1,170 @@
+"""Sessions and messages. A turn is a user message and an assistant message linked by request id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ragline.store.db import Database
+from ragline.store.ids import new_id, utc_now
+
+
+class Session(BaseModel):
+    id: str
+    tenant_id: str
+    title: str = ""
+    knowledge_base_ids: list[str] = Field(default_factory=list)
+    options: dict[str, Any] = Field(default_factory=dict)
+    created_at: str
+    updated_at: str
+
+
+class Message(BaseModel):
+    id: str
+    session_id: str
+    tenant_id: str
+    request_id: str
+    role: str
+    content: str = ""
+    knowledge_references: list[dict[str, Any]] = Field(default_factory=list)
+    is_completed: bool = False
+    stop_reason: str = ""
+    created_at: str
+    updated_at: str
+
+
+def _session(row: Any) -> Session:
+    data = dict(row)
+    data["knowledge_base_ids"] = json.loads(data["knowledge_base_ids"])
+    data["options"] = json.loads(data["options"])
+    return Session(**data)
+
+
+def _message(row: Any) -> Message:
+    data = dict(row)
+    data["knowledge_references"] = json.loads(data["knowledge_references"])
+    data["is_completed"] = bool(data["is_completed"])
+    return Message(**data)
+
+
+class SessionStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def create_session(
+        self,
+        tenant_id: str,
+        knowledge_base_ids: Sequence[str],
+        title: str = "",
+        options: dict[str, Any] | None = None,
+    ) -> Session:
+        now = utc_now()
+        session = Session(
+            id=new_id(),
+            tenant_id=tenant_id,
+            title=title,
+            knowledge_base_ids=list(knowledge_base_ids),
+            options=options or {},
+            created_at=now,
+            updated_at=now,
+        )
+        self._db.execute(
+            "INSERT INTO sessions (id, tenant_id, title, knowledge_base_ids, options, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                session.id,
+                tenant_id,
+                title,
+                json.dumps(session.knowledge_base_ids),
+                json.dumps(session.options),
+                now,
+                now,
+            ),
+        )
+        return session
+
+    def session(self, tenant_id: str, session_id: str) -> Session | None:
+        row = self._db.query_one("SELECT * FROM sessions WHERE id = ? AND tenant_id = ?", (session_id, tenant_id))
+        return _session(row) if row else None
+
+    def sessions(self, tenant_id: str, limit: int = 100) -> list[Session]:
+        rows = self._db.query(
+            "SELECT * FROM sessions WHERE tenant_id = ? ORDER BY updated_at DESC LIMIT ?", (tenant_id, limit)
+        )
+        return [_session(r) for r in rows]
+
+    def set_title(self, session_id: str, title: str) -> None:
+        self._db.execute("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?", (title, utc_now(), session_id))
+
+    def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]:
+        """The user message (complete) and the assistant message (pending) of one turn, atomically."""
+        now = utc_now()
+        user = Message(
+            id=new_id(),
+            session_id=session.id,
+            tenant_id=session.tenant_id,
+            request_id=request_id,
+            role="user",
+            content=query,
+            is_completed=True,
+            created_at=now,
+            updated_at=now,
+        )
+        assistant = user.model_copy(update={"id": new_id(), "role": "assistant", "content": "", "is_completed": False})
+        with self._db.transaction() as conn:
+            for message in (user, assistant):
+                conn.execute(
+                    "INSERT INTO messages (id, session_id, tenant_id, request_id, role, content, knowledge_references,"
+                    " is_completed, stop_reason, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        message.id,
+                        message.session_id,
+                        message.tenant_id,
+                        message.request_id,
+                        message.role,
+                        message.content,
+                        "[]",
+                        int(message.is_completed),
+                        "",
+                        now,
+                        now,
+                    ),
+                )
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session.id))
+        return user, assistant
+
+    def complete_assistant_message(
+        self, message_id: str, content: str, references: list[dict[str, Any]], stop_reason: str = ""
+    ) -> bool:
+        """Completes a pending assistant message once; False when it was already completed."""
+        changed = self._db.execute(
+            "UPDATE messages SET content = ?, knowledge_references = ?, is_completed = 1, stop_reason = ?,"
+            " updated_at = ? WHERE id = ? AND role = 'assistant' AND is_completed = 0",
+            (content, json.dumps(references, ensure_ascii=False), stop_reason, utc_now(), message_id),
+        )
+        return changed > 0
+
+    def message(self, tenant_id: str, session_id: str, message_id: str) -> Message | None:
+        row = self._db.query_one(
+            "SELECT * FROM messages WHERE id = ? AND session_id = ? AND tenant_id = ?",
+            (message_id, session_id, tenant_id),
+        )
+        return _message(row) if row else None
+
+    def messages(self, tenant_id: str, session_id: str, limit: int = 1000) -> list[Message]:
+        rows = self._db.query(
+            "SELECT * FROM messages WHERE session_id = ? AND tenant_id = ? ORDER BY created_at, role DESC LIMIT ?",
+            (session_id, tenant_id, limit),
+        )
+        return [_message(r) for r in rows]
+
+    def recent_messages(self, session_id: str, limit: int) -> list[Message]:
+        """The newest ``limit`` messages, newest first."""
+        rows = self._db.query(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY created_at DESC, role ASC LIMIT ?",
+            (session_id, limit),
+        )
+        return [_message(r) for r in rows]

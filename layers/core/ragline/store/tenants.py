@@ -1,0 +1,70 @@
+"""Tenants and their API keys. Keys are stored as SHA-256 hashes; the key itself is shown once."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from pydantic import BaseModel
+
+from ragline.store.db import Database
+from ragline.store.ids import new_id, utc_now
+
+
+class Tenant(BaseModel):
+    id: str
+    name: str
+    created_at: str
+
+
+def hash_key(api_key: str) -> str:
+    return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
+
+
+def generate_key() -> str:
+    return "rl-" + secrets.token_urlsafe(24)
+
+
+class TenantStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]:
+        """A new tenant with one API key; returns the key in clear text (it is not stored so)."""
+        key = api_key or generate_key()
+        tenant = Tenant(id=new_id(), name=name, created_at=utc_now())
+        with self._db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)",
+                (tenant.id, tenant.name, tenant.created_at),
+            )
+            conn.execute(
+                "INSERT INTO api_keys (key_hash, tenant_id, created_at) VALUES (?, ?, ?)",
+                (hash_key(key), tenant.id, tenant.created_at),
+            )
+        return tenant, key
+
+    def add_key(self, tenant_id: str, api_key: str) -> None:
+        self._db.execute(
+            "INSERT OR IGNORE INTO api_keys (key_hash, tenant_id, created_at) VALUES (?, ?, ?)",
+            (hash_key(api_key), tenant_id, utc_now()),
+        )
+
+    def for_key(self, api_key: str) -> Tenant | None:
+        if not api_key:
+            return None
+        row = self._db.query_one(
+            "SELECT t.id, t.name, t.created_at FROM api_keys k JOIN tenants t ON t.id = k.tenant_id"
+            " WHERE k.key_hash = ?",
+            (hash_key(api_key),),
+        )
+        return Tenant(**dict(row)) if row else None
+
+    def by_name(self, name: str) -> Tenant | None:
+        row = self._db.query_one("SELECT id, name, created_at FROM tenants WHERE name = ? ORDER BY created_at", (name,))
+        return Tenant(**dict(row)) if row else None
+
+    def list(self) -> list[Tenant]:
+        return [
+            Tenant(**dict(r)) for r in self._db.query("SELECT id, name, created_at FROM tenants ORDER BY created_at")
+        ]

@@ -1,0 +1,92 @@
+"""The StreamManager port: producers append, consumers read by offset, anyone can replay from 0."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+
+from ragline.types import StreamEvent
+
+
+def stream_key(session_id: str, message_id: str) -> str:
+    """The log of one assistant message; also the DynamoDB partition key."""
+    return f"{session_id}#{message_id}"
+
+
+class StreamManager(ABC):
+    """Append-only, gap-free log per turn. ``seq`` is the offset, starting at 0."""
+
+    @abstractmethod
+    async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
+        """Append and return the event with its ``seq``."""
+
+    @abstractmethod
+    async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
+        """Events with ``seq >= from_offset`` in order."""
+
+    async def wait_for_append(self, key: str, after_seq: int, timeout: float) -> bool:
+        """Wait until an event with ``seq > after_seq`` may exist, at most ``timeout`` seconds.
+
+        The default cannot be woken and simply sleeps (a poll); logs that know of their own appends
+        override it so live readers wake the moment an event lands.
+        """
+        await asyncio.sleep(timeout)
+        return False
+
+    async def has_events(self, key: str) -> bool:
+        return bool(await self.get_events(key, 0))
+
+    async def last_event(self, key: str) -> StreamEvent | None:
+        events = await self.get_events(key, 0)
+        return events[-1] if events else None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources; most logs hold none."""
+
+
+class AppendNotifier:
+    """Wakes readers waiting on a key when an event is appended, across threads and event loops."""
+
+    _MAX_TRACKED_KEYS = 10_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._latest: OrderedDict[str, int] = OrderedDict()
+        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
+
+    def notify(self, key: str, seq: int) -> None:
+        with self._lock:
+            self._latest[key] = max(seq, self._latest.get(key, -1))
+            self._latest.move_to_end(key)
+            while len(self._latest) > self._MAX_TRACKED_KEYS:
+                self._latest.popitem(last=False)
+            waiters = self._waiters.pop(key, [])
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_resolve, future)
+
+    async def wait(self, key: str, after_seq: int, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            if self._latest.get(key, -1) > after_seq:
+                return True
+            self._waiters.setdefault(key, []).append((loop, future))
+        try:
+            await asyncio.wait_for(future, timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            with self._lock:
+                waiting = self._waiters.get(key)
+                if waiting is not None:
+                    waiting[:] = [(lp, fut) for lp, fut in waiting if fut is not future]
+                    if not waiting:
+                        del self._waiters[key]
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -1,0 +1,134 @@
+"""The stream handler: turns a turn's bus events into log entries.
+
+Incremental answer and thinking chunks are batched into one log entry per ``batch_max_delay_ms`` (or
+``batch_max_chars``), so a turn costs tens of writes, not one per token; anything else flushes the batch
+first, so the log keeps the bus's order. Nothing is appended once the turn is stopped or after a
+terminal event, and the answer's ``done`` is written once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from ragline.event.bus import BusEvent, BusEventType
+from ragline.runtime.cancel import CancelToken
+from ragline.stream.base import StreamManager
+from ragline.types import ResponseType, StreamEvent
+from ragline.types.stream import COALESCABLE_TYPES
+
+RESPONSE_TYPES: dict[BusEventType, ResponseType] = {
+    BusEventType.AGENT_QUERY: ResponseType.AGENT_QUERY,
+    BusEventType.THOUGHT: ResponseType.THINKING,
+    BusEventType.FINAL_ANSWER: ResponseType.ANSWER,
+    BusEventType.TOOL_CALL: ResponseType.TOOL_CALL,
+    BusEventType.TOOL_RESULT: ResponseType.TOOL_RESULT,
+    BusEventType.REFERENCES: ResponseType.REFERENCES,
+    BusEventType.REFLECTION: ResponseType.REFLECTION,
+    BusEventType.SESSION_TITLE: ResponseType.SESSION_TITLE,
+    BusEventType.MEMORY_RECALLED: ResponseType.MEMORY_RECALLED,
+    BusEventType.ERROR: ResponseType.ERROR,
+    BusEventType.COMPLETE: ResponseType.COMPLETE,
+    BusEventType.STOP: ResponseType.STOP,
+}
+
+
+def to_stream_event(event: BusEvent) -> StreamEvent:
+    return StreamEvent(
+        id=event.id,
+        type=RESPONSE_TYPES[event.type],
+        content=event.content,
+        done=event.done,
+        data=dict(event.data),
+        knowledge_references=event.references,
+    )
+
+
+class StreamHandler:
+    def __init__(
+        self,
+        manager: StreamManager,
+        key: str,
+        *,
+        cancel: CancelToken | None = None,
+        batch_max_delay_ms: int = 100,
+        batch_max_chars: int = 2048,
+    ) -> None:
+        self._manager = manager
+        self._key = key
+        self._cancel = cancel
+        self._delay = batch_max_delay_ms / 1000
+        self._max_chars = batch_max_chars
+        self._lock = asyncio.Lock()
+        self._pending: StreamEvent | None = None
+        self._pending_parts: list[str] = []
+        self._pending_chars = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._finished = False
+        self._done_answers: set[str] = set()
+        self.appended = 0
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    async def handle(self, bus_event: BusEvent) -> None:
+        event = to_stream_event(bus_event)
+        async with self._lock:
+            if self._finished or (self._cancel is not None and self._cancel.cancelled and not event.is_terminal):
+                return
+            if event.type == ResponseType.ANSWER and event.done:
+                if event.id in self._done_answers:
+                    return  # a duplicate terminal answer would end a client's answer twice
+                self._done_answers.add(event.id)
+            if event.type in COALESCABLE_TYPES and not event.done and self._delay > 0:
+                await self._buffer(event)
+                return
+            await self._flush()
+            await self._append(event)
+
+    async def flush(self) -> None:
+        async with self._lock:
+            await self._flush()
+
+    async def _buffer(self, event: StreamEvent) -> None:
+        pending = self._pending
+        if pending is not None and (pending.type != event.type or pending.id != event.id):
+            await self._flush()
+            pending = None
+        if pending is None:
+            self._pending = event
+            self._pending_parts = [event.content]
+            self._pending_chars = len(event.content)
+            self._timer = asyncio.get_running_loop().call_later(self._delay, self._on_timer)
+        else:
+            self._pending_parts.append(event.content)
+            self._pending_chars += len(event.content)
+            pending.data.update(event.data)
+            pending.timestamp = event.timestamp
+        if self._pending_chars >= self._max_chars:
+            await self._flush()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        task = asyncio.ensure_future(self.flush())
+        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+
+    async def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        pending.content = "".join(self._pending_parts)
+        self._pending_parts = []
+        self._pending_chars = 0
+        if self._cancel is not None and self._cancel.cancelled:
+            return
+        await self._append(pending)
+
+    async def _append(self, event: StreamEvent) -> None:
+        await self._manager.append_event(self._key, event)
+        self.appended += 1
+        if event.is_terminal:
+            self._finished = True

@@ -1,0 +1,67 @@
+"""The embedded runtime's event log: a SQLite table, with in-process wake-ups for live readers."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+from ragline.store.db import Database
+from ragline.stream.base import AppendNotifier, StreamManager
+from ragline.types import StreamEvent
+
+
+class SqliteStreamManager(StreamManager):
+    """``(stream_key, seq)`` is the primary key, so two writers can never take the same offset."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._notifier = AppendNotifier()
+        self._next_seq: dict[str, int] = {}
+        self._seq_lock = threading.Lock()
+
+    async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
+        with self._seq_lock:
+            seq = self._next_seq.get(key)
+            if seq is None:
+                seq = self._max_seq(key) + 1
+            while True:
+                stored = event.model_copy(update={"seq": seq})
+                try:
+                    self._db.execute(
+                        "INSERT INTO stream_events (stream_key, seq, event) VALUES (?, ?, ?)",
+                        (key, seq, stored.model_dump_json(exclude={"seq"})),
+                    )
+                    break
+                except sqlite3.IntegrityError:
+                    # Another process appended to this log: continue after its last event.
+                    seq = self._max_seq(key) + 1
+            self._next_seq[key] = seq + 1
+            if len(self._next_seq) > 10_000:
+                self._next_seq.clear()
+        self._notifier.notify(key, seq)
+        return stored
+
+    async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
+        rows = self._db.query(
+            "SELECT seq, event FROM stream_events WHERE stream_key = ? AND seq >= ? ORDER BY seq",
+            (key, max(0, from_offset)),
+        )
+        return [StreamEvent.model_validate_json(row["event"]).model_copy(update={"seq": row["seq"]}) for row in rows]
+
+    async def last_event(self, key: str) -> StreamEvent | None:
+        row = self._db.query_one(
+            "SELECT seq, event FROM stream_events WHERE stream_key = ? ORDER BY seq DESC LIMIT 1", (key,)
+        )
+        if row is None:
+            return None
+        return StreamEvent.model_validate_json(row["event"]).model_copy(update={"seq": row["seq"]})
+
+    async def has_events(self, key: str) -> bool:
+        return self._db.query_one("SELECT 1 FROM stream_events WHERE stream_key = ? LIMIT 1", (key,)) is not None
+
+    async def wait_for_append(self, key: str, after_seq: int, timeout: float) -> bool:
+        return await self._notifier.wait(key, after_seq, timeout)
+
+    def _max_seq(self, key: str) -> int:
+        row = self._db.query_one("SELECT MAX(seq) AS seq FROM stream_events WHERE stream_key = ?", (key,))
+        return -1 if row is None or row["seq"] is None else int(row["seq"])

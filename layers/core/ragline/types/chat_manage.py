@@ -1,0 +1,236 @@
+"""ChatManage: the object that crosses the whole pipeline, in three parts.
+
+- ``PipelineRequest``: the request's configuration, immutable once the turn starts;
+- ``PipelineState``: what stages read and write; successive results stay in separate fields
+  (search → rerank → merge) so a later stage can fall back to an earlier one;
+- ``PipelineContext``: runtime handles (event bus, ids, cancel token). Never serialised and never copied
+  by :meth:`ChatManage.clone`, because in AWS every stage runs in a separate invocation and rebuilds it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragline.types.intent import needs_kb_retrieval, needs_retrieval
+from ragline.types.search import SearchResult
+
+if TYPE_CHECKING:
+    from ragline.event.bus import EventBus
+    from ragline.runtime.cancel import CancelToken
+
+
+class FallbackStrategy(StrEnum):
+    FIXED = "fixed"
+    MODEL = "model"
+
+
+class SearchTargetType(StrEnum):
+    KNOWLEDGE_BASE = "knowledge_base"
+    KNOWLEDGE = "knowledge"
+
+
+class SearchTarget(BaseModel):
+    """A knowledge base, whole or narrowed to documents or tags."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: SearchTargetType = SearchTargetType.KNOWLEDGE_BASE
+    knowledge_base_id: str
+    knowledge_ids: tuple[str, ...] = ()
+    tag_ids: tuple[str, ...] = ()
+
+    @property
+    def is_constrained(self) -> bool:
+        return bool(self.knowledge_ids or self.tag_ids)
+
+
+class ChatOptions(BaseModel):
+    """Sampling options handed to a chat model."""
+
+    temperature: float = 0.3
+    top_p: float | None = None
+    max_tokens: int = 2048
+    thinking: bool | None = None
+
+
+class SummaryConfig(BaseModel):
+    """Generation settings: prompt templates and sampling."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt: str = ""
+    context_template: str = ""
+    temperature: float = 0.3
+    max_completion_tokens: int = 2048
+    thinking: bool | None = None
+
+
+class PipelineRequest(BaseModel):
+    """Immutable request configuration (the seed's PipelineRequest)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    request_id: str
+    session_id: str
+    tenant_id: str
+    user_id: str = ""
+    user_message_id: str = ""
+    assistant_message_id: str = ""
+    language: str = "English"
+
+    knowledge_base_ids: tuple[str, ...] = ()
+    knowledge_ids: tuple[str, ...] = ()
+    search_targets: tuple[SearchTarget, ...] = ()
+
+    vector_threshold: float = 0.2
+    keyword_threshold: float = 0.3
+    embedding_top_k: int = 30
+    rerank_model_id: str = ""
+    rerank_top_k: int = 30
+    rerank_threshold: float = 0.3
+    chat_model_id: str = ""
+    summary_config: SummaryConfig = Field(default_factory=SummaryConfig)
+    max_rounds: int = 5
+
+    fallback_strategy: FallbackStrategy = FallbackStrategy.MODEL
+    fallback_response: str = "Sorry, I am unable to answer this question."
+    fallback_prompt: str = ""
+
+    citation_enabled: bool | None = None
+    enable_rewrite: bool = True
+    enable_query_expansion: bool = True
+
+    faq_priority_enabled: bool = False
+    faq_direct_answer_threshold: float = 0.9
+    faq_score_boost: float = 1.2
+
+    data_analysis_enabled: bool = False
+    images: tuple[str, ...] = ()
+    vlm_model_id: str = ""
+    chat_model_supports_vision: bool = False
+
+    web_search_enabled: bool = False
+    web_fetch_enabled: bool = False
+    web_fetch_top_n: int = 3
+
+    @property
+    def citations_on(self) -> bool:
+        """``citation_enabled`` unset means enabled."""
+        return self.citation_enabled is not False
+
+    @property
+    def has_knowledge(self) -> bool:
+        return bool(self.knowledge_base_ids or self.knowledge_ids or self.search_targets)
+
+
+class History(BaseModel):
+    """One earlier question/answer round, paired by request id."""
+
+    query: str
+    answer: str
+    request_id: str = ""
+    created_at: str = ""
+    knowledge_references: list[SearchResult] = Field(default_factory=list)
+
+
+class PipelineState(BaseModel):
+    """Intermediate state read and written by the stages (the seed's PipelineState)."""
+
+    rewrite_query: str = ""
+    intent: str = ""
+    history: list[History] = Field(default_factory=list)
+    memory_prompt: str = ""
+
+    search_result: list[SearchResult] = Field(default_factory=list)
+    rerank_result: list[SearchResult] = Field(default_factory=list)
+    merge_result: list[SearchResult] = Field(default_factory=list)
+    candidate_count: int = 0
+
+    entity: list[str] = Field(default_factory=list)
+    entity_kb_ids: list[str] = Field(default_factory=list)
+    graph_result: dict[str, Any] = Field(default_factory=dict)
+
+    user_content: str = ""
+    rendered_contexts: str = ""
+    system_prompt_override: str = ""
+    chat_response: str = ""
+    chat_finish_reason: str = ""
+    # Wall-clock start of the turn (ms); carried in state because in AWS each stage is a new process.
+    started_at_ms: int = 0
+    steps_run: int = 0
+
+
+@dataclass
+class PipelineContext:
+    """Runtime handles of one turn. Rebuilt in every process; never serialised, never cloned."""
+
+    event_bus: EventBus | None = None
+    cancel: CancelToken | None = None
+    session_id: str = ""
+    message_id: str = ""
+    user_message_id: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.cancelled
+
+
+class StoredChatManage(BaseModel):
+    """The serialisable part of a turn: what crosses a stage boundary between invocations."""
+
+    request: PipelineRequest
+    state: PipelineState
+
+
+class ChatManage:
+    """Request + state + context. Request and state round-trip through JSON; the context stays behind."""
+
+    __slots__ = ("context", "request", "state")
+
+    def __init__(
+        self,
+        request: PipelineRequest,
+        state: PipelineState | None = None,
+        context: PipelineContext | None = None,
+    ) -> None:
+        self.request = request
+        self.state = state if state is not None else PipelineState()
+        self.context = context if context is not None else PipelineContext()
+
+    @classmethod
+    def start(cls, request: PipelineRequest, context: PipelineContext | None = None) -> ChatManage:
+        """A new turn: the rewrite starts as the original query."""
+        state = PipelineState(rewrite_query=request.query, started_at_ms=int(time.time() * 1000))
+        return cls(request, state, context)
+
+    def clone(self) -> ChatManage:
+        """Deep copy of request and state for a parallel branch; the context is shared, not copied."""
+        return ChatManage(self.request.model_copy(deep=True), self.state.model_copy(deep=True), self.context)
+
+    @property
+    def search_query(self) -> str:
+        return self.state.rewrite_query or self.request.query
+
+    def needs_kb_retrieval(self) -> bool:
+        return needs_kb_retrieval(self.state.intent)
+
+    def needs_retrieval(self) -> bool:
+        return needs_retrieval(self.state.intent, self.request.web_search_enabled)
+
+    def final_results(self) -> list[SearchResult]:
+        """The latest non-empty result list: merge, else rerank, else search."""
+        return self.state.merge_result or self.state.rerank_result or self.state.search_result
+
+    def dump_json(self) -> str:
+        return StoredChatManage(request=self.request, state=self.state).model_dump_json()
+
+    @classmethod
+    def load_json(cls, raw: str | bytes, context: PipelineContext | None = None) -> ChatManage:
+        stored = StoredChatManage.model_validate_json(raw)
+        return cls(stored.request, stored.state, context)

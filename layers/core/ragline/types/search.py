@@ -1,0 +1,75 @@
+"""Search results as every stage after search reads them."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MatchType(StrEnum):
+    """How a result reached the candidate list."""
+
+    EMBEDDING = "embedding"
+    KEYWORD = "keyword"
+    HYBRID = "hybrid"
+    NEARBY_CHUNK = "nearby_chunk"
+    HISTORY = "history"
+    PARENT_CHUNK = "parent_chunk"
+    RELATION_CHUNK = "relation_chunk"
+    GRAPH = "graph"
+    WEB_SEARCH = "web_search"
+    DIRECT_LOAD = "direct_load"
+    DATA_ANALYSIS = "data_analysis"
+
+
+class ChunkType(StrEnum):
+    TEXT = "text"
+    PARENT_TEXT = "parent_text"
+    FAQ = "faq"
+    IMAGE_OCR = "image_ocr"
+    IMAGE_CAPTION = "image_caption"
+    SUMMARY = "summary"
+    TABLE_SUMMARY = "table_summary"
+    TABLE_COLUMN = "table_column"
+    WIKI_PAGE = "wiki_page"
+    WEB_SEARCH = "web_search"
+    ENTITY = "entity"
+    RELATIONSHIP = "relationship"
+
+
+class SearchResult(BaseModel):
+    """One candidate passage. ``score`` is the current stage's score; earlier scores live in ``metadata``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    content: str
+    knowledge_id: str = ""
+    knowledge_base_id: str = ""
+    knowledge_title: str = ""
+    knowledge_filename: str = ""
+    knowledge_description: str = ""
+    knowledge_source: str = ""
+    header: str = ""
+    chunk_index: int = 0
+    chunk_type: str = ChunkType.TEXT
+    parent_chunk_id: str = ""
+    pre_chunk_id: str = ""
+    next_chunk_id: str = ""
+    start_at: int = 0
+    end_at: int = 0
+    score: float = 0.0
+    vector_score: float | None = None
+    keyword_score: float | None = None
+    match_type: str = MatchType.EMBEDDING
+    sub_chunk_id: list[str] = Field(default_factory=list)
+    tag_id: str = ""
+    image_info: str = ""
+    chunk_metadata: dict[str, object] = Field(default_factory=dict)
+    metadata: dict[str, str] = Field(default_factory=dict)
+    url: str = ""
+
+    @property
+    def is_web(self) -> bool:
+        return self.knowledge_source == "web_search" or self.match_type == MatchType.WEB_SEARCH
