@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -16,11 +17,25 @@ class OpenAICompatibleChatModel:
     """Streams ``delta.content`` as answer and ``delta.reasoning_content`` (vLLM, DeepSeek) as thinking."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120.0) -> None:
-        from openai import AsyncOpenAI
-
         self.model_id = f"{model}@{base_url}"
         self._model = model
-        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout)
+        self._base_url = base_url
+        self._api_key = api_key or "not-needed"
+        self._timeout = timeout
+        self._clients: dict[int, Any] = {}
+
+    def _client(self) -> Any:
+        """One client per event loop: its connection pool is bound to the loop that created it, and a
+        warm Lambda runs each invocation on a new loop."""
+        from openai import AsyncOpenAI
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(id(loop))
+        if client is None or client[0] is not loop:
+            self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
+            client = (loop, AsyncOpenAI(base_url=self._base_url, api_key=self._api_key, timeout=self._timeout))
+            self._clients[id(loop)] = client
+        return client[1]
 
     def _request(self, messages: Sequence[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -38,7 +53,7 @@ class OpenAICompatibleChatModel:
 
         finish: str | None = None
         try:
-            stream = await self._client.chat.completions.create(**self._request(messages, options), stream=True)
+            stream = await self._client().chat.completions.create(**self._request(messages, options), stream=True)
             async for event in stream:
                 for choice in event.choices:
                     delta = choice.delta

@@ -49,6 +49,18 @@ class StopBody(BaseModel):
     message_id: str = Field(min_length=1)
 
 
+def tenant_of(request: Request, x_api_key: Annotated[str | None, Header()] = None) -> Tenant:
+    """The caller's tenant from ``X-API-Key``; every route depends on it."""
+    container: Container = request.app.state.container
+    tenant = container.tenants.for_key(x_api_key or "")
+    if tenant is None:
+        raise ApiError(401, "unauthorized", "a valid X-API-Key header is required", "X-API-Key")
+    return tenant
+
+
+TenantDep = Annotated[Tenant, Depends(tenant_of)]
+
+
 def create_app(container: Container, launcher: TurnLauncher, *, on_shutdown: Any = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -63,16 +75,10 @@ def create_app(container: Container, launcher: TurnLauncher, *, on_shutdown: Any
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.state.container = container
+    app.state.launcher = launcher
     config = container.config
     stream_config = config.stream
-
-    def tenant_of(x_api_key: Annotated[str | None, Header()] = None) -> Tenant:
-        tenant = container.tenants.for_key(x_api_key or "")
-        if tenant is None:
-            raise ApiError(401, "unauthorized", "a valid X-API-Key header is required", "X-API-Key")
-        return tenant
-
-    TenantDep = Annotated[Tenant, Depends(tenant_of)]
 
     def kb_of(tenant: Tenant, kb_id: str) -> KnowledgeBase:
         kb = container.knowledge.knowledge_base(tenant.id, kb_id)
@@ -326,6 +332,4 @@ def create_app(container: Container, launcher: TurnLauncher, *, on_shutdown: Any
             return {"status": status, "message": "Message already completed"}
         return {"status": status, "message": "Generation stopped"}
 
-    app.state.container = container
-    app.state.launcher = launcher
     return app

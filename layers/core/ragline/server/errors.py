@@ -31,7 +31,10 @@ def error_body(code: str, message: str, field: str | None = None) -> dict[str, A
 
 
 def _field_of(loc: Any) -> str | None:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    """``("body", "query")`` → ``"query"``: the first element says where, the rest names the field."""
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in {"body", "query", "path", "header", "cookie"}:
+        parts = parts[1:]
     return ".".join(parts) or None
 
 

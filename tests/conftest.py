@@ -1,0 +1,110 @@
+"""Shared fixtures: the scripted model server, a ragline server per test, an HTTP client."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.scripted_model import ScriptedModel
+from tests.support.servers import ServerThread
+from tests.support.sse import Frame, read_frames
+
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+
+
+@pytest.fixture(scope="session")
+def scripted() -> Iterator[ScriptedModel]:
+    model = ScriptedModel()
+    server = ServerThread(model.app).start()
+    model.url = server.url  # type: ignore[attr-defined]
+    yield model
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_models(scripted: ScriptedModel) -> Any:
+    """One model registry for the session: the ONNX embedder loads once; chat goes to the scripted server."""
+    from ragline.config import Settings, load_config
+    from ragline.container import build_models
+
+    config, _ = load_config()
+    settings = Settings(chat_base_url=f"{scripted.url}/v1", chat_model="scripted", chat_api_key="test")  # type: ignore[attr-defined]
+    return build_models(settings, config)
+
+
+@pytest.fixture(autouse=True)
+def _reset_scripts(scripted: ScriptedModel) -> Iterator[None]:
+    scripted.queue()  # nothing queued from an earlier test survives
+    yield
+    scripted._queue.clear()
+    scripted.received.clear()
+
+
+@dataclass
+class Ragline:
+    url: str
+    key: str
+    container: Any
+    client: httpx.Client
+
+    def create_kb(self, name: str, docs: dict[str, str] | None = None) -> str:
+        reply = self.client.post("/api/v1/knowledge-bases", json={"name": name})
+        assert reply.status_code == 201, reply.text
+        kb_id = str(reply.json()["id"])
+        for title, content in (docs or {}).items():
+            added = self.client.post(
+                f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": title, "content": content}
+            )
+            assert added.status_code == 201, added.text
+        return kb_id
+
+    def session(self, kb_ids: list[str]) -> str:
+        reply = self.client.post("/api/v1/sessions", json={"knowledge_base_ids": kb_ids})
+        assert reply.status_code == 201, reply.text
+        return str(reply.json()["id"])
+
+    def chat(self, session_id: str, query: str, **options: Any) -> list[Frame]:
+        return read_frames(
+            self.client, "POST", f"/api/v1/knowledge-chat/{session_id}", json={"query": query, **options}
+        )
+
+    def ask(self, session_id: str, query: str, **options: Any) -> dict[str, Any]:
+        reply = self.client.post(f"/api/v1/sessions/{session_id}/questions", json={"query": query, **options})
+        assert reply.status_code == 202, reply.text
+        return dict(reply.json())
+
+    def events(self, session_id: str, message_id: str, **kwargs: Any) -> list[Frame]:
+        return read_frames(self.client, "GET", f"/api/v1/sessions/{session_id}/messages/{message_id}/events", **kwargs)
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        reply = self.client.get(f"/api/v1/sessions/{session_id}/messages")
+        assert reply.status_code == 200, reply.text
+        return list(reply.json()["items"])
+
+
+def start_ragline(data_dir: Path, models: Any) -> tuple[ServerThread, Ragline]:
+    from ragline.bootstrap import ensure_default_tenant
+    from ragline.config import Settings
+    from ragline.container import Container
+    from ragline.server.embedded import build_embedded_app
+
+    container = Container.embedded(Settings(data_dir=data_dir), models=models)
+    _, key = ensure_default_tenant(container)
+    server = ServerThread(build_embedded_app(container)).start()
+    client = httpx.Client(base_url=server.url, headers={"X-API-Key": key}, timeout=httpx.Timeout(30.0))
+    return server, Ragline(server.url, key, container, client)
+
+
+@pytest.fixture
+def ragline(tmp_path: Path, shared_models: Any) -> Iterator[Ragline]:
+    server, handle = start_ragline(tmp_path / "data", shared_models)
+    yield handle
+    handle.client.close()
+    server.stop()
+    handle.container.close()

@@ -1,0 +1,144 @@
+"""Bad input gets a clear 4xx naming the field, and nothing is stored half-way."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def session(ragline):
+    kb = ragline.create_kb("kb", {"Doc": "# Doc\n\nSome content about apples and pears."})
+    return ragline.session([kb])
+
+
+def _no_messages(ragline, session):
+    assert ragline.messages(session) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "field"),
+    [
+        ({}, 422, "missing_field", "query"),
+        ({"query": ""}, 422, "invalid_field", "query"),
+        ({"query": "   \n\t"}, 422, "invalid_field", "query"),
+        ({"query": 42}, 422, "invalid_field", "query"),
+        ({"query": "x" * 8001}, 422, "query_too_long", "query"),
+        ({"query": "ok", "max_rounds": -1}, 422, "invalid_field", "max_rounds"),
+        ({"query": "ok", "fallback_strategy": "guess"}, 422, "invalid_field", "fallback_strategy"),
+        ({"query": "ok", "surprise": True}, 422, "unknown_field", "surprise"),
+        ({"query": "ok", "knowledge_base_ids": ["no-such-kb"]}, 404, "not_found", "knowledge_base_ids"),
+        ({"query": "ok", "knowledge_ids": ["no-such-doc"]}, 404, "not_found", "knowledge_ids"),
+    ],
+)
+def test_bad_question_bodies(ragline, session, body, status, code, field):
+    reply = ragline.client.post(f"/api/v1/sessions/{session}/questions", json=body)
+    assert reply.status_code == status, reply.text
+    error = reply.json()["error"]
+    assert error["code"] == code
+    assert error["field"] == field
+    assert error["message"]
+    _no_messages(ragline, session)
+
+
+def test_exactly_8000_characters_is_accepted(ragline, session):
+    reply = ragline.client.post(f"/api/v1/sessions/{session}/questions", json={"query": "apples " * 1142 + "x"})
+    assert reply.status_code == 202, reply.text
+
+
+@pytest.mark.parametrize("raw", ['{"query": "unterminated', "not json", '{"query": "a",}'])
+def test_malformed_json(ragline, session, raw):
+    reply = ragline.client.post(
+        f"/api/v1/sessions/{session}/questions", content=raw, headers={"Content-Type": "application/json"}
+    )
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["code"] == "invalid_json"
+    _no_messages(ragline, session)
+
+
+def test_json_array_body_is_rejected(ragline, session):
+    reply = ragline.client.post(f"/api/v1/sessions/{session}/questions", json=["query"])
+    assert reply.status_code == 422
+    _no_messages(ragline, session)
+
+
+def test_unknown_session_and_message(ragline, session):
+    assert ragline.client.post("/api/v1/sessions/nope/questions", json={"query": "hi"}).status_code == 404
+    reply = ragline.client.get(f"/api/v1/sessions/{session}/messages/nope/events")
+    assert reply.status_code == 404
+    assert reply.json()["error"]["field"] == "message_id"
+    assert ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": "nope"}).status_code == 404
+    reply = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={})
+    assert reply.status_code == 422
+    assert reply.json()["error"]["field"] == "message_id"
+
+
+def test_missing_or_wrong_api_key(ragline, session):
+    for headers in ({"X-API-Key": ""}, {"X-API-Key": "rl-wrong"}):
+        reply = ragline.client.post(f"/api/v1/sessions/{session}/questions", json={"query": "hi"}, headers=headers)
+        assert reply.status_code == 401
+        assert reply.json()["error"]["field"] == "X-API-Key"
+    _no_messages(ragline, session)
+
+
+def test_another_tenants_ids_answer_404(ragline, session):
+    ids = ragline.ask(session, "apples?")
+    kb_id = ragline.client.get("/api/v1/knowledge-bases").json()["items"][0]["id"]
+    _, other = ragline.container.tenants.create("other")
+    h = {"X-API-Key": other}
+    message = ids["assistant_message_id"]
+    assert ragline.client.get(f"/api/v1/sessions/{session}", headers=h).status_code == 404
+    assert ragline.client.get(f"/api/v1/sessions/{session}/messages", headers=h).status_code == 404
+    assert (
+        ragline.client.post(f"/api/v1/sessions/{session}/questions", json={"query": "x"}, headers=h).status_code == 404
+    )
+    assert ragline.client.get(f"/api/v1/sessions/{session}/messages/{message}/events", headers=h).status_code == 404
+    assert (
+        ragline.client.get(
+            f"/api/v1/sessions/continue-stream/{session}", params={"message_id": message}, headers=h
+        ).status_code
+        == 404
+    )
+    assert ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}", headers=h).status_code == 404
+    assert ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents", headers=h).status_code == 404
+    upload = ragline.client.post(
+        f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": "t", "content": "c"}, headers=h
+    )
+    assert upload.status_code == 404
+    # A session of the other tenant cannot name this tenant's knowledge base either.
+    reply = ragline.client.post("/api/v1/sessions", json={"knowledge_base_ids": [kb_id]}, headers=h)
+    assert reply.status_code == 404
+    assert ragline.client.get("/api/v1/knowledge-bases", headers=h).json()["items"] == []
+    assert ragline.client.get("/api/v1/sessions", headers=h).json()["items"] == []
+
+
+def test_document_upload_errors(ragline):
+    kb = ragline.create_kb("docs")
+    url = f"/api/v1/knowledge-bases/{kb}/documents"
+    reply = ragline.client.post(url, json={"title": "t"})
+    assert reply.status_code == 422
+    assert reply.json()["error"]["field"] == "content"
+    reply = ragline.client.post(url, json={"title": "t", "content": "   "})
+    assert reply.status_code == 422
+    reply = ragline.client.post(url, files={"file": ("x.exe", b"MZ\x00\x01", "application/octet-stream")})
+    assert reply.status_code == 415
+    assert reply.json()["error"]["field"] == "file"
+    reply = ragline.client.post(url, content=b"{bad", headers={"Content-Type": "application/json"})
+    assert reply.status_code == 400
+    assert ragline.client.get(f"{url}").json()["items"] == []
+
+
+def test_document_upload_by_file_and_duplicate(ragline):
+    kb = ragline.create_kb("docs")
+    url = f"/api/v1/knowledge-bases/{kb}/documents"
+    body = b"# Pears\n\nPears ripen off the tree.\n\n## Storage\n\nKeep them cold."
+    first = ragline.client.post(url, files={"file": ("pears.md", body, "text/markdown")})
+    assert first.status_code == 201, first.text
+    assert first.json()["chunk_count"] >= 1
+    assert first.json()["title"] == "Pears"
+    again = ragline.client.post(url, files={"file": ("pears-copy.md", body, "text/markdown")})
+    assert again.status_code == 200
+    assert again.json()["duplicate"] is True
+    assert again.json()["id"] == first.json()["id"]
+    chunks = ragline.client.get(f"{url}/{first.json()['id']}/chunks").json()["items"]
+    assert any("Keep them cold." in c["content"] for c in chunks)
+    assert ragline.client.post("/api/v1/knowledge-bases", json={"name": "docs"}).status_code == 409

@@ -1,0 +1,135 @@
+"""A full RAG turn over real HTTP: event order, references before text, citations, persistence."""
+
+from __future__ import annotations
+
+import re
+
+from tests.support.scripted_model import Piece, Script
+from tests.support.sse import answer_text
+
+DOCS = {
+    "Coffee brewing": (
+        "# Coffee brewing\n\n## Water\n\nBrew coffee with water between 90 and 96 degrees Celsius. "
+        "Boiling water extracts bitter compounds.\n\n## Grind\n\nEspresso needs a fine grind; a French press "
+        "needs a coarse grind."
+    ),
+    "Tea basics": "# Tea\n\nGreen tea is brewed at 70 to 80 degrees Celsius for two to three minutes.",
+}
+
+
+def test_rag_turn_streams_progress_references_answer_and_complete(ragline, scripted):
+    kb = ragline.create_kb("drinks", DOCS)
+    session = ragline.session([kb])
+    scripted.queue(
+        Script(
+            [
+                Piece(reasoning="The user asks about water temperature. "),
+                Piece(content="Use water between 90 and 96 °C"),
+                Piece(content=' <ref id="c1"/>'),
+                Piece(content=" and never boiling water"),
+                Piece(content='<ref id="c99"/>.'),
+            ]
+        )
+    )
+    frames = ragline.chat(session, "What water temperature should I use for coffee?")
+    types = [f.type for f in frames]
+
+    assert types[0] == "agent_query"
+    assert types[-1] == "complete"
+    assert [f.id for f in frames] == sorted(f.id for f in frames)
+    call = next(f for f in frames if f.type == "tool_call")
+    result = next(f for f in frames if f.type == "tool_result")
+    assert call.extra["tool_name"] == "knowledge_search"
+    assert result.extra["tool_name"] == "knowledge_search"
+    assert result.extra["count"] >= 1
+    assert result.extra["candidate_count"] >= result.extra["count"]
+    assert result.extra["search_source"] == "knowledge"
+    references = next(f for f in frames if f.type == "references")
+    first_answer = types.index("answer")
+    assert types.index("tool_call") < types.index("tool_result") < types.index("references") < first_answer
+    assert types.index("thinking") < first_answer
+    assert types.count("complete") == 1
+    assert sum(1 for f in frames if f.type == "answer" and f.done) == 1
+
+    text = answer_text(frames)
+    cited = re.findall(r'<kb doc="([^"]*)" chunk_id="([^"]*)" kb_id="([^"]*)" />', text)
+    assert len(cited) == 1
+    title, chunk_id, kb_id = cited[0]
+    assert kb_id == kb
+    reference_ids = [r["id"] for r in references.data["knowledge_references"]]
+    assert chunk_id in reference_ids
+    assert title == "Coffee brewing"
+    assert "c99" not in text
+    assert "<ref" not in text
+
+    # The model saw aliases, never internal chunk ids, and the citation protocol.
+    system = scripted.received[-1].system
+    assert '<chunk id="c1"' in system
+    assert chunk_id not in system
+    assert '<ref id="c1"/>' in system
+
+    messages = ragline.messages(session)
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[0]["content"] == "What water temperature should I use for coffee?"
+    assistant = messages[1]
+    assert assistant["is_completed"] is True
+    assert assistant["content"] == text
+    assert [r["id"] for r in assistant["knowledge_references"]] == reference_ids
+    assert assistant["request_id"] == messages[0]["request_id"] == frames[0].data["id"]
+
+
+def test_questions_route_returns_ids_and_stream_url(ragline):
+    kb = ragline.create_kb("drinks", DOCS)
+    session = ragline.session([kb])
+    ids = ragline.ask(session, "How hot should tea water be?")
+    assert set(ids) == {"session_id", "request_id", "user_message_id", "assistant_message_id", "stream_url"}
+    frames = ragline.events(session, ids["assistant_message_id"])
+    assert frames[0].type == "agent_query"
+    assert frames[0].data["assistant_message_id"] == ids["assistant_message_id"]
+    assert frames[-1].type == "complete", frames[-1]
+    assert answer_text(frames) == "The answer is 42."
+
+
+def test_thinking_is_streamed_before_the_answer_and_closed(ragline, scripted):
+    kb = ragline.create_kb("drinks", DOCS)
+    session = ragline.session([kb])
+    scripted.queue(Script([Piece(reasoning="Let me think. "), Piece(reasoning="Done."), Piece(content="Fine grind.")]))
+    frames = ragline.chat(session, "What grind does espresso need?")
+    thinking = [f for f in frames if f.type == "thinking"]
+    assert "".join(f.content for f in thinking) == "Let me think. Done."
+    assert thinking[-1].done
+    assert answer_text(frames) == "Fine grind."
+
+
+def test_model_error_ends_the_stream_with_an_error_event(ragline, scripted):
+    kb = ragline.create_kb("drinks", DOCS)
+    session = ragline.session([kb])
+    scripted.queue(Script(status=500), Script(status=500), Script(status=500))
+    frames = ragline.chat(session, "What grind does espresso need?")
+    assert frames[-1].type == "error"
+    assert frames[-1].extra["stage"] == "chat_completion_stream"
+    assert frames[-1].extra["error_type"] == "model_call_failed"
+    assert "complete" not in [f.type for f in frames]
+    assistant = ragline.messages(session)[1]
+    assert assistant["is_completed"] is True
+
+
+def test_truncation_without_text_sends_the_fixed_notice(ragline, scripted):
+    kb = ragline.create_kb("drinks", DOCS)
+    session = ragline.session([kb])
+    scripted.queue(Script([], finish_reason="length"))
+    frames = ragline.chat(session, "What grind does espresso need?")
+    done = next(f for f in frames if f.type == "answer" and f.done)
+    assert done.extra["truncated"] is True
+    assert "output limit" in done.content
+    assert frames[-1].type == "complete"
+
+
+def test_truncation_with_text_keeps_the_text_and_flags_it(ragline, scripted):
+    kb = ragline.create_kb("drinks", DOCS)
+    session = ragline.session([kb])
+    scripted.queue(Script.answer("A fine ", "grind", finish_reason="length"))
+    frames = ragline.chat(session, "What grind does espresso need?")
+    done = next(f for f in frames if f.type == "answer" and f.done)
+    assert done.extra["truncated"] is True
+    assert answer_text(frames) == "A fine grind"

@@ -1,0 +1,135 @@
+"""Resume from any offset rebuilds the identical answer; stop cancels generation with no client attached."""
+
+from __future__ import annotations
+
+import time
+
+from tests.support.scripted_model import Script
+from tests.support.sse import answer_text
+
+DOCS = {"Guide": "# Guide\n\nThe reactor cools with heavy water. Heavy water slows neutrons down."}
+WORDS = [f"word{i} " for i in range(40)]
+
+
+def _wait_for(predicate, timeout=15.0, interval=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
+
+
+def test_resume_with_last_event_id_rebuilds_the_identical_answer(ragline, scripted):
+    session = ragline.session([ragline.create_kb("kb", DOCS)])
+    scripted.queue(Script.answer(*WORDS, delay=0.03))
+    ids = ragline.ask(session, "How does the reactor cool?")
+    message = ids["assistant_message_id"]
+
+    # Read until the answer is under way, then drop the connection.
+    first = ragline.events(session, message, limit=6)
+    assert any(f.type == "answer" for f in first), [f.type for f in first]
+    last_id = first[-1].id
+    rest = ragline.events(session, message, headers={"Last-Event-ID": str(last_id)})
+    assert rest[0].id > last_id
+    assert rest[-1].type == "complete"
+    resumed = answer_text(first) + answer_text(rest)
+
+    full = ragline.events(session, message)
+    assert resumed == answer_text(full) == "".join(WORDS)
+    assert ragline.messages(session)[1]["content"] == resumed
+    # Frames are never repeated across the reconnect.
+    assert not {f.id for f in first} & {f.id for f in rest}
+
+
+def test_offset_query_starts_at_that_sequence_number(ragline, scripted):
+    session = ragline.session([ragline.create_kb("kb", DOCS)])
+    scripted.queue(Script.answer(*WORDS[:5]))
+    ids = ragline.ask(session, "How does the reactor cool?")
+    full = ragline.events(session, ids["assistant_message_id"])
+    pivot = full[len(full) // 2].id
+    tail = ragline.events(session, ids["assistant_message_id"], params={"offset": pivot})
+    assert tail[0].id == pivot
+    assert [f.id for f in tail] == [f.id for f in full if f.id >= pivot]
+    # The WeKnora-compatible route replays the same log from 0.
+    compat = _compat(ragline, session, ids["assistant_message_id"])
+    assert [f.id for f in compat] == [f.id for f in full]
+
+
+def _compat(ragline, session, message):
+    from tests.support.sse import read_frames
+
+    return read_frames(
+        ragline.client, "GET", f"/api/v1/sessions/continue-stream/{session}", params={"message_id": message}
+    )
+
+
+def test_stop_without_a_client_cancels_generation_and_keeps_the_partial_answer(ragline, scripted):
+    session = ragline.session([ragline.create_kb("kb", DOCS)])
+    scripted.queue(Script.answer(*WORDS, delay=0.1))
+    ids = ragline.ask(session, "How does the reactor cool?")
+    message = ids["assistant_message_id"]
+
+    # No client is connected: wait until the model has streamed a few pieces, then stop.
+    _wait_for(lambda: scripted.received and scripted.received[-1].pieces_sent >= 5)
+    stop = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": message})
+    assert stop.status_code == 200, stop.text
+    assert stop.json()["status"] == "stopped"
+
+    frames = ragline.events(session, message)
+    types = [f.type for f in frames]
+    assert types[-1] == "stop"
+    assert frames[-1].done
+    assert frames[-1].extra["reason"] == "user_requested"
+    assert "complete" not in types
+    partial = answer_text(frames)
+    assert partial
+    assert partial != "".join(WORDS)
+    assert "".join(WORDS).startswith(partial)
+
+    assistant = _wait_for(lambda: next((m for m in ragline.messages(session) if m["role"] == "assistant"), None))
+    assert assistant["is_completed"] is True
+    assert assistant["content"] == partial
+    # The model's stream was abandoned: it never got to send every piece.
+    time.sleep(0.5)
+    assert scripted.received[-1].pieces_sent < len(WORDS)
+    assert not scripted.received[-1].completed
+    # Nothing is appended after the stop.
+    assert [f.type for f in ragline.events(session, message)] == types
+
+    again = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": message})
+    assert again.status_code == 200
+    assert again.json()["status"] == "already_completed"
+
+
+def test_stop_while_a_client_is_reading_ends_its_stream(ragline, scripted):
+    import threading
+
+    session = ragline.session([ragline.create_kb("kb", DOCS)])
+    scripted.queue(Script.answer(*WORDS, delay=0.1))
+    ids = ragline.ask(session, "How does the reactor cool?")
+    message = ids["assistant_message_id"]
+    result = {}
+    reader = threading.Thread(target=lambda: result.setdefault("frames", ragline.events(session, message)))
+    reader.start()
+    _wait_for(lambda: scripted.received and scripted.received[-1].pieces_sent >= 3)
+    ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": message}).raise_for_status()
+    reader.join(timeout=10)
+    assert not reader.is_alive()
+    assert result["frames"][-1].type == "stop"
+
+
+def test_only_the_owning_tenant_may_stop(ragline, scripted):
+    session = ragline.session([ragline.create_kb("kb", DOCS)])
+    scripted.queue(Script.answer(*WORDS, delay=0.05))
+    ids = ragline.ask(session, "How does the reactor cool?")
+    _, other_key = ragline.container.tenants.create("intruder")
+    reply = ragline.client.post(
+        f"/api/v1/sessions/{session}/stop",
+        json={"message_id": ids["assistant_message_id"]},
+        headers={"X-API-Key": other_key},
+    )
+    assert reply.status_code == 404
+    frames = ragline.events(session, ids["assistant_message_id"])
+    assert frames[-1].type == "complete"

@@ -1,0 +1,132 @@
+"""A scripted OpenAI-compatible chat server: tests queue replies and read back the requests it received.
+
+Each reply is a :class:`Script`: answer and reasoning pieces with delays, a finish reason, or an HTTP error.
+Unqueued requests get the default reply, so concurrent turns need no scripting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+
+@dataclass
+class Piece:
+    content: str = ""
+    reasoning: str = ""
+    delay: float = 0.0
+
+
+@dataclass
+class Script:
+    pieces: list[Piece] = field(default_factory=list)
+    finish_reason: str = "stop"
+    status: int = 200
+    # Break the stream (connection closed without [DONE]) after this many pieces.
+    break_after: int | None = None
+
+    @classmethod
+    def answer(cls, *texts: str, delay: float = 0.0, finish_reason: str = "stop") -> Script:
+        return cls([Piece(content=t, delay=delay) for t in texts], finish_reason=finish_reason)
+
+
+@dataclass
+class Received:
+    body: dict[str, Any]
+    pieces_sent: int = 0
+    completed: bool = False
+    started_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages", []))
+
+    @property
+    def system(self) -> str:
+        return next((m["content"] for m in self.messages if m["role"] == "system"), "")
+
+
+class ScriptedModel:
+    def __init__(self, default: Script | None = None) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[Script] = deque()
+        self.default = default or Script.answer("The ", "answer ", "is ", "42.")
+        self.received: list[Received] = []
+        self.app = self._build()
+
+    def queue(self, *scripts: Script) -> None:
+        with self._lock:
+            self._queue.extend(scripts)
+
+    def _next(self) -> Script:
+        with self._lock:
+            return self._queue.popleft() if self._queue else self.default
+
+    def _build(self) -> FastAPI:
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions")
+        async def completions(request: Request) -> Any:
+            body = await request.json()
+            script = self._next()
+            received = Received(body)
+            with self._lock:
+                self.received.append(received)
+            if script.status != 200:
+                return JSONResponse({"error": {"message": "scripted failure", "type": "server_error"}}, script.status)
+            if not body.get("stream"):
+                text = "".join(p.content for p in script.pieces)
+                received.completed = True
+                return {
+                    "id": "cmpl-1",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "scripted"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text},
+                            "finish_reason": script.finish_reason,
+                        }
+                    ],
+                }
+
+            async def stream() -> Any:
+                def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+                    payload = {
+                        "id": "chunk-1",
+                        "object": "chat.completion.chunk",
+                        "created": int(time.time()),
+                        "model": body.get("model", "scripted"),
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    }
+                    return f"data: {json.dumps(payload)}\n\n"
+
+                yield chunk({"role": "assistant", "content": ""})
+                for index, piece in enumerate(script.pieces):
+                    if script.break_after is not None and index >= script.break_after:
+                        return
+                    if piece.delay:
+                        await asyncio.sleep(piece.delay)
+                    delta: dict[str, Any] = {}
+                    if piece.reasoning:
+                        delta["reasoning_content"] = piece.reasoning
+                    if piece.content:
+                        delta["content"] = piece.content
+                    yield chunk(delta)
+                    received.pieces_sent = index + 1
+                yield chunk({}, script.finish_reason)
+                yield "data: [DONE]\n\n"
+                received.completed = True
+
+            return StreamingResponse(stream(), media_type="text/event-stream")
+
+        return app

@@ -1,0 +1,56 @@
+"""A real SSE client for tests (httpx + httpx-sse)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from httpx_sse import connect_sse
+
+
+@dataclass
+class Frame:
+    id: int
+    data: dict[str, Any]
+
+    @property
+    def type(self) -> str:
+        return str(self.data["response_type"])
+
+    @property
+    def content(self) -> str:
+        return str(self.data.get("content", ""))
+
+    @property
+    def done(self) -> bool:
+        return bool(self.data.get("done"))
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return dict(self.data.get("data") or {})
+
+
+def read_frames(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    limit: int | None = None,
+    headers: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> list[Frame]:
+    """Frames until the server ends the stream, or the first ``limit`` frames (then disconnect)."""
+    frames: list[Frame] = []
+    with connect_sse(client, method, url, headers=dict(headers or {}), **kwargs) as source:
+        source.response.raise_for_status()
+        for event in source.iter_sse():
+            frames.append(Frame(int(event.id), json.loads(event.data)))
+            if limit is not None and len(frames) >= limit:
+                break
+    return frames
+
+
+def answer_text(frames: list[Frame]) -> str:
+    return "".join(f.content for f in frames if f.type == "answer")
