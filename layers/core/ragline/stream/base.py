@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -64,7 +65,10 @@ class AppendNotifier:
                 self._latest.popitem(last=False)
             waiters = self._waiters.pop(key, [])
         for loop, future in waiters:
-            loop.call_soon_threadsafe(_resolve, future)
+            # A reader whose loop was torn down without cancelling its task must not make the append fail
+            # (the event is already stored) nor keep the other readers from being woken.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_resolve, future)
 
     async def wait(self, key: str, after_seq: int, timeout: float) -> bool:
         loop = asyncio.get_running_loop()
