@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM ?=
 
-.PHONY: install run test unit lint bench clean
+.PHONY: install run test unit lint asl bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,9 @@ test: lint
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit
+
+asl: install
+	$(BIN)/python -m ragline.serverless.statemachine > statemachine/pipeline.asl.json
 
 bench: install
 	$(BIN)/python bench/stream_latency.py

@@ -52,6 +52,7 @@ from urllib.parse import quote
 import httpx
 import uvicorn
 from fastapi import FastAPI
+
 from ragline.config import StreamConfig
 from ragline.server.sse import frames, sse_frame, sse_response
 from ragline.store.db import Database

@@ -38,8 +38,8 @@ def shared_models(scripted: ScriptedModel) -> Any:
     return build_models(settings, config)
 
 
-@pytest.fixture(autouse=True)
-def _reset_scripts(scripted: ScriptedModel) -> Iterator[None]:
+@pytest.fixture
+def fresh_scripts(scripted: ScriptedModel) -> Iterator[None]:
     scripted.queue()  # nothing queued from an earlier test survives
     yield
     scripted._queue.clear()

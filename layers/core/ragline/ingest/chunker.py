@@ -11,7 +11,31 @@ import re
 from dataclasses import dataclass, field
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FENCE = re.compile(r"^[ ]{0,3}(```|~~~)")
+_FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})(.*)$")
+
+
+class _FenceTracker:
+    """CommonMark fences: a block closes only on the same character, at least as long, with no info string."""
+
+    def __init__(self) -> None:
+        self._open: str | None = None
+
+    @property
+    def inside(self) -> bool:
+        return self._open is not None
+
+    def feed(self, line: str) -> None:
+        match = _FENCE.match(line.rstrip("\r\n"))
+        if match is None:
+            return
+        marker, rest = match.group(1), match.group(2)
+        if self._open is None:
+            if not (marker[0] == "`" and "`" in rest):
+                self._open = marker
+        elif marker[0] == self._open[0] and len(marker) >= len(self._open) and not rest.strip():
+            self._open = None
+
+
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？;；])\s+")
 
 
@@ -45,13 +69,13 @@ def _sections(text: str, markdown: bool) -> tuple[str, list[Section]]:
     path: list[tuple[int, str]] = []
     sections: list[Section] = []
     current_start, current_header = 0, ""
-    in_fence = False
+    fence = _FenceTracker()
     offset = 0
     for line in text.splitlines(keepends=True):
         stripped = line.rstrip("\r\n")
-        if _FENCE.match(stripped):
-            in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(stripped)
+        was_inside = fence.inside
+        fence.feed(line)
+        match = None if (was_inside or fence.inside) else _HEADING.match(stripped)
         if match:
             if offset > current_start:
                 sections.append(Section(current_header, current_start, offset))
@@ -71,13 +95,12 @@ def _blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Paragraphs (blank-line separated; a fenced code block stays whole) as trimmed spans."""
     blocks: list[tuple[int, int]] = []
     block_start: int | None = None
-    in_fence = False
+    fence = _FenceTracker()
     offset = start
     for line in text[start:end].splitlines(keepends=True):
         stripped = line.strip()
-        if _FENCE.match(line.rstrip("\r\n")):
-            in_fence = not in_fence
-        if not stripped and not in_fence:
+        fence.feed(line)
+        if not stripped and not fence.inside:
             if block_start is not None:
                 blocks.append((block_start, offset))
                 block_start = None

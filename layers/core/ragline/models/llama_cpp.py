@@ -11,7 +11,7 @@ import importlib.util
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallError, collect
 from ragline.types import ChatOptions
@@ -77,7 +77,7 @@ class LlamaCppChatModel:
             try:
                 with self._lock:
                     stream: Any = self._llama.create_chat_completion(
-                        messages=self._fit(messages, max_tokens),
+                        messages=cast(Any, self._fit(messages, max_tokens)),
                         temperature=options.temperature,
                         max_tokens=max_tokens,
                         repeat_penalty=REPEAT_PENALTY,

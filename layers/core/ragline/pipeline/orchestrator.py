@@ -157,13 +157,18 @@ class Orchestrator:
                 await self._close_tool(cm, KNOWLEDGE_SEARCH_TOOL, f"Found {summary['count']} results", summary)
 
     # Stages ---------------------------------------------------------------------------------------------
-    async def run_stage(self, cm: ChatManage, stage: EventType, plan: Sequence[EventType]) -> StageOutcome:
-        keys = {"session_id": cm.request.session_id, "message_id": cm.request.assistant_message_id}
+    async def begin_stage(self, cm: ChatManage, stage: EventType, plan: Sequence[EventType]) -> bool:
+        """What the client sees before a stage runs; False when the turn is already stopped."""
         if cm.context.cancelled():
-            return StageOutcome.STOPPED
+            return False
         await self._before(cm, stage, plan)
-        with stage_span(stage.value, logger, **keys):
-            error = await self._events.trigger(stage, cm)
+        return True
+
+    async def end_stage(
+        self, cm: ChatManage, stage: EventType, plan: Sequence[EventType], error: PluginError | None
+    ) -> StageOutcome:
+        """What a stage's result means: stop first, then nothing found, then failure, else continue."""
+        keys = {"session_id": cm.request.session_id, "message_id": cm.request.assistant_message_id}
         cm.state.steps_run += 1
         # Cancellation first: a stop during search must not turn into a "nothing found" answer.
         if cm.context.cancelled():
@@ -173,9 +178,7 @@ class Orchestrator:
             if error.error_type == ERR_SEARCH_NOTHING.error_type:
                 return StageOutcome.SEARCH_NOTHING
             logger.warning(
-                "stage failed: %s",
-                error.error_type,
-                extra={**keys, "stage": stage.value, "error": error.message},
+                "stage failed: %s", error.error_type, extra={**keys, "stage": stage.value, "error": error.message}
             )
             await emit(
                 cm,
@@ -189,6 +192,15 @@ class Orchestrator:
         await self._after(cm, stage, plan)
         return StageOutcome.CONTINUE
 
+    async def run_stage(self, cm: ChatManage, stage: EventType, plan: Sequence[EventType]) -> StageOutcome:
+        """One stage with everything around it: the unit a serverless step executes."""
+        if not await self.begin_stage(cm, stage, plan):
+            return StageOutcome.STOPPED
+        keys = {"session_id": cm.request.session_id, "message_id": cm.request.assistant_message_id}
+        with stage_span(stage.value, logger, **keys):
+            error = await self._events.trigger(stage, cm)
+        return await self.end_stage(cm, stage, plan, error)
+
     async def fallback(self, cm: ChatManage) -> StageOutcome:
         await self._fallback.respond(cm)
         if cm.context.cancelled():
@@ -196,6 +208,8 @@ class Orchestrator:
         return await self.complete(cm)
 
     async def complete(self, cm: ChatManage) -> StageOutcome:
+        if cm.context.cancelled():
+            return StageOutcome.STOPPED
         total_ms = int(time.time() * 1000) - cm.state.started_at_ms if cm.state.started_at_ms else 0
         await emit(
             cm,

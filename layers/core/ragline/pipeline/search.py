@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
 
 from ragline.config import RetrievalConfig
 from ragline.models.registry import ModelRegistry, UnknownModel
@@ -22,11 +23,12 @@ from ragline.types import ChatManage, EventType, SearchResult, SearchTarget, Sea
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class TargetGroup:
+class TargetGroup(BaseModel):
+    """Targets that share one embedding model, hence one query vector."""
+
     embedding_model: str
-    whole_bases: list[str]
-    constrained: list[SearchTarget]
+    whole_bases: list[str] = Field(default_factory=list)
+    constrained: list[SearchTarget] = Field(default_factory=list)
 
 
 def resolve_targets(cm: ChatManage, knowledge_store: KnowledgeStore) -> list[SearchTarget]:
@@ -55,7 +57,7 @@ def group_targets(targets: list[SearchTarget], bases: dict[str, KnowledgeBase]) 
         kb = bases.get(target.knowledge_base_id)
         if kb is None:
             continue
-        group = groups.setdefault(kb.embedding_model, TargetGroup(kb.embedding_model, [], []))
+        group = groups.setdefault(kb.embedding_model, TargetGroup(embedding_model=kb.embedding_model))
         if target.is_constrained:
             group.constrained.append(target)
         elif target.knowledge_base_id not in group.whole_bases:
@@ -79,35 +81,27 @@ class PluginSearch:
     def activation_events(self) -> list[EventType]:
         return [EventType.CHUNK_SEARCH]
 
-    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
-        if not cm.needs_retrieval():
-            return await next()
+    def plan_groups(self, cm: ChatManage) -> list[TargetGroup]:
+        """The request's targets, authorised for the caller's tenant, grouped by embedding model."""
         targets = resolve_targets(cm, self._knowledge)
         if not targets:
-            return await next()
+            return []
         # Authorisation: only the caller's own knowledge bases are searched.
         bases = {
             kb.id: kb
             for kb in self._knowledge.knowledge_bases(cm.request.tenant_id, [t.knowledge_base_id for t in targets])
         }
-        groups = group_targets(targets, bases)
-        semaphore = asyncio.Semaphore(self._config.group_concurrency)
+        return group_targets(targets, bases)
 
-        async def run_group(group: TargetGroup) -> list[SearchResult]:
-            async with semaphore:
-                return await asyncio.wait_for(
-                    asyncio.to_thread(self._search_group, cm, group), timeout=self._config.group_timeout_s
-                )
+    async def search_group(self, cm: ChatManage, group: TargetGroup) -> list[SearchResult]:
+        """One group's hits; raises when the group's engine fails or exceeds the group timeout."""
+        return await asyncio.wait_for(
+            asyncio.to_thread(self._search_group, cm, group), timeout=self._config.group_timeout_s
+        )
 
-        outcomes = await asyncio.gather(*(run_group(g) for g in groups), return_exceptions=True)
-        results: list[SearchResult] = []
-        errors: list[BaseException] = []
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                errors.append(outcome)
-                logger.warning("search group failed: %s", outcome, extra={"stage": event_type.value})
-            else:
-                results.extend(outcome)
+    @staticmethod
+    def conclude(cm: ChatManage, results: list[SearchResult], errors: list[str]) -> PluginError | None:
+        """Store the groups' hits; a failure only counts when nothing was found at all."""
         results = _dedupe_by_id(results)
         cm.state.search_result = results
         cm.state.candidate_count = len(results)
@@ -115,6 +109,32 @@ class PluginSearch:
             return ERR_SEARCH.with_cause(errors[0])
         if not results:
             return ERR_SEARCH_NOTHING
+        return None
+
+    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        if not cm.needs_retrieval():
+            return await next()
+        groups = self.plan_groups(cm)
+        if not groups:
+            return await next()
+        semaphore = asyncio.Semaphore(self._config.group_concurrency)
+
+        async def run_group(group: TargetGroup) -> list[SearchResult]:
+            async with semaphore:
+                return await self.search_group(cm, group)
+
+        outcomes = await asyncio.gather(*(run_group(g) for g in groups), return_exceptions=True)
+        results: list[SearchResult] = []
+        errors: list[str] = []
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                errors.append(f"{type(outcome).__name__}: {outcome}")
+                logger.warning("search group failed: %s", outcome, extra={"stage": event_type.value})
+            else:
+                results.extend(outcome)
+        error = self.conclude(cm, results, errors)
+        if error is not None:
+            return error
         return await next()
 
     def _search_group(self, cm: ChatManage, group: TargetGroup) -> list[SearchResult]:

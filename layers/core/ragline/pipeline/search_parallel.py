@@ -1,16 +1,46 @@
-"""CHUNK_SEARCH_PARALLEL: chunk search and entity search side by side on clones of the state."""
+"""CHUNK_SEARCH_PARALLEL: chunk search and entity search side by side, each branch on its own state.
+
+The stage is three steps so that both runtimes run the same logic: ``plan_branches`` (one branch per
+embedding-model group of targets, plus entity search when entities were extracted), ``run_branch`` and
+``reduce``. The embedded runtime runs the branches concurrently on clones; the serverless runtime runs
+each branch in its own invocation under a Map state.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
 
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, NextFn, Plugin, PluginError
+from ragline.pipeline.search import PluginSearch, TargetGroup
 from ragline.retrieval.text import content_signature
 from ragline.types import ChatManage, EventType, SearchResult
+
+logger = logging.getLogger(__name__)
 
 
 async def _noop() -> PluginError | None:
     return None
+
+
+class BranchKind(StrEnum):
+    CHUNK = "chunk"
+    ENTITY = "entity"
+
+
+class SearchBranch(BaseModel):
+    kind: BranchKind
+    group: TargetGroup | None = None
+
+
+class BranchResult(BaseModel):
+    kind: BranchKind
+    results: list[SearchResult] = Field(default_factory=list)
+    error: str = ""
+    graph_result: dict[str, object] = Field(default_factory=dict)
 
 
 def remove_duplicates(results: list[SearchResult]) -> list[SearchResult]:
@@ -29,41 +59,69 @@ def remove_duplicates(results: list[SearchResult]) -> list[SearchResult]:
 
 
 class PluginSearchParallel:
-    """Composes the chunk-search plugin and, when one is wired and entities were extracted, entity search.
-
-    Each branch gets its own clone, so neither can see or race on the other's lists.
-    """
-
-    def __init__(self, chunk_search: Plugin, entity_search: Plugin | None = None) -> None:
+    def __init__(self, chunk_search: PluginSearch, entity_search: Plugin | None = None) -> None:
         self._chunk_search = chunk_search
         self._entity_search = entity_search
 
     def activation_events(self) -> list[EventType]:
         return [EventType.CHUNK_SEARCH_PARALLEL]
 
-    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+    def plan_branches(self, cm: ChatManage) -> list[SearchBranch]:
         if not cm.needs_retrieval():
-            return await next()
-        chunk_cm = cm.clone()
-        branches = [self._chunk_search.on_event(EventType.CHUNK_SEARCH, chunk_cm, _noop)]
-        entity_cm: ChatManage | None = None
+            return []
+        branches = [SearchBranch(kind=BranchKind.CHUNK, group=g) for g in self._chunk_search.plan_groups(cm)]
         if self._entity_search is not None and cm.state.entity:
-            entity_cm = cm.clone()
-            branches.append(self._entity_search.on_event(EventType.ENTITY_SEARCH, entity_cm, _noop))
-        outcomes = await asyncio.gather(*branches)
-        chunk_error = outcomes[0]
+            branches.append(SearchBranch(kind=BranchKind.ENTITY))
+        return branches
 
-        results = list(chunk_cm.state.search_result)
-        if entity_cm is not None:
-            results.extend(entity_cm.state.search_result)
-            cm.state.graph_result = entity_cm.state.graph_result
-        results = remove_duplicates(results)
-        cm.state.search_result = results
-        cm.state.candidate_count = chunk_cm.state.candidate_count + (
-            len(entity_cm.state.search_result) if entity_cm is not None else 0
+    async def run_branch(self, cm: ChatManage, branch: SearchBranch) -> BranchResult:
+        """One branch on ``cm`` (a clone or a freshly loaded state). Never raises: failures are data."""
+        try:
+            if branch.kind == BranchKind.CHUNK and branch.group is not None:
+                results = await self._chunk_search.search_group(cm, branch.group)
+                return BranchResult(kind=branch.kind, results=results)
+            if branch.kind == BranchKind.ENTITY and self._entity_search is not None:
+                error = await self._entity_search.on_event(EventType.ENTITY_SEARCH, cm, _noop)
+                return BranchResult(
+                    kind=branch.kind,
+                    results=cm.state.search_result,
+                    error=error.message if error else "",
+                    graph_result=cm.state.graph_result,
+                )
+        except Exception as exc:
+            logger.warning("search branch %s failed: %s", branch.kind, exc, extra={"stage": "chunk_search_parallel"})
+            return BranchResult(kind=branch.kind, error=f"{type(exc).__name__}: {exc}")
+        return BranchResult(kind=branch.kind, error="branch has nothing to run")
+
+    def reduce(self, cm: ChatManage, outcomes: list[BranchResult]) -> PluginError | None:
+        """Chunk hits (as chunk search concludes them) then graph hits, deduplicated by id and content."""
+        chunk = [o for o in outcomes if o.kind == BranchKind.CHUNK]
+        chunk_cm = cm.clone()
+        chunk_error = PluginSearch.conclude(
+            chunk_cm, [r for o in chunk for r in o.results], [o.error for o in chunk if o.error]
         )
-        if not results:
+        results = list(chunk_cm.state.search_result)
+        candidates = chunk_cm.state.candidate_count
+        for outcome in outcomes:
+            if outcome.kind == BranchKind.ENTITY:
+                results.extend(outcome.results)
+                candidates += len(outcome.results)
+                cm.state.graph_result = outcome.graph_result
+        cm.state.search_result = remove_duplicates(results)
+        cm.state.candidate_count = candidates
+        if not cm.state.search_result:
             if chunk_error is not None and chunk_error.error_type != ERR_SEARCH_NOTHING.error_type:
                 return chunk_error
             return ERR_SEARCH_NOTHING
+        return None
+
+    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        if not cm.needs_retrieval():
+            return await next()
+        branches = self.plan_branches(cm)
+        # Each branch gets its own clone, so no branch can see or race on another's lists.
+        outcomes = await asyncio.gather(*(self.run_branch(cm.clone(), b) for b in branches))
+        error = self.reduce(cm, list(outcomes))
+        if error is not None:
+            return error
         return await next()

@@ -74,7 +74,9 @@ class StreamHandler:
     async def handle(self, bus_event: BusEvent) -> None:
         event = to_stream_event(bus_event)
         async with self._lock:
-            if self._finished or (self._cancel is not None and self._cancel.cancelled and not event.is_terminal):
+            # Once stopped, nothing more is written, terminal events included: ``stop`` (appended by whoever
+            # stopped the turn) must be the last event, never followed by ``complete`` or ``error``.
+            if self._finished or (self._cancel is not None and self._cancel.cancelled):
                 return
             if event.type == ResponseType.ANSWER and event.done:
                 if event.id in self._done_answers:

@@ -1,0 +1,232 @@
+"""Generates the Step Functions definition from the pipeline's stage list.
+
+One Task state per stage, named after it, so the console graph reads as the pipeline. Only stages that
+some plan leaves out get a Choice guard. ``chunk_search_parallel`` becomes a plan step, an inline Map
+over the search branches and a reduce step. Outcomes route by typed errors raised by ``pipeline_step``
+(``SearchNothing`` → fallback, ``Stopped`` → end, anything else → the state that writes the ``error``
+event), never by a Choice after every stage: a Standard workflow bills every transition.
+
+Run ``python -m ragline.serverless.statemachine`` to print it; ``statemachine/pipeline.asl.json`` is the
+committed output and a test fails when it is stale.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from ragline.runtime.plan import FULL_STAGE_ORDER, build_plan
+from ragline.types import EventType, PipelineRequest
+
+FUNCTION_ARN = "${PipelineStepFunctionArn}"
+STEP_TIMEOUT_S = 300
+
+# Lambda's own transient failures; the function did not run (or not to the end) and is safe to re-run.
+LAMBDA_TRANSIENT = [
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+]
+TIMEOUTS = ["Sandbox.Timedout", "States.Timeout"]
+# Streaming text is not re-generated after a timeout: a second model call would not write the same words.
+NO_TIMEOUT_RETRY = frozenset({EventType.CHAT_COMPLETION_STREAM})
+
+FALLBACK = "fallback"
+STOPPED = "stopped"
+FAIL_TURN = "fail_turn"
+DONE = "done"
+FAILED = "failed"
+
+
+def possible_plans() -> list[list[EventType]]:
+    """Every plan the builder can produce, over every combination of the flags it reads."""
+    plans: list[list[EventType]] = []
+    for has_kb, web, rounds in itertools.product((True, False), (True, False), (0, 5)):
+        request = PipelineRequest(
+            query="q",
+            request_id="r",
+            session_id="s",
+            tenant_id="t",
+            knowledge_base_ids=("kb",) if has_kb else (),
+            web_search_enabled=web,
+            max_rounds=rounds,
+        )
+        plan = build_plan(request)
+        if plan not in plans:
+            plans.append(plan)
+    return plans
+
+
+def guarded_stages() -> list[EventType]:
+    """Stages absent from at least one plan: these need a Choice; the others always run."""
+    plans = possible_plans()
+    return [stage for stage in FULL_STAGE_ORDER if not all(stage in plan for plan in plans)]
+
+
+def _payload(stage: EventType, phase: str, **extra: str) -> dict[str, Any]:
+    return {
+        "stage": stage.value,
+        "phase": phase,
+        "turn.$": "$.turn",
+        "plan.$": "$.plan",
+        "state_ref.$": "$.result.state_ref",
+        **extra,
+    }
+
+
+def _retry(stage: EventType) -> list[dict[str, Any]]:
+    retry: list[dict[str, Any]] = [
+        {"ErrorEquals": LAMBDA_TRANSIENT, "IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2.0}
+    ]
+    if stage not in NO_TIMEOUT_RETRY:
+        retry.append({"ErrorEquals": TIMEOUTS, "IntervalSeconds": 1, "MaxAttempts": 1})
+    return retry
+
+
+def _catch() -> list[dict[str, Any]]:
+    return [
+        {"ErrorEquals": ["SearchNothing"], "ResultPath": "$.error", "Next": FALLBACK},
+        {"ErrorEquals": ["Stopped"], "ResultPath": "$.error", "Next": STOPPED},
+        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": FAIL_TURN},
+    ]
+
+
+def _task(
+    stage: EventType, phase: str, next_state: str | None, payload: dict[str, Any], selector: dict[str, str]
+) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {"FunctionName": FUNCTION_ARN, "Payload": payload},
+        "ResultSelector": selector,
+        "ResultPath": "$.result",
+        "TimeoutSeconds": STEP_TIMEOUT_S,
+        "Retry": _retry(stage),
+        "Catch": _catch(),
+    }
+    if next_state is None:
+        state["End"] = True
+    else:
+        state["Next"] = next_state
+    return state
+
+
+def _stage_states(stage: EventType, next_state: str, is_last: bool) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The states of one stage and the name of its entry state."""
+    state_ref = {"state_ref.$": "$.Payload.state_ref"}
+    # After the last stage the step itself writes ``complete``, so the turn ends without another state.
+    after = DONE if is_last else next_state
+    if stage != EventType.CHUNK_SEARCH_PARALLEL:
+        return stage.value, {stage.value: _task(stage, "run", after, _payload(stage, "run"), state_ref)}
+    name = stage.value
+    branches, reduce = f"{name}.branches", f"{name}.reduce"
+    branch_task = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {
+            "FunctionName": FUNCTION_ARN,
+            "Payload": {
+                "stage": name,
+                "phase": "branch",
+                "turn.$": "$.turn",
+                "plan.$": "$.plan",
+                "state_ref.$": "$.state_ref",
+                "branch.$": "$.branch",
+            },
+        },
+        "ResultSelector": {"branch_ref.$": "$.Payload.branch_ref"},
+        "TimeoutSeconds": STEP_TIMEOUT_S,
+        "Retry": _retry(stage),
+        "End": True,
+    }
+    states = {
+        name: _task(
+            stage,
+            "plan",
+            branches,
+            _payload(stage, "plan"),
+            {"state_ref.$": "$.Payload.state_ref", "branches.$": "$.Payload.branches"},
+        ),
+        branches: {
+            "Type": "Map",
+            "ItemsPath": "$.result.branches",
+            "ItemSelector": {
+                "turn.$": "$.turn",
+                "plan.$": "$.plan",
+                "state_ref.$": "$.result.state_ref",
+                "branch.$": "$$.Map.Item.Value",
+            },
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "INLINE"},
+                "StartAt": f"{name}.branch",
+                "States": {f"{name}.branch": branch_task},
+            },
+            "ResultPath": "$.result.branch_results",
+            "Next": reduce,
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": FAIL_TURN}],
+        },
+        reduce: _task(
+            stage,
+            "reduce",
+            after,
+            _payload(stage, "reduce", **{"branch_results.$": "$.result.branch_results"}),
+            state_ref,
+        ),
+    }
+    return name, states
+
+
+def _terminal_task(phase: str, next_state: str, catch_to: str | None) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {
+            "FunctionName": FUNCTION_ARN,
+            "Payload": {"stage": phase, "phase": phase, "turn.$": "$.turn", "plan.$": "$.plan", "error.$": "$.error"},
+        },
+        "ResultPath": None,
+        "TimeoutSeconds": STEP_TIMEOUT_S,
+        "Retry": [{"ErrorEquals": LAMBDA_TRANSIENT, "IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2.0}],
+        "Next": next_state,
+    }
+    if catch_to is not None:
+        state["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": catch_to}]
+    return state
+
+
+def build_definition(stages: tuple[EventType, ...] = FULL_STAGE_ORDER) -> dict[str, Any]:
+    guarded = set(guarded_stages())
+    states: dict[str, dict[str, Any]] = {}
+    entry: list[str] = []  # entry state of each stage, guard included
+    for stage in stages:
+        entry.append(f"{stage.value}?" if stage in guarded else stage.value)
+    for index, stage in enumerate(stages):
+        next_entry = entry[index + 1] if index + 1 < len(stages) else DONE
+        name, stage_states = _stage_states(stage, next_entry, is_last=index + 1 == len(stages))
+        if stage in guarded:
+            states[f"{stage.value}?"] = {
+                "Type": "Choice",
+                "Choices": [{"Variable": f"$.plan.{stage.value}", "BooleanEquals": True, "Next": name}],
+                "Default": next_entry,
+            }
+        states.update(stage_states)
+    states[FALLBACK] = _terminal_task("fallback", DONE, FAIL_TURN)
+    states[FAIL_TURN] = _terminal_task("fail", FAILED, None)
+    states[STOPPED] = {"Type": "Succeed", "Comment": "Stopped by the user; the stop route saved the answer."}
+    states[DONE] = {"Type": "Succeed"}
+    states[FAILED] = {"Type": "Fail", "Error": "TurnFailed", "Cause": "A stage failed; the error event is in the log."}
+    return {
+        "Comment": "ragline: one turn of the RAG pipeline, one Task per stage (generated; do not edit).",
+        "StartAt": entry[0],
+        "States": states,
+    }
+
+
+def render() -> str:
+    return json.dumps(build_definition(), indent=2) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

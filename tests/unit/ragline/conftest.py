@@ -1,0 +1,28 @@
+"""Shared fixtures for the ragline unit tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragline.store.db import Database
+from ragline.types import PipelineRequest
+
+
+@pytest.fixture
+def db(tmp_path):
+    """A real SQLite database file in the test's temporary directory."""
+    database = Database(tmp_path / "ragline.db")
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def make_request():
+    """A factory of minimal valid requests; keyword arguments override fields."""
+
+    def factory(**overrides) -> PipelineRequest:
+        values = {"query": "What is ragline?", "request_id": "req-1", "session_id": "sess-1", "tenant_id": "t-1"}
+        values.update(overrides)
+        return PipelineRequest(**values)
+
+    return factory

@@ -1,0 +1,229 @@
+import numpy as np
+import pytest
+
+from ragline.config import RetrievalConfig
+from ragline.retrieval.base import RetrieveParams
+from ragline.retrieval.hybrid import fuse, hybrid_search, normalize_keyword_scores, pool_size
+from ragline.types import MatchType, SearchResult
+
+CONFIG = RetrievalConfig()
+K, WV, WK = 60, 0.7, 0.3
+
+
+def hit(id: str, score: float, **kwargs) -> SearchResult:
+    return SearchResult(id=id, content=f"content of {id}", score=score, **kwargs)
+
+
+def rrf(rv: int | None, rk: int | None) -> float:
+    raw = (WV / (K + rv) if rv else 0.0) + (WK / (K + rk) if rk else 0.0)
+    return raw / ((WV + WK) / (K + 1))
+
+
+def test_config_defaults_are_the_seeds():
+    assert CONFIG.rrf_k == 60
+    assert CONFIG.vector_weight == 0.7
+    assert CONFIG.keyword_weight == 0.3
+    assert CONFIG.default_match_count == 50
+
+
+@pytest.mark.parametrize(
+    ("match_count", "kbs", "expected"),
+    [
+        (10, 1, 50),  # max(50, 50)
+        (9, 1, 50),  # max(45, 50)
+        (11, 1, 55),
+        (20, 1, 100),
+        (20, 3, 300),
+        (20, 6, 500),  # capped
+        (100, 1, 500),
+        (200, 1, 500),
+        (0, 1, 250),  # MatchCount <= 0 means 50 → 250
+        (-5, 1, 250),
+        (0, 2, 500),
+        (1, 4, 200),
+    ],
+)
+def test_pool_size(match_count, kbs, expected):
+    assert pool_size(match_count, kbs, CONFIG) == expected
+    if match_count > 0:
+        assert expected == min(max(match_count * 5, 50) * kbs, 500)
+
+
+def test_normalize_keyword_scores_divides_by_max_only_above_one():
+    hits = [hit("a", 8.0), hit("b", 2.0), hit("c", 4.0)]
+    normalised = normalize_keyword_scores(hits)
+    assert [h.score for h in normalised] == [1.0, 0.25, 0.5]
+    assert [h.score for h in hits] == [8.0, 2.0, 4.0]  # inputs untouched
+    small = [hit("a", 0.9), hit("b", 0.3)]
+    assert [h.score for h in normalize_keyword_scores(small)] == [0.9, 0.3]
+    exactly_one = [hit("a", 1.0), hit("b", 0.5)]
+    assert [h.score for h in normalize_keyword_scores(exactly_one)] == [1.0, 0.5]
+    assert normalize_keyword_scores([]) == []
+
+
+def test_fuse_single_list_dedups_keeping_max_score():
+    vector = [hit("a", 0.5), hit("b", 0.9), hit("a", 0.7), hit("c", 0.7)]
+    fused = fuse(vector, [], CONFIG)
+    assert [(h.id, h.score) for h in fused] == [("b", 0.9), ("a", 0.7), ("c", 0.7)]
+    keyword_only = fuse([], [hit("x", 0.2), hit("x", 0.6), hit("y", 0.4)], CONFIG)
+    assert [(h.id, h.score) for h in keyword_only] == [("x", 0.6), ("y", 0.4)]
+    assert fuse([], [], CONFIG) == []
+
+
+def test_fuse_first_in_both_lists_scores_exactly_one():
+    fused = fuse([hit("a", 0.9), hit("b", 0.8)], [hit("a", 0.5), hit("c", 0.4)], CONFIG)
+    assert fused[0].id == "a"
+    assert fused[0].score == pytest.approx(1.0, abs=1e-12)
+    assert fused[0].match_type == MatchType.HYBRID
+
+
+def test_fuse_weighted_rrf_arithmetic():
+    vector = [hit("a", 0.9), hit("b", 0.8), hit("c", 0.7), hit("d", 0.6)]
+    keyword = [hit("c", 0.95), hit("e", 0.5), hit("a", 0.3)]
+    fused = {h.id: h for h in fuse(vector, keyword, CONFIG)}
+    expected = {
+        "a": rrf(1, 3),
+        "b": rrf(2, None),
+        "c": rrf(3, 1),
+        "d": rrf(4, None),
+        "e": rrf(None, 2),
+    }
+    assert set(fused) == set(expected)
+    for chunk_id, score in expected.items():
+        assert fused[chunk_id].score == pytest.approx(score, rel=1e-12)
+    # explicit numbers for two of them
+    assert fused["b"].score == pytest.approx((0.7 / 62) / (1.0 / 61))
+    assert fused["e"].score == pytest.approx((0.3 / 62) / (1.0 / 61))
+    assert fused["a"].match_type == MatchType.HYBRID
+    assert fused["b"].match_type == MatchType.EMBEDDING
+    assert fused["e"].match_type == MatchType.KEYWORD
+    assert fused["a"].vector_score == 0.9
+    assert fused["a"].keyword_score == 0.3
+    assert fused["b"].keyword_score is None
+    assert fused["e"].vector_score is None
+
+
+def test_fuse_output_sorted_by_score_then_id():
+    vector = [hit("z", 0.9), hit("y", 0.8)]
+    keyword = [hit("y", 0.9), hit("z", 0.8)]
+    fused = fuse(vector, keyword, CONFIG)
+    # z: 0.7/61 + 0.3/62 ; y: 0.7/62 + 0.3/61 → z first
+    assert [h.id for h in fused] == ["z", "y"]
+    assert fused[0].score == pytest.approx(rrf(1, 2))
+    ties = fuse([hit("b", 0.9), hit("a", 0.9)], [hit("a", 0.9), hit("b", 0.9)], CONFIG)
+    # b: rv=1, rk=2 ; a: rv=2, rk=1 → b wins on the heavier vector weight
+    assert [h.id for h in ties] == ["b", "a"]
+    assert ties[0].score > ties[1].score
+
+
+def test_fuse_rank_is_best_rank_in_a_list():
+    vector = [hit("a", 0.9), hit("b", 0.8), hit("a", 0.95)]
+    keyword = [hit("b", 0.7), hit("b", 0.6), hit("a", 0.5)]
+    fused = {h.id: h for h in fuse(vector, keyword, CONFIG)}
+    assert fused["a"].score == pytest.approx(rrf(1, 3))
+    assert fused["b"].score == pytest.approx(rrf(2, 1))
+    assert fused["a"].vector_score == 0.95  # best score kept
+    assert fused["b"].keyword_score == 0.7
+    assert len(fuse(vector, keyword, CONFIG)) == 2
+
+
+def test_fuse_scores_are_within_unit_interval():
+    vector = [hit(f"v{i}", 1 - i / 100) for i in range(50)]
+    keyword = [hit(f"v{i * 2}", 5 - i / 10) for i in range(30)]
+    for result in fuse(vector, keyword, CONFIG):
+        assert 0 < result.score <= 1.0 + 1e-12
+
+
+class FakeEngine:
+    def __init__(self, vector: list[SearchResult], keyword: list[SearchResult]) -> None:
+        self.vector = vector
+        self.keyword = keyword
+        self.calls: list[tuple[str, int]] = []
+
+    def vector_search(self, params, top_k):
+        self.calls.append(("vector", top_k))
+        return [h.model_copy() for h in self.vector[:top_k]]
+
+    def keyword_search(self, params, top_k):
+        self.calls.append(("keyword", top_k))
+        return [h.model_copy() for h in self.keyword[:top_k]]
+
+    def index_chunks(self, *args):  # pragma: no cover - not used
+        raise NotImplementedError
+
+
+def params(**kwargs) -> RetrieveParams:
+    values = {
+        "query": "what is ragline",
+        "knowledge_base_ids": ["kb1"],
+        "query_embedding": np.zeros(3, dtype=np.float32),
+        "match_count": 10,
+        "vector_threshold": 0.5,
+        "keyword_threshold": 0.3,
+    }
+    values.update(kwargs)
+    return RetrieveParams(**values)
+
+
+def test_hybrid_search_applies_thresholds_and_fuses():
+    engine = FakeEngine(
+        vector=[hit("a", 0.9), hit("b", 0.6), hit("c", 0.4)],  # c below the vector threshold
+        keyword=[hit("b", 10.0), hit("d", 5.0), hit("e", 2.0)],  # normalised: 1.0, 0.5, 0.2 (e dropped)
+    )
+    results = hybrid_search(engine, params(), CONFIG)
+    by_id = {r.id: r for r in results}
+    assert set(by_id) == {"a", "b", "d"}
+    assert engine.calls == [("vector", 50), ("keyword", 50)]
+    assert by_id["b"].score == pytest.approx(rrf(2, 1))
+    assert by_id["a"].score == pytest.approx(rrf(1, None))
+    assert by_id["d"].score == pytest.approx(rrf(None, 2))
+    assert by_id["d"].keyword_score == pytest.approx(0.5)
+    assert by_id["b"].vector_score == pytest.approx(0.6)
+    assert [r.id for r in results] == ["b", "a", "d"]
+
+
+def test_hybrid_search_truncates_to_match_count():
+    engine = FakeEngine(
+        vector=[hit(f"v{i:03d}", 0.99 - i / 1000) for i in range(300)],
+        keyword=[hit(f"v{i:03d}", 30 - i / 100) for i in range(0, 300, 3)],
+    )
+    results = hybrid_search(engine, params(match_count=7, knowledge_base_ids=["kb1", "kb2"]), CONFIG)
+    assert len(results) == 7
+    assert engine.calls == [("vector", 100), ("keyword", 100)]
+    assert results[0].id == "v000"
+    scores = [r.score for r in results]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_hybrid_search_default_match_count():
+    engine = FakeEngine(vector=[hit(f"v{i:03d}", 0.9) for i in range(80)], keyword=[])
+    results = hybrid_search(engine, params(match_count=0, vector_threshold=0.0), CONFIG)
+    assert len(results) == 50
+    assert engine.calls == [("vector", 250), ("keyword", 250)]
+
+
+def test_hybrid_search_vector_only_when_no_embedding():
+    engine = FakeEngine(vector=[hit("a", 0.9)], keyword=[hit("k", 3.0), hit("j", 1.5)])
+    results = hybrid_search(engine, params(query_embedding=None), CONFIG)
+    assert engine.calls == [("keyword", 50)]
+    assert [(r.id, r.score, r.match_type) for r in results] == [
+        ("k", 1.0, MatchType.KEYWORD),
+        ("j", 0.5, MatchType.KEYWORD),
+    ]
+
+
+def test_hybrid_search_keyword_disabled_or_blank_query():
+    engine = FakeEngine(vector=[hit("a", 0.9), hit("b", 0.7)], keyword=[hit("k", 3.0)])
+    results = hybrid_search(engine, params(keyword_enabled=False), CONFIG)
+    assert [(r.id, r.score, r.match_type) for r in results] == [
+        ("a", 0.9, MatchType.EMBEDDING),
+        ("b", 0.7, MatchType.EMBEDDING),
+    ]
+    blank = FakeEngine(vector=[hit("a", 0.9)], keyword=[hit("k", 3.0)])
+    assert [r.id for r in hybrid_search(blank, params(query="   "), CONFIG)] == ["a"]
+    assert blank.calls == [("vector", 50)]
+
+
+def test_hybrid_search_nothing_above_thresholds():
+    engine = FakeEngine(vector=[hit("a", 0.1)], keyword=[hit("k", 0.1)])
+    assert hybrid_search(engine, params(), CONFIG) == []

@@ -1,0 +1,92 @@
+"""The committed state machine is the generator's output, and reads as the pipeline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ragline.runtime.plan import FULL_STAGE_ORDER
+from ragline.serverless.statemachine import build_definition, guarded_stages, possible_plans, render
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+def test_committed_definition_is_current():
+    committed = (ROOT / "statemachine" / "pipeline.asl.json").read_text()
+    assert committed == render(), "statemachine/pipeline.asl.json is stale: run `make asl`"
+
+
+def test_every_plan_is_an_ordered_subset_of_the_full_stage_list():
+    for plan in possible_plans():
+        positions = [FULL_STAGE_ORDER.index(stage) for stage in plan]
+        assert positions == sorted(positions)
+
+
+def test_one_task_per_stage_named_after_it():
+    states = build_definition()["States"]
+    for stage in FULL_STAGE_ORDER:
+        assert states[stage.value]["Type"] == "Task"
+        assert states[stage.value]["Parameters"]["Payload"]["stage"] == stage.value
+
+
+def test_only_droppable_stages_are_guarded():
+    states = build_definition()["States"]
+    guarded = {name[:-1] for name, state in states.items() if state["Type"] == "Choice"}
+    assert guarded == {stage.value for stage in guarded_stages()}
+    always = [s for s in FULL_STAGE_ORDER if s not in guarded_stages()]
+    assert always  # some stages run in every plan and carry no guard
+    for stage in always:
+        assert f"{stage.value}?" not in states
+
+
+def test_parallel_search_is_plan_map_reduce():
+    states = build_definition()["States"]
+    assert states["chunk_search_parallel"]["Next"] == "chunk_search_parallel.branches"
+    mapped = states["chunk_search_parallel.branches"]
+    assert mapped["Type"] == "Map"
+    assert mapped["ItemProcessor"]["ProcessorConfig"]["Mode"] == "INLINE"
+    assert mapped["Next"] == "chunk_search_parallel.reduce"
+
+
+def test_outcomes_route_by_catch_not_by_choice():
+    states = build_definition()["States"]
+    choices = [s for s in states.values() if s["Type"] == "Choice"]
+    assert len(choices) == len(guarded_stages())
+    for stage in FULL_STAGE_ORDER:
+        catches = {tuple(c["ErrorEquals"]): c["Next"] for c in states[stage.value]["Catch"]}
+        assert catches[("SearchNothing",)] == "fallback"
+        assert catches[("Stopped",)] == "stopped"
+        assert catches[("States.ALL",)] == "fail_turn"
+
+
+def test_retries_cover_only_lambda_transients_and_timeouts():
+    states = build_definition()["States"]
+    allowed = {
+        "Lambda.ServiceException",
+        "Lambda.AWSLambdaException",
+        "Lambda.SdkClientException",
+        "Lambda.TooManyRequestsException",
+        "Sandbox.Timedout",
+        "States.Timeout",
+    }
+    for state in states.values():
+        for retry in state.get("Retry", []):
+            assert set(retry["ErrorEquals"]) <= allowed
+    streaming = states["chat_completion_stream"]["Retry"]
+    assert all("States.Timeout" not in r["ErrorEquals"] for r in streaming)
+
+
+def test_definition_is_valid_json_with_reachable_states():
+    definition = json.loads(render())
+    states = definition["States"]
+    reachable = {definition["StartAt"]}
+    frontier = [definition["StartAt"]]
+    while frontier:
+        state = states[frontier.pop()]
+        targets = [state.get("Next"), state.get("Default")]
+        targets += [c["Next"] for c in state.get("Choices", [])] + [c["Next"] for c in state.get("Catch", [])]
+        for target in filter(None, targets):
+            if target not in reachable:
+                reachable.add(target)
+                frontier.append(target)
+    assert reachable == set(states)
