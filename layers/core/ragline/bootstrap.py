@@ -9,8 +9,7 @@ from pathlib import Path
 
 from ragline.container import Container
 from ragline.ingest.service import SUPPORTED_SUFFIXES
-from ragline.store.knowledge import KnowledgeBase
-from ragline.store.tenants import Tenant
+from ragline.store.models import KnowledgeBase, Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +29,7 @@ def ensure_default_tenant(container: Container) -> tuple[Tenant, str]:
     elif key:
         container.tenants.add_key(tenant.id, key)
     else:
-        from ragline.store.tenants import generate_key
+        from ragline.store.models import generate_key
 
         key = generate_key()
         container.tenants.add_key(tenant.id, key)

@@ -22,12 +22,14 @@ from ragline.pipeline.orchestrator import Orchestrator
 from ragline.pipeline.plugin import EventManager
 from ragline.pipeline.search import PluginSearch
 from ragline.pipeline.search_parallel import PluginSearchParallel
+from ragline.retrieval.base import RetrieveEngine
 from ragline.retrieval.embedded import EmbeddedEngine
 from ragline.runtime.turns import TurnService
+from ragline.store.base import KnowledgeStore, SessionStore, TenantStore
 from ragline.store.db import Database
-from ragline.store.knowledge import KnowledgeStore
-from ragline.store.sessions import SessionStore
-from ragline.store.tenants import TenantStore
+from ragline.store.knowledge import SqliteKnowledgeStore
+from ragline.store.sessions import SqliteSessionStore
+from ragline.store.tenants import SqliteTenantStore
 from ragline.stream.base import StreamManager
 from ragline.stream.sqlite import SqliteStreamManager
 
@@ -72,7 +74,7 @@ def build_event_manager(
     templates: PromptTemplates,
     knowledge: KnowledgeStore,
     sessions: SessionStore,
-    engine: EmbeddedEngine,
+    engine: RetrieveEngine,
     models: ModelRegistry,
 ) -> EventManager:
     """Plugins register in the reference's container order: for one event, that order is the chain order."""
@@ -99,7 +101,7 @@ class Container:
     knowledge: KnowledgeStore
     sessions: SessionStore
     stream: StreamManager
-    engine: EmbeddedEngine
+    engine: RetrieveEngine
     models: ModelRegistry
     events: EventManager
     orchestrator: Orchestrator
@@ -117,7 +119,7 @@ class Container:
         settings = settings or Settings()
         config, templates = load_config(config_dir or settings.config_dir)
         db = Database(settings.db_path)
-        tenants, knowledge, sessions = TenantStore(db), KnowledgeStore(db), SessionStore(db)
+        tenants, knowledge, sessions = SqliteTenantStore(db), SqliteKnowledgeStore(db), SqliteSessionStore(db)
         stream = SqliteStreamManager(db)
         engine = EmbeddedEngine(db)
         models = models or build_models(settings, config)
@@ -136,7 +138,7 @@ class Container:
             models=models,
             events=events,
             orchestrator=Orchestrator(events, fallback),
-            ingest=IngestService(db, knowledge, engine, models, config.ingestion),
+            ingest=IngestService(knowledge, engine, models, config.ingestion),
             turns=TurnService(config, templates, knowledge, sessions, stream),
         )
 

@@ -12,9 +12,9 @@ from ragline.config import IngestionConfig
 from ragline.ingest.chunker import plan_chunks
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
-from ragline.store.db import Database
+from ragline.store.base import KnowledgeStore
 from ragline.store.ids import new_id
-from ragline.store.knowledge import Chunk, Document, KnowledgeBase, KnowledgeStore
+from ragline.store.models import Chunk, Document, KnowledgeBase
 from ragline.types import ChunkType
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}
@@ -61,13 +61,11 @@ def embedding_text(title: str, header: str, content: str) -> str:
 class IngestService:
     def __init__(
         self,
-        db: Database,
         knowledge: KnowledgeStore,
         engine: RetrieveEngine,
         models: ModelRegistry,
         config: IngestionConfig,
     ) -> None:
-        self._db = db
         self._knowledge = knowledge
         self._engine = engine
         self._models = models
@@ -157,7 +155,7 @@ class IngestService:
         import numpy as np
 
         matrix = np.vstack(vectors) if vectors else np.zeros((0, embedder.dimensions), dtype=np.float32)
-        with self._db.transaction():
+        with self._knowledge.atomic():
             self._knowledge.insert_document(document, [*parents, *children])
             self._engine.index_chunks(kb.id, kb.embedding_model, children, matrix)
         document.chunk_count = len(children)

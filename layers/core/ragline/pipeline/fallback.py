@@ -11,7 +11,7 @@ from ragline.models.base import ChatMessage
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.emit import emit, event_id
 from ragline.pipeline.generation import finish_answer, stream_reply
-from ragline.store.knowledge import KnowledgeStore
+from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, FallbackStrategy
 
 MAX_LISTED_DOCUMENTS = 50

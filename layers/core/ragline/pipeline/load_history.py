@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable
 
 from ragline.pipeline.plugin import NextFn, PluginError
-from ragline.store.sessions import Message, SessionStore
+from ragline.store.base import SessionStore
+from ragline.store.models import Message
 from ragline.types import ChatManage, EventType, History
 
 logger = logging.getLogger(__name__)

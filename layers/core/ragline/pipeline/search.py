@@ -17,7 +17,8 @@ from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.plugin import ERR_SEARCH, ERR_SEARCH_NOTHING, NextFn, PluginError
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
 from ragline.retrieval.hybrid import hybrid_search
-from ragline.store.knowledge import KnowledgeBase, KnowledgeStore
+from ragline.store.base import KnowledgeStore
+from ragline.store.models import KnowledgeBase
 from ragline.types import ChatManage, EventType, SearchResult, SearchTarget, SearchTargetType
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ragline.store.knowledge import Chunk
+from ragline.store.models import Chunk
 from ragline.types import SearchResult
 
 

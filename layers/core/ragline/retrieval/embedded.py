@@ -14,7 +14,8 @@ import numpy.typing as npt
 from ragline.retrieval.base import RetrieveParams
 from ragline.retrieval.text import segment_for_index
 from ragline.store.db import Database
-from ragline.store.knowledge import Chunk, bump_index_version
+from ragline.store.knowledge import bump_index_version
+from ragline.store.models import Chunk
 from ragline.types import SearchResult
 
 # BM25 column weights: (content, title). A title match is strong evidence but titles are short.

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragline.config import AppConfig, PromptTemplates
 from ragline.runtime.plan import build_plan
-from ragline.store.knowledge import KnowledgeStore
-from ragline.store.sessions import Message, Session, SessionStore
+from ragline.store.base import KnowledgeStore, SessionStore
+from ragline.store.models import Message, Session
 from ragline.stream.base import StreamManager, stream_key
 from ragline.stream.replay import summarize_answer
 from ragline.types import (

@@ -17,9 +17,7 @@ from ragline.ingest.service import UnsupportedFile, decode_text, file_type_for
 from ragline.runtime.turns import AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
 from ragline.server.errors import ApiError, install_error_handlers, not_found
 from ragline.server.sse import frames, sse_response
-from ragline.store.knowledge import DuplicateName, KnowledgeBase
-from ragline.store.sessions import Session
-from ragline.store.tenants import Tenant
+from ragline.store.models import DuplicateName, KnowledgeBase, Session, Tenant
 from ragline.stream.base import stream_key
 from ragline.stream.replay import start_offset
 

@@ -1,9 +1,15 @@
-"""Stores: tenants and keys, knowledge bases and documents, sessions and messages."""
+"""Stores: tenants and keys, knowledge bases and documents, sessions and messages.
 
+Ports in :mod:`ragline.store.base`; adapters named after their backend (``Sqlite*`` here, ``Dynamo*`` in
+:mod:`ragline.store.dynamodb`).
+"""
+
+from ragline.store.base import KnowledgeStore, SessionStore, TenantStore
 from ragline.store.db import Database
-from ragline.store.knowledge import Chunk, Document, KnowledgeBase, KnowledgeStore
-from ragline.store.sessions import Message, Session, SessionStore
-from ragline.store.tenants import Tenant, TenantStore
+from ragline.store.knowledge import SqliteKnowledgeStore
+from ragline.store.models import Chunk, Document, KnowledgeBase, Message, Session, Tenant
+from ragline.store.sessions import SqliteSessionStore
+from ragline.store.tenants import SqliteTenantStore
 
 __all__ = [
     "Chunk",
@@ -14,6 +20,9 @@ __all__ = [
     "Message",
     "Session",
     "SessionStore",
+    "SqliteKnowledgeStore",
+    "SqliteSessionStore",
+    "SqliteTenantStore",
     "Tenant",
     "TenantStore",
 ]

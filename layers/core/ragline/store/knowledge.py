@@ -1,62 +1,14 @@
-"""Knowledge bases, documents and chunks (SQLite)."""
+"""Knowledge bases, documents and chunks in SQLite."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-
-from pydantic import BaseModel, Field
+from contextlib import AbstractContextManager
 
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
-
-
-class KnowledgeBase(BaseModel):
-    id: str
-    tenant_id: str
-    name: str
-    description: str = ""
-    embedding_model: str
-    created_at: str
-
-
-class Document(BaseModel):
-    id: str
-    tenant_id: str
-    knowledge_base_id: str
-    title: str
-    filename: str = ""
-    file_type: str = "text"
-    description: str = ""
-    source: str = ""
-    content_hash: str = ""
-    chunk_count: int = 0
-    enabled: bool = True
-    created_at: str = Field(default_factory=utc_now)
-
-
-class Chunk(BaseModel):
-    id: str
-    tenant_id: str
-    knowledge_base_id: str
-    knowledge_id: str
-    chunk_index: int
-    chunk_type: str = "text"
-    content: str
-    header: str = ""
-    parent_chunk_id: str = ""
-    pre_chunk_id: str = ""
-    next_chunk_id: str = ""
-    start_at: int = 0
-    end_at: int = 0
-    metadata: dict[str, object] = Field(default_factory=dict)
-    # Parent chunks carry context for their children; they are not matched directly.
-    searchable: bool = True
-    enabled: bool = True
-
-
-class DuplicateName(Exception):
-    pass
+from ragline.store.models import Chunk, Document, DuplicateName, KnowledgeBase
 
 
 def _kb(row: object) -> KnowledgeBase:
@@ -79,8 +31,9 @@ _CHUNK_COLUMNS = (
 )
 
 
-class KnowledgeStore:
-    """Every read takes the tenant: another tenant's id reads as absent."""
+class SqliteKnowledgeStore:
+    """Knowledge bases, documents and chunks in SQLite. Every read takes the tenant: another tenant's id
+    reads as absent."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -220,6 +173,10 @@ class KnowledgeStore:
         )
         by_id = {row["id"]: chunk_from_row(row) for row in rows}
         return [by_id[i] for i in chunk_ids if i in by_id]
+
+    def atomic(self) -> AbstractContextManager[object]:
+        """A document and its index entries commit together (the embedded engine shares this database)."""
+        return self._db.transaction()
 
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         """Removes the document, its chunks, their vectors and keyword rows."""

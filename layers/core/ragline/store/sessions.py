@@ -1,4 +1,4 @@
-"""Sessions and messages. A turn is a user message and an assistant message linked by request id."""
+"""Sessions and messages in SQLite. A turn is a user message and an assistant message linked by request id."""
 
 from __future__ import annotations
 
@@ -6,34 +6,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
-
-
-class Session(BaseModel):
-    id: str
-    tenant_id: str
-    title: str = ""
-    knowledge_base_ids: list[str] = Field(default_factory=list)
-    options: dict[str, Any] = Field(default_factory=dict)
-    created_at: str
-    updated_at: str
-
-
-class Message(BaseModel):
-    id: str
-    session_id: str
-    tenant_id: str
-    request_id: str
-    role: str
-    content: str = ""
-    knowledge_references: list[dict[str, Any]] = Field(default_factory=list)
-    is_completed: bool = False
-    stop_reason: str = ""
-    created_at: str
-    updated_at: str
+from ragline.store.models import Message, Session
 
 
 def _session(row: Any) -> Session:
@@ -50,7 +25,7 @@ def _message(row: Any) -> Message:
     return Message(**data)
 
 
-class SessionStore:
+class SqliteSessionStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 

@@ -1,31 +1,15 @@
-"""Tenants and their API keys. Keys are stored as SHA-256 hashes; the key itself is shown once."""
+"""Tenants and their API keys in SQLite. Keys are stored as SHA-256 hashes; the key itself is shown once."""
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-
-from pydantic import BaseModel
-
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
+from ragline.store.models import Tenant, generate_key, hash_key
+
+__all__ = ["SqliteTenantStore", "Tenant", "generate_key", "hash_key"]
 
 
-class Tenant(BaseModel):
-    id: str
-    name: str
-    created_at: str
-
-
-def hash_key(api_key: str) -> str:
-    return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
-
-
-def generate_key() -> str:
-    return "rl-" + secrets.token_urlsafe(24)
-
-
-class TenantStore:
+class SqliteTenantStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 

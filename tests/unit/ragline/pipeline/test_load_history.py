@@ -3,7 +3,8 @@ import time
 
 from ragline.pipeline.load_history import PluginLoadHistory, pair_rounds, strip_think_tags
 from ragline.pipeline.plugin import EventManager
-from ragline.store.sessions import Message, SessionStore
+from ragline.store.models import Message
+from ragline.store.sessions import SqliteSessionStore as SessionStore
 from ragline.types import ChatManage, EventType
 
 

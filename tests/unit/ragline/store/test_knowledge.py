@@ -1,7 +1,8 @@
 import pytest
 
-from ragline.store.knowledge import Chunk, Document, DuplicateName, KnowledgeStore
-from ragline.store.tenants import TenantStore
+from ragline.store.knowledge import SqliteKnowledgeStore as KnowledgeStore
+from ragline.store.models import Chunk, Document, DuplicateName
+from ragline.store.tenants import SqliteTenantStore as TenantStore
 
 
 @pytest.fixture

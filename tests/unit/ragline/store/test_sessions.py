@@ -1,6 +1,6 @@
 import time
 
-from ragline.store.sessions import SessionStore
+from ragline.store.sessions import SqliteSessionStore as SessionStore
 
 
 def test_create_and_read_session(db):

@@ -1,4 +1,5 @@
-from ragline.store.tenants import TenantStore, hash_key
+from ragline.store.tenants import SqliteTenantStore as TenantStore
+from ragline.store.tenants import hash_key
 
 
 def test_create_returns_a_key_that_resolves_to_the_tenant(db):
