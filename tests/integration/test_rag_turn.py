@@ -133,3 +133,14 @@ def test_truncation_with_text_keeps_the_text_and_flags_it(ragline, scripted):
     done = next(f for f in frames if f.type == "answer" and f.done)
     assert done.extra["truncated"] is True
     assert answer_text(frames) == "A fine grind"
+
+
+def test_a_repeated_request_id_is_one_turn(ragline):
+    kb = ragline.create_kb("drinks", DOCS)
+    session = ragline.session([kb])
+    first = ragline.ask(session, "How hot should tea water be?", request_id="client-retry-1")
+    again = ragline.ask(session, "How hot should tea water be?", request_id="client-retry-1")
+    assert again == first
+    frames = ragline.events(session, first["assistant_message_id"])
+    assert [f.type for f in frames].count("agent_query") == 1
+    assert len(ragline.messages(session)) == 2

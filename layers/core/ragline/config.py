@@ -98,6 +98,8 @@ class StreamConfig(BaseModel):
     # Readers poll at least this often, so appends by another process are seen without a wake-up.
     poll_min_wait_s: float = 0.05
     poll_max_wait_s: float = 1.0
+    # Unset in the embedded server; stream_reader ends responses before its function timeout.
+    max_stream_seconds: float | None = None
 
 
 class LimitsConfig(BaseModel):

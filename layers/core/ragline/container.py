@@ -76,27 +76,32 @@ def build_event_manager(
     sessions: SessionStore,
     engine: RetrieveEngine,
     models: ModelRegistry,
-) -> EventManager:
-    """Plugins register in the reference's container order: for one event, that order is the chain order."""
+) -> tuple[EventManager, PluginSearchParallel]:
+    """Plugins register in the reference's container order: for one event, that order is the chain order.
+
+    Returns the parallel-search plugin too: the serverless runtime drives its plan/branch/reduce steps.
+    """
     summary = config.conversation.summary
     events = EventManager()
     search = PluginSearch(knowledge, engine, models, config.retrieval)
+    search_parallel = PluginSearchParallel(search)
     events.register(search)
     events.register(PluginIntoChatMessage(templates, summary.context_template_id))
     events.register(PluginChatCompletion(models, templates, summary.prompt_id))
     events.register(PluginChatCompletionStream(models, templates, summary.prompt_id))
     events.register(PluginFilterTopK())
     events.register(PluginLoadHistory(sessions))
-    events.register(PluginSearchParallel(search))
-    return events
+    events.register(search_parallel)
+    return events, search_parallel
 
 
 @dataclass
 class Container:
+    """Everything one process needs, whichever runtime it is."""
+
     settings: Settings
     config: AppConfig
     templates: PromptTemplates
-    db: Database
     tenants: TenantStore
     knowledge: KnowledgeStore
     sessions: SessionStore
@@ -104,9 +109,47 @@ class Container:
     engine: RetrieveEngine
     models: ModelRegistry
     events: EventManager
+    search_parallel: PluginSearchParallel
     orchestrator: Orchestrator
     ingest: IngestService
     turns: TurnService
+    db: Database | None = None
+
+    @classmethod
+    def assemble(
+        cls,
+        settings: Settings,
+        config: AppConfig,
+        templates: PromptTemplates,
+        *,
+        tenants: TenantStore,
+        knowledge: KnowledgeStore,
+        sessions: SessionStore,
+        stream: StreamManager,
+        engine: RetrieveEngine,
+        models: ModelRegistry,
+        db: Database | None = None,
+    ) -> Container:
+        """The same pipeline over whichever adapters a runtime provides."""
+        events, search_parallel = build_event_manager(config, templates, knowledge, sessions, engine, models)
+        fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
+        return cls(
+            settings=settings,
+            config=config,
+            templates=templates,
+            tenants=tenants,
+            knowledge=knowledge,
+            sessions=sessions,
+            stream=stream,
+            engine=engine,
+            models=models,
+            events=events,
+            search_parallel=search_parallel,
+            orchestrator=Orchestrator(events, fallback),
+            ingest=IngestService(knowledge, engine, models, config.ingestion),
+            turns=TurnService(config, templates, knowledge, sessions, stream),
+            db=db,
+        )
 
     @classmethod
     def embedded(
@@ -116,31 +159,23 @@ class Container:
         config_dir: Path | None = None,
         models: ModelRegistry | None = None,
     ) -> Container:
+        """SQLite for everything, in-process wake-ups for live readers, local models."""
         settings = settings or Settings()
         config, templates = load_config(config_dir or settings.config_dir)
         db = Database(settings.db_path)
-        tenants, knowledge, sessions = SqliteTenantStore(db), SqliteKnowledgeStore(db), SqliteSessionStore(db)
-        stream = SqliteStreamManager(db)
-        engine = EmbeddedEngine(db)
-        models = models or build_models(settings, config)
-        events = build_event_manager(config, templates, knowledge, sessions, engine, models)
-        fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
-        return cls(
-            settings=settings,
-            config=config,
-            templates=templates,
+        return cls.assemble(
+            settings,
+            config,
+            templates,
+            tenants=SqliteTenantStore(db),
+            knowledge=SqliteKnowledgeStore(db),
+            sessions=SqliteSessionStore(db),
+            stream=SqliteStreamManager(db),
+            engine=EmbeddedEngine(db),
+            models=models or build_models(settings, config),
             db=db,
-            tenants=tenants,
-            knowledge=knowledge,
-            sessions=sessions,
-            stream=stream,
-            engine=engine,
-            models=models,
-            events=events,
-            orchestrator=Orchestrator(events, fallback),
-            ingest=IngestService(knowledge, engine, models, config.ingestion),
-            turns=TurnService(config, templates, knowledge, sessions, stream),
         )
 
     def close(self) -> None:
-        self.db.close()
+        if self.db is not None:
+            self.db.close()

@@ -74,6 +74,8 @@ class AcceptedTurn:
     plan: list[EventType]
     user_message: Message
     assistant_message: Message
+    # A repeated request id: the earlier turn, which is not started again.
+    duplicate: bool = False
 
     @property
     def key(self) -> str:
@@ -169,6 +171,12 @@ class TurnService:
         validation fails."""
         self.validate_scope(session, body)
         request_id = body.request_id or str(uuid.uuid4())
+        if body.request_id:
+            earlier = self._sessions.message_by_request(session.tenant_id, session.id, request_id)
+            if earlier is not None:
+                user, assistant = earlier
+                request = self.build_request(session, body, request_id, user.id, assistant.id)
+                return AcceptedTurn(session, request, build_plan(request), user, assistant, duplicate=True)
         user, assistant = self._sessions.create_turn(session, request_id, body.query)
         request = self.build_request(session, body, request_id, user.id, assistant.id)
         turn = AcceptedTurn(session, request, build_plan(request), user, assistant)
@@ -192,7 +200,9 @@ class TurnService:
         """Complete the assistant message with what its log says the client received."""
         summary = summarize_answer(await self._stream.get_events(stream_key(session_id, message_id)))
         reason = {ResponseType.STOP: "stopped", ResponseType.ERROR: "error"}.get(summary.terminal, "")  # type: ignore[arg-type]
-        return self._sessions.complete_assistant_message(message_id, summary.content, summary.references, reason)
+        return self._sessions.complete_assistant_message(
+            session_id, message_id, summary.content, summary.references, reason
+        )
 
     async def stop(self, launcher: TurnLauncher, tenant_id: str, session_id: str, message_id: str) -> str:
         """Stop a running turn: cancel first (nothing more is appended), then ``stop``, then save.

@@ -245,7 +245,8 @@ def create_app(container: Container, launcher: TurnLauncher, *, on_shutdown: Any
             turn = await container.turns.accept(session, body)
         except UnknownKnowledgeBase as exc:
             raise not_found(f"{exc.field[:-4].replace('_', ' ')} {exc.value}", exc.field) from None
-        await launcher.launch(turn)
+        if not turn.duplicate:
+            await launcher.launch(turn)
         return turn
 
     @app.post("/api/v1/sessions/{session_id}/questions", status_code=202, tags=["chat"])

@@ -71,8 +71,11 @@ class SqliteSessionStore:
         )
         return [_session(r) for r in rows]
 
-    def set_title(self, session_id: str, title: str) -> None:
-        self._db.execute("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?", (title, utc_now(), session_id))
+    def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
+        self._db.execute(
+            "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ? AND tenant_id = ?",
+            (title, utc_now(), session_id, tenant_id),
+        )
 
     def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]:
         """The user message (complete) and the assistant message (pending) of one turn, atomically."""
@@ -112,15 +115,25 @@ class SqliteSessionStore:
         return user, assistant
 
     def complete_assistant_message(
-        self, message_id: str, content: str, references: list[dict[str, Any]], stop_reason: str = ""
+        self, session_id: str, message_id: str, content: str, references: list[dict[str, Any]], stop_reason: str = ""
     ) -> bool:
         """Completes a pending assistant message once; False when it was already completed."""
         changed = self._db.execute(
             "UPDATE messages SET content = ?, knowledge_references = ?, is_completed = 1, stop_reason = ?,"
-            " updated_at = ? WHERE id = ? AND role = 'assistant' AND is_completed = 0",
-            (content, json.dumps(references, ensure_ascii=False), stop_reason, utc_now(), message_id),
+            " updated_at = ? WHERE id = ? AND session_id = ? AND role = 'assistant' AND is_completed = 0",
+            (content, json.dumps(references, ensure_ascii=False), stop_reason, utc_now(), message_id, session_id),
         )
         return changed > 0
+
+    def message_by_request(self, tenant_id: str, session_id: str, request_id: str) -> tuple[Message, Message] | None:
+        rows = self._db.query(
+            "SELECT * FROM messages WHERE session_id = ? AND tenant_id = ? AND request_id = ?",
+            (session_id, tenant_id, request_id),
+        )
+        pair = {row["role"]: _message(row) for row in rows}
+        if "user" in pair and "assistant" in pair:
+            return pair["user"], pair["assistant"]
+        return None
 
     def message(self, tenant_id: str, session_id: str, message_id: str) -> Message | None:
         row = self._db.query_one(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,15 +34,21 @@ async def follow(
     min_wait_s: float = 0.05,
     max_wait_s: float = 1.0,
     coalesce_replay: bool = True,
+    max_duration_s: float | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """Events from ``start`` on, live, until a terminal event (``complete``, ``error``, ``stop``).
 
     Waits are woken by appends where the log supports it; otherwise (and across processes) the reader
-    polls, quickly while events flow and backing off to ``max_wait_s`` while idle.
+    polls, quickly while events flow and backing off to ``max_wait_s`` while idle. ``max_duration_s``
+    ends the response early (a Lambda must return before its timeout); the client resumes from the last
+    ``id`` it received and loses nothing.
     """
     next_seq = start
     wait = min_wait_s
+    deadline = None if max_duration_s is None else time.monotonic() + max_duration_s
     while True:
+        if deadline is not None and time.monotonic() >= deadline:
+            return
         events = await manager.get_events(key, next_seq)
         if events:
             wait = min_wait_s
@@ -51,6 +58,8 @@ async def follow(
                     return
             next_seq = events[-1].seq + 1
             continue
+        if deadline is not None:
+            wait = min(wait, max(0.0, deadline - time.monotonic()))
         woken = await manager.wait_for_append(key, next_seq - 1, wait)
         if not woken:
             wait = min(max_wait_s, wait * 2)

@@ -131,7 +131,7 @@ def test_plugin_with_real_store(db, make_request):
     session = store.create_session("t-1", ["kb"])
     for i in range(3):
         _, assistant = store.create_turn(session, f"r{i}", f"question {i}")
-        store.complete_assistant_message(assistant.id, f"answer {i}", [])
+        store.complete_assistant_message(session.id, assistant.id, f"answer {i}", [])
         time.sleep(0.003)  # distinct millisecond timestamps
     store.create_turn(session, "current", "now?")
     cm = ChatManage.start(make_request(session_id=session.id, request_id="current", max_rounds=2))

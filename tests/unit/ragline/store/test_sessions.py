@@ -35,8 +35,10 @@ def test_complete_assistant_message_only_once(db):
     session = store.create_session("t1", [])
     _user, assistant = store.create_turn(session, "req-1", "q")
     refs = [{"id": "c1", "title": "中文"}]
-    assert store.complete_assistant_message(assistant.id, "first answer", refs, stop_reason="stopped") is True
-    assert store.complete_assistant_message(assistant.id, "second answer", [], stop_reason="") is False
+    assert (
+        store.complete_assistant_message(session.id, assistant.id, "first answer", refs, stop_reason="stopped") is True
+    )
+    assert store.complete_assistant_message(session.id, assistant.id, "second answer", [], stop_reason="") is False
     stored = store.message("t1", session.id, assistant.id)
     assert stored is not None
     assert stored.is_completed is True
@@ -49,9 +51,9 @@ def test_complete_does_not_touch_user_messages_or_unknown_ids(db):
     store = SessionStore(db)
     session = store.create_session("t1", [])
     user, _ = store.create_turn(session, "req-1", "q")
-    assert store.complete_assistant_message(user.id, "overwrite", []) is False
+    assert store.complete_assistant_message(session.id, user.id, "overwrite", []) is False
     assert store.message("t1", session.id, user.id).content == "q"
-    assert store.complete_assistant_message("no-such-id", "x", []) is False
+    assert store.complete_assistant_message(session.id, "no-such-id", "x", []) is False
 
 
 def test_recent_messages_newest_first_and_limited(db):
@@ -100,5 +102,14 @@ def test_sessions_listed_per_tenant(db):
     a = store.create_session("t1", [])
     store.create_session("t2", [])
     assert [s.id for s in store.sessions("t1")] == [a.id]
-    store.set_title(a.id, "New title")
+    store.set_title("t1", a.id, "New title")
     assert store.session("t1", a.id).title == "New title"
+
+
+def test_message_by_request_finds_the_pair_of_one_tenant(db):
+    store = SessionStore(db)
+    session = store.create_session("t1", [])
+    user, assistant = store.create_turn(session, "req-1", "q")
+    assert store.message_by_request("t1", session.id, "req-1") == (user, assistant)
+    assert store.message_by_request("t2", session.id, "req-1") is None
+    assert store.message_by_request("t1", session.id, "req-2") is None
