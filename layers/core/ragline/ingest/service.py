@@ -157,7 +157,7 @@ class IngestService:
         matrix = np.vstack(vectors) if vectors else np.zeros((0, embedder.dimensions), dtype=np.float32)
         with self._knowledge.atomic():
             self._knowledge.insert_document(document, [*parents, *children])
-            self._engine.index_chunks(kb.id, kb.embedding_model, children, matrix)
+            self._engine.index_chunks(kb.id, kb.embedding_model, children, matrix, document=document)
         document.chunk_count = len(children)
         return IngestResult(document, len(children))
 

@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ragline.store.models import Chunk
+from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
 
 
@@ -42,4 +42,6 @@ class RetrieveEngine(Protocol):
         embedding_model: str,
         chunks: Sequence[Chunk],
         vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
     ) -> None: ...

@@ -15,7 +15,7 @@ from ragline.retrieval.base import RetrieveParams
 from ragline.retrieval.text import segment_for_index
 from ragline.store.db import Database
 from ragline.store.knowledge import bump_index_version
-from ragline.store.models import Chunk
+from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
 
 # BM25 column weights: (content, title). A title match is strong evidence but titles are short.
@@ -186,6 +186,8 @@ class EmbeddedEngine:
         embedding_model: str,
         chunks: Sequence[Chunk],
         vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
     ) -> None:
         """Keyword rows for every searchable chunk and one vector per row of ``vectors`` (same order)."""
         searchable = [c for c in chunks if c.searchable]
