@@ -42,6 +42,12 @@ unit: install
 asl: install
 	$(BIN)/python -m ragline.serverless.statemachine > statemachine/pipeline.asl.json
 
+# Deploys template.yaml's resources to a running LocalStack (scripts/deploy_local.py; not part of `make test`).
+# DEPLOY_LOCAL_ARGS passes options, e.g. DEPLOY_LOCAL_ARGS='--workflow-type EXPRESS --skip-deps'.
+.PHONY: deploy-local
+deploy-local: install
+	$(BIN)/python scripts/deploy_local.py $(DEPLOY_LOCAL_ARGS)
+
 bench: install
 	$(BIN)/python bench/stream_latency.py
 

@@ -48,6 +48,12 @@ class OpenAICompatibleChatModel:
             body["top_p"] = options.top_p
         return body
 
+    async def release_loop(self) -> None:
+        """Close the client of the running loop (a serverless step's loop ends with its invocation)."""
+        client = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client[1].close()
+
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
         from openai import OpenAIError
 

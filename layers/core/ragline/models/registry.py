@@ -46,6 +46,15 @@ class ModelRegistry:
                 self._embedders[model_id] = factory()
             return self._embedders[model_id]
 
+    async def release_loop(self) -> None:
+        """Let adapters close what they bound to the running event loop (connection pools)."""
+        with self._lock:
+            models = list(self._chat_models.values())
+        for model in models:
+            release = getattr(model, "release_loop", None)
+            if release is not None:
+                await release()
+
     def chat_model(self, model_id: str = "") -> ChatModel:
         model_id = model_id or self.default_chat_model_id
         with self._lock:

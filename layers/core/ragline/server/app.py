@@ -59,7 +59,9 @@ def tenant_of(request: Request, x_api_key: Annotated[str | None, Header()] = Non
 TenantDep = Annotated[Tenant, Depends(tenant_of)]
 
 
-def create_app(container: Container, launcher: TurnLauncher, *, on_shutdown: Any = None) -> FastAPI:
+def create_app(
+    container: Container, launcher: TurnLauncher, *, on_shutdown: Any = None, stream_base_url: str = ""
+) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
@@ -252,7 +254,10 @@ def create_app(container: Container, launcher: TurnLauncher, *, on_shutdown: Any
     @app.post("/api/v1/sessions/{session_id}/questions", status_code=202, tags=["chat"])
     async def ask(session_id: str, body: QuestionBody, tenant: TenantDep) -> dict[str, str]:
         session = session_of(tenant, session_id)
-        return (await accept(session, body)).ids()
+        ids = (await accept(session, body)).ids()
+        # In AWS the stream is served by another function (stream_reader's URL); embedded, by this server.
+        ids["stream_url"] = stream_base_url.rstrip("/") + ids["stream_url"]
+        return ids
 
     @app.post("/api/v1/knowledge-chat/{session_id}", tags=["chat"], response_class=JSONResponse)
     async def knowledge_chat(session_id: str, body: QuestionBody, tenant: TenantDep) -> Any:

@@ -1,0 +1,14 @@
+"""stream_reader: SSE by offset from the DynamoDB event log, resume and stop, served by uvicorn behind the
+AWS Lambda Web Adapter (a function URL in RESPONSE_STREAM mode; Mangum buffers and cannot stream).
+
+Responses end before the function timeout (``RAGLINE_STREAM_MAX_SECONDS``); a client reconnects with
+``Last-Event-ID`` and continues exactly where it was.
+"""
+
+from __future__ import annotations
+
+from ragline.observability import configure_logging
+from ragline.serverless.aws import build_aws_runtime
+
+configure_logging()
+app = build_aws_runtime().app()

@@ -1,0 +1,47 @@
+"""Configuration of the AWS runtime, from the functions' environment (set by template.yaml)."""
+
+from __future__ import annotations
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class AwsSettings(BaseSettings):
+    """Every resource name a function needs; ``template.yaml`` sets them from its resources."""
+
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_", extra="ignore")
+
+    events_table: str = "ragline-events"
+    sessions_table: str = "ragline-sessions"
+    messages_table: str = "ragline-messages"
+    state_table: str = "ragline-state"
+    knowledge_table: str = "ragline-knowledge"
+    tenants_table: str = "ragline-tenants"
+    idempotency_table: str = "ragline-idempotency"
+    state_bucket: str = "ragline-state"
+    state_machine_arn: str = ""
+    # STANDARD or EXPRESS: stop also calls StopExecution on STANDARD (EXPRESS has no StopExecution).
+    workflow_type: str = "STANDARD"
+
+    # Seconds an event log (and a turn's saved state) is kept; DynamoDB TTL removes it afterwards.
+    event_ttl_seconds: int = 7 * 24 * 3600
+    # stream_reader ends a response before the function timeout; the client resumes with Last-Event-ID.
+    stream_max_seconds: float = 840.0
+
+    opensearch_url: str = ""
+    opensearch_index: str = "ragline-chunks"
+    neo4j_uri: str = ""
+
+    chat_base_url: str = ""
+    chat_model: str = ""
+    # Name of an SSM SecureString parameter holding the chat API key; never the key itself.
+    chat_api_key_parameter: str = ""
+    embedding_base_url: str = ""
+    embedding_model: str = ""
+    embedding_api_key_parameter: str = ""
+
+    # stream_reader's function URL: the stream_url ingest_turn returns points there.
+    stream_base_url: str = ""
+    neo4j_password_secret_arn: str = ""
+
+    # Set by tests and LocalStack users: one endpoint for every AWS client.
+    aws_endpoint_url: str = ""

@@ -1,0 +1,139 @@
+"""Pipeline state between steps: versioned ChatManage JSON in DynamoDB, or in S3 when it is too large.
+
+Items in the state table (partition ``turn`` = the turn's stream key, sort ``item``):
+- ``v#000003``: state version 3 (after the third state-changing step) with the outcome that produced it;
+- ``claim#...``: the log offset a step starts writing at, fixed on its first attempt;
+- ``branch#...``: one search branch's results, read by the reduce step;
+- ``execution``: the workflow execution ARN, for StopExecution.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+from pydantic import BaseModel
+
+PARTITION = "turn"
+SORT = "item"
+TTL_ATTRIBUTE = "expires_at"
+# A DynamoDB item holds 400 KB; leave room for the keys and the outcome.
+MAX_INLINE_BYTES = 350_000
+# First write of this item: versions and claims are written once and never overwritten.
+ITEM_IS_NEW = "attribute_not_exists(#item)"
+
+
+class StateRef(BaseModel):
+    """The pointer a workflow carries instead of the state itself (Step Functions payloads cap at 256 KiB)."""
+
+    turn: str
+    version: int
+
+
+def version_item(version: int) -> str:
+    return f"v#{version:06d}"
+
+
+class StateStore:
+    def __init__(self, table: Any, s3: Any, bucket: str, ttl_seconds: int) -> None:
+        self._table = table
+        self._s3 = s3
+        self._bucket = bucket
+        self._ttl = ttl_seconds
+
+    def _put_new(self, item: dict[str, Any]) -> bool:
+        try:
+            self._table.put_item(
+                Item={**item, TTL_ATTRIBUTE: int(time.time()) + self._ttl},
+                ConditionExpression=ITEM_IS_NEW,
+                ExpressionAttributeNames={"#item": SORT},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def _get(self, turn: str, item: str) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = self._table.get_item(Key={PARTITION: turn, SORT: item}, ConsistentRead=True).get(
+            "Item"
+        )
+        return found
+
+    # State versions -------------------------------------------------------------------------------------
+    def save(self, ref: StateRef, state_json: str, outcome: dict[str, Any]) -> bool:
+        """Save a version once; False when it already exists (a retried step: keep the first)."""
+        item: dict[str, Any] = {PARTITION: ref.turn, SORT: version_item(ref.version), "outcome": json.dumps(outcome)}
+        if len(state_json.encode("utf-8")) > MAX_INLINE_BYTES:
+            key = f"state/{ref.turn}/{version_item(ref.version)}.json"
+            self._s3.put_object(Bucket=self._bucket, Key=key, Body=state_json.encode("utf-8"))
+            item["s3_key"] = key
+        else:
+            item["state"] = state_json
+        return self._put_new(item)
+
+    def load(self, ref: StateRef) -> tuple[str, dict[str, Any]] | None:
+        item = self._get(ref.turn, version_item(ref.version))
+        if item is None:
+            return None
+        return self._state_of(item), json.loads(item.get("outcome") or "{}")
+
+    def _state_of(self, item: dict[str, Any]) -> str:
+        if "s3_key" in item:
+            body = self._s3.get_object(Bucket=self._bucket, Key=item["s3_key"])["Body"].read()
+            return str(body.decode("utf-8"))
+        return str(item["state"])
+
+    def latest(self, turn: str) -> tuple[StateRef, str] | None:
+        page = self._table.query(
+            KeyConditionExpression=Key(PARTITION).eq(turn) & Key(SORT).begins_with("v#"),
+            ScanIndexForward=False,
+            Limit=1,
+            ConsistentRead=True,
+        )
+        items = page.get("Items", [])
+        if not items:
+            return None
+        item = items[0]
+        return StateRef(turn=turn, version=int(str(item[SORT])[2:])), self._state_of(item)
+
+    # Claims, branches, execution ------------------------------------------------------------------------
+    def claim(self, turn: str, name: str, value: int) -> int:
+        """The first claimed value wins; every later call (a retry) reads it back."""
+        if self._put_new({PARTITION: turn, SORT: f"claim#{name}", "value": value}):
+            return value
+        existing = self._get(turn, f"claim#{name}")
+        assert existing is not None
+        return int(existing["value"])
+
+    def save_branch(self, turn: str, name: str, payload: str) -> str:
+        item_name = f"branch#{name}"
+        if len(payload.encode("utf-8")) > MAX_INLINE_BYTES:
+            key = f"branch/{turn}/{name}.json"
+            self._s3.put_object(Bucket=self._bucket, Key=key, Body=payload.encode("utf-8"))
+            self._table.put_item(
+                Item={PARTITION: turn, SORT: item_name, "s3_key": key, TTL_ATTRIBUTE: int(time.time()) + self._ttl}
+            )
+        else:
+            self._table.put_item(
+                Item={PARTITION: turn, SORT: item_name, "state": payload, TTL_ATTRIBUTE: int(time.time()) + self._ttl}
+            )
+        return item_name
+
+    def load_branch(self, turn: str, item_name: str) -> str:
+        item = self._get(turn, item_name)
+        if item is None:
+            raise LookupError(f"branch result {item_name} of {turn} not found")
+        return self._state_of(item)
+
+    def set_execution(self, turn: str, execution_arn: str) -> None:
+        self._table.put_item(
+            Item={PARTITION: turn, SORT: "execution", "arn": execution_arn, TTL_ATTRIBUTE: int(time.time()) + self._ttl}
+        )
+
+    def execution(self, turn: str) -> str | None:
+        item = self._get(turn, "execution")
+        return str(item["arn"]) if item else None

@@ -1,0 +1,284 @@
+"""``pipeline_step``: one stage (or one phase of the parallel search) of one turn, per invocation.
+
+The step loads the turn's state by pointer, runs the stage with the orchestrator's rules, writes the
+stage's events to the log, saves the next state version and returns a small outcome. Outcomes the
+workflow must route are raised as typed errors (``SearchNothing``, ``Stopped``, ``StageFailed``) so a
+Catch routes them without a Choice after every stage.
+
+Idempotent: a retry after the step finished returns the saved outcome without running again; a retry
+after a crash writes its events to the same log offsets (claimed on the first attempt), where
+conditional writes turn repeats into no-ops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ragline.container import Container
+from ragline.event.bus import EventBus
+from ragline.pipeline.orchestrator import StageOutcome
+from ragline.pipeline.search_parallel import BranchResult, SearchBranch
+from ragline.runtime.plan import FULL_STAGE_ORDER
+from ragline.serverless.cancel import LogStopToken
+from ragline.serverless.state_store import StateRef, StateStore
+from ragline.stream.base import stream_key
+from ragline.stream.dynamodb import DynamoDBStreamManager, StageLog
+from ragline.stream.handler import StreamHandler
+from ragline.types import ChatManage, EventType, PipelineContext, ResponseType, StreamEvent
+
+logger = logging.getLogger(__name__)
+
+Phase = Literal["run", "plan", "branch", "reduce", "fallback", "fail"]
+
+
+class SearchNothing(Exception):
+    """Search found nothing: the workflow answers with the fallback."""
+
+
+class Stopped(Exception):
+    """The user stopped the turn: the workflow ends."""
+
+
+class StageFailed(Exception):
+    """A stage failed; its ``error`` event is already in the log."""
+
+
+class TurnRef(BaseModel):
+    tenant_id: str
+    session_id: str
+    request_id: str
+    user_message_id: str
+    assistant_message_id: str
+
+    @property
+    def key(self) -> str:
+        return stream_key(self.session_id, self.assistant_message_id)
+
+
+class StepInput(BaseModel):
+    stage: str
+    phase: Phase = "run"
+    turn: TurnRef
+    plan: dict[str, bool] = {}
+    state_ref: StateRef | None = None
+    branch: SearchBranch | None = None
+    branch_results: list[dict[str, Any]] | None = None
+    error: dict[str, Any] | None = None
+
+    def stages(self) -> list[EventType]:
+        return [stage for stage in FULL_STAGE_ORDER if self.plan.get(stage.value)]
+
+
+@dataclass
+class StepDeps:
+    container: Container
+    state: StateStore
+    log: DynamoDBStreamManager
+    stop_poll_s: float = 0.5
+
+
+def _raise_for(record: dict[str, Any]) -> None:
+    outcome = record.get("outcome")
+    if outcome == StageOutcome.SEARCH_NOTHING:
+        raise SearchNothing("no relevant content found")
+    if outcome == StageOutcome.STOPPED:
+        raise Stopped("stopped by the user")
+    if outcome == StageOutcome.FAILED:
+        raise StageFailed(str(record.get("error", "stage failed")))
+
+
+def _reply(record: dict[str, Any], ref: StateRef) -> dict[str, Any]:
+    _raise_for(record)
+    reply: dict[str, Any] = {"outcome": record["outcome"], "state_ref": ref.model_dump()}
+    if "branches" in record:
+        reply["branches"] = record["branches"]
+    return reply
+
+
+class _StepRun:
+    """The per-invocation runtime around one stage: log writer, handler, bus, stop polling."""
+
+    def __init__(self, step: StepInput, deps: StepDeps, start_seq: int) -> None:
+        self.key = step.turn.key
+        self.cancel = LogStopToken(deps.log, self.key, deps.stop_poll_s)
+        stream_config = deps.container.config.stream
+        self.handler = StreamHandler(
+            StageLog(deps.log, start_seq),
+            self.key,
+            cancel=self.cancel,
+            batch_max_delay_ms=stream_config.batch_max_delay_ms,
+            batch_max_chars=stream_config.batch_max_chars,
+        )
+        self.bus = EventBus()
+        self.bus.subscribe(self.handler.handle)
+        self.context = PipelineContext(
+            event_bus=self.bus,
+            cancel=self.cancel,
+            session_id=step.turn.session_id,
+            message_id=step.turn.assistant_message_id,
+            user_message_id=step.turn.user_message_id,
+        )
+
+    async def __aenter__(self) -> _StepRun:
+        self.cancel.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.handler.flush()
+        await self.cancel.close()
+
+
+async def _start_seq(deps: StepDeps, step: StepInput, name: str) -> int:
+    last = await deps.log.last_event(step.turn.key)
+    return deps.state.claim(step.turn.key, name, 0 if last is None else last.seq + 1)
+
+
+async def run_step_async(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+    if step.phase == "branch":
+        return await _run_branch(step, deps)
+    if step.phase == "fallback":
+        return await _run_fallback(step, deps)
+    if step.phase == "fail":
+        return await _run_fail(step, deps)
+    return await _run_stage(step, deps)
+
+
+async def _run_stage(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+    if step.state_ref is None:
+        raise ValueError("state_ref is required for a stage step")
+    container, orchestrator = deps.container, deps.container.orchestrator
+    stage, plan = EventType(step.stage), step.stages()
+    ref = step.state_ref
+    next_ref = StateRef(turn=ref.turn, version=ref.version + 1)
+    # A retry after this step finished: answer exactly as the first attempt did, without running again.
+    finished = deps.state.load(next_ref)
+    if finished is not None:
+        return _reply(finished[1], next_ref)
+    loaded = deps.state.load(ref)
+    if loaded is None:
+        raise LookupError(f"state {ref} not found")
+    start = await _start_seq(deps, step, f"{next_ref.version}:{stage.value}:{step.phase}")
+    record: dict[str, Any]
+    async with _StepRun(step, deps, start) as run:
+        cm = ChatManage.load_json(loaded[0], run.context)
+        if await run.cancel.refresh():
+            outcome = StageOutcome.STOPPED
+            record = {"outcome": outcome}
+        elif step.phase == "plan":
+            record = await _plan(cm, stage, plan, container)
+            outcome = StageOutcome(record["outcome"])
+        else:
+            if step.phase == "reduce":
+                outcomes = [
+                    BranchResult.model_validate_json(deps.state.load_branch(ref.turn, str(item["branch_ref"])))
+                    for item in step.branch_results or []
+                ]
+                error = container.search_parallel.reduce(cm, outcomes)
+                outcome = await orchestrator.end_stage(cm, stage, plan, error)
+            else:
+                outcome = await orchestrator.run_stage(cm, stage, plan)
+            if outcome == StageOutcome.CONTINUE and plan and stage == plan[-1]:
+                # The last stage writes ``complete`` itself: one state transition fewer per turn.
+                outcome = await orchestrator.complete(cm)
+            record = {"outcome": outcome}
+    if outcome == StageOutcome.FAILED:
+        record["error"] = await _last_error(deps, step.turn.key)
+    deps.state.save(next_ref, cm.dump_json(), record)
+    if outcome in (StageOutcome.COMPLETED, StageOutcome.FAILED):
+        await container.turns.finalize(step.turn.session_id, step.turn.assistant_message_id)
+    return _reply(record, next_ref)
+
+
+async def _plan(cm: ChatManage, stage: EventType, plan: list[EventType], container: Container) -> dict[str, Any]:
+    if not await container.orchestrator.begin_stage(cm, stage, plan):
+        return {"outcome": StageOutcome.STOPPED}
+    branches = container.search_parallel.plan_branches(cm)
+    return {"outcome": StageOutcome.CONTINUE, "branches": [b.model_dump(mode="json") for b in branches]}
+
+
+async def _last_error(deps: StepDeps, key: str) -> str:
+    last = await deps.log.last_event(key)
+    return last.content if last is not None and last.type == ResponseType.ERROR else "stage failed"
+
+
+async def _run_branch(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+    if step.state_ref is None or step.branch is None:
+        raise ValueError("state_ref and branch are required for a branch step")
+    loaded = deps.state.load(step.state_ref)
+    if loaded is None:
+        raise LookupError(f"state {step.state_ref} not found")
+    cm = ChatManage.load_json(loaded[0])
+    result = await deps.container.search_parallel.run_branch(cm, step.branch)
+    digest = hashlib.sha1(step.branch.model_dump_json().encode("utf-8")).hexdigest()[:16]
+    name = deps.state.save_branch(step.turn.key, f"{step.state_ref.version}:{digest}", result.model_dump_json())
+    return {"branch_ref": name}
+
+
+async def _run_fallback(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+    latest = deps.state.latest(step.turn.key)
+    if latest is None:
+        raise LookupError(f"no state for {step.turn.key}")
+    ref, state_json = latest
+    start = await _start_seq(deps, step, "fallback")
+    async with _StepRun(step, deps, start) as run:
+        cm = ChatManage.load_json(state_json, run.context)
+        outcome = StageOutcome.STOPPED if await run.cancel.refresh() else await deps.container.orchestrator.fallback(cm)
+    if outcome == StageOutcome.COMPLETED:
+        await deps.container.turns.finalize(step.turn.session_id, step.turn.assistant_message_id)
+    return {"outcome": outcome, "state_ref": ref.model_dump()}
+
+
+def _failed_stage(error: dict[str, Any] | None) -> tuple[str, str]:
+    """The workflow's error (``{"Error", "Cause"}``) as a stage name and a message."""
+    if not error:
+        return "knowledge_qa_execution", "the turn failed"
+    cause = str(error.get("Cause", ""))
+    try:
+        parsed = json.loads(cause)
+        message = str(parsed.get("errorMessage") or parsed.get("errorType") or cause)
+    except (ValueError, AttributeError):
+        message = cause or str(error.get("Error", "the turn failed"))
+    return "knowledge_qa_execution", message
+
+
+async def _run_fail(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+    """Whatever failed, a reader must see a terminal event: write ``error`` unless the log already ended."""
+    key = step.turn.key
+    last = await deps.log.last_event(key)
+    if last is None or not last.is_terminal:
+        stage, message = _failed_stage(step.error)
+        await deps.log.append_event(
+            key,
+            StreamEvent(
+                id=f"{hashlib.sha1(step.turn.request_id.encode()).hexdigest()[:8]}-error",
+                type=ResponseType.ERROR,
+                content=message,
+                done=True,
+                data={
+                    "stage": stage,
+                    "error_type": str((step.error or {}).get("Error", "internal_error")),
+                    "error": message,
+                },
+            ),
+        )
+    await deps.container.turns.finalize(step.turn.session_id, step.turn.assistant_message_id)
+    return {"outcome": StageOutcome.FAILED}
+
+
+def run_step(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+    """The Lambda entry point's body: a fresh event loop per invocation."""
+
+    async def run() -> dict[str, Any]:
+        try:
+            return await run_step_async(step, deps)
+        finally:
+            await deps.container.models.release_loop()
+
+    return asyncio.run(run())

@@ -1,0 +1,427 @@
+"""DynamoDB adapters of the store ports (the AWS runtime).
+
+Tables (defined in template.yaml):
+- tenants: partition ``pk``: ``tenant#<id>`` (the tenant), ``key#<sha256>`` (an API key), ``name#<name>``;
+- knowledge: partition ``pk`` / sort ``sk``, one table for knowledge bases, documents and chunks;
+- sessions: partition ``tenant_id`` / sort ``id``; messages: partition ``session_id`` / sort ``id``.
+Tenant isolation is in the keys or checked on every read: another tenant's id reads as absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr, Key
+from botocore.exceptions import ClientError
+
+from ragline.store.ids import new_id, utc_now
+from ragline.store.models import (
+    Chunk,
+    Document,
+    DuplicateName,
+    KnowledgeBase,
+    Message,
+    Session,
+    Tenant,
+    generate_key,
+    hash_key,
+)
+
+# The item does not exist yet: creating it cannot overwrite anyone's record.
+ITEM_IS_NEW = "attribute_not_exists(pk)"
+_BATCH_GET_LIMIT = 100
+
+
+def _conditional_failure(error: ClientError) -> bool:
+    code = error.response.get("Error", {}).get("Code")
+    return code in {"ConditionalCheckFailedException", "TransactionCanceledException"}
+
+
+def _query_all(table: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    while True:
+        page = table.query(**kwargs)
+        items.extend(page.get("Items", []))
+        if not page.get("LastEvaluatedKey"):
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _plain(item: dict[str, Any], *drop: str) -> dict[str, Any]:
+    """An item without its key attributes, numbers back to int (DynamoDB returns Decimal)."""
+    out: dict[str, Any] = {}
+    for name, value in item.items():
+        if name in drop:
+            continue
+        if type(value).__name__ == "Decimal":
+            value = int(value) if value == int(value) else float(value)
+        out[name] = value
+    return out
+
+
+class DynamoTenantStore:
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]:
+        key = api_key or generate_key()
+        tenant = Tenant(id=new_id(), name=name, created_at=utc_now())
+        client = self._table.meta.client
+        table = self._table.name
+        client.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": table, "Item": _attrs({"pk": f"tenant#{tenant.id}", **tenant.model_dump()})}},
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": _attrs({"pk": f"key#{hash_key(key)}", "tenant_id": tenant.id}),
+                        "ConditionExpression": ITEM_IS_NEW,
+                    }
+                },
+                {"Put": {"TableName": table, "Item": _attrs({"pk": f"name#{name}", "tenant_id": tenant.id})}},
+            ]
+        )
+        return tenant, key
+
+    def add_key(self, tenant_id: str, api_key: str) -> None:
+        self._table.put_item(Item={"pk": f"key#{hash_key(api_key)}", "tenant_id": tenant_id})
+
+    def _tenant(self, tenant_id: str) -> Tenant | None:
+        item = self._table.get_item(Key={"pk": f"tenant#{tenant_id}"}).get("Item")
+        return Tenant(**_plain(item, "pk")) if item else None
+
+    def for_key(self, api_key: str) -> Tenant | None:
+        if not api_key:
+            return None
+        item = self._table.get_item(Key={"pk": f"key#{hash_key(api_key)}"}).get("Item")
+        return self._tenant(str(item["tenant_id"])) if item else None
+
+    def by_name(self, name: str) -> Tenant | None:
+        item = self._table.get_item(Key={"pk": f"name#{name}"}).get("Item")
+        return self._tenant(str(item["tenant_id"])) if item else None
+
+
+def _attrs(values: dict[str, Any]) -> dict[str, Any]:
+    """Items for ``table.meta.client`` calls: that client converts Python values itself (as the table does)."""
+    return values
+
+
+class DynamoKnowledgeStore:
+    """Knowledge bases (``tenant#<t>`` / ``kb#<id>``), their names (``tenant#<t>`` / ``kbname#<name>``),
+    documents (``kb#<kb>`` / ``doc#<created>#<id>`` and ``doc#<id>`` / ``meta``), content hashes
+    (``kb#<kb>`` / ``hash#<sha>``) and chunks (``doc#<id>`` / ``chunk#<type>#<index>`` and ``chunk#<id>`` /
+    ``meta``)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def atomic(self) -> AbstractContextManager[object]:
+        # DynamoDB has no transaction spanning the index (OpenSearch); ingestion writes the index last.
+        return contextlib.nullcontext()
+
+    def create_knowledge_base(
+        self, tenant_id: str, name: str, embedding_model: str, description: str = ""
+    ) -> KnowledgeBase:
+        kb = KnowledgeBase(
+            id=new_id(),
+            tenant_id=tenant_id,
+            name=name,
+            description=description,
+            embedding_model=embedding_model,
+            created_at=utc_now(),
+        )
+        client, table = self._table.meta.client, self._table.name
+        try:
+            client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": _attrs({"pk": f"tenant#{tenant_id}", "sk": f"kbname#{name}", "kb_id": kb.id}),
+                            "ConditionExpression": "attribute_not_exists(sk)",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": _attrs({"pk": f"tenant#{tenant_id}", "sk": f"kb#{kb.id}", **kb.model_dump()}),
+                        }
+                    },
+                ]
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                raise DuplicateName(name) from None
+            raise
+        return kb
+
+    def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None:
+        item = self._table.get_item(Key={"pk": f"tenant#{tenant_id}", "sk": f"kb#{kb_id}"}).get("Item")
+        return KnowledgeBase(**_plain(item, "pk", "sk")) if item else None
+
+    def knowledge_bases(self, tenant_id: str, kb_ids: Iterable[str]) -> list[KnowledgeBase]:
+        found = [self.knowledge_base(tenant_id, kb_id) for kb_id in dict.fromkeys(kb_ids)]
+        return [kb for kb in found if kb is not None]
+
+    def knowledge_base_by_name(self, tenant_id: str, name: str) -> KnowledgeBase | None:
+        item = self._table.get_item(Key={"pk": f"tenant#{tenant_id}", "sk": f"kbname#{name}"}).get("Item")
+        return self.knowledge_base(tenant_id, str(item["kb_id"])) if item else None
+
+    def list_knowledge_bases(self, tenant_id: str) -> list[KnowledgeBase]:
+        items = _query_all(
+            self._table, KeyConditionExpression=Key("pk").eq(f"tenant#{tenant_id}") & Key("sk").begins_with("kb#")
+        )
+        return sorted((KnowledgeBase(**_plain(i, "pk", "sk")) for i in items), key=lambda kb: kb.created_at)
+
+    def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for kb_id in kb_ids:
+            page = self._table.query(
+                KeyConditionExpression=Key("pk").eq(f"kb#{kb_id}") & Key("sk").begins_with("doc#"), Select="COUNT"
+            )
+            if page.get("Count"):
+                counts[kb_id] = int(page["Count"])
+        return counts
+
+    def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None:
+        stored = document.model_copy(update={"chunk_count": len([c for c in chunks if c.searchable])})
+        data = stored.model_dump()
+        with self._table.batch_writer() as batch:
+            batch.put_item(
+                Item={
+                    "pk": f"kb#{document.knowledge_base_id}",
+                    "sk": f"doc#{document.created_at}#{document.id}",
+                    **data,
+                }
+            )
+            batch.put_item(Item={"pk": f"doc#{document.id}", "sk": "meta", **data})
+            if document.content_hash:
+                batch.put_item(
+                    Item={
+                        "pk": f"kb#{document.knowledge_base_id}",
+                        "sk": f"hash#{document.content_hash}",
+                        "doc_id": document.id,
+                    }
+                )
+            for chunk in chunks:
+                record = chunk.model_dump()
+                record["metadata"] = json.dumps(chunk.metadata, ensure_ascii=False)
+                batch.put_item(
+                    Item={
+                        "pk": f"doc#{document.id}",
+                        "sk": f"chunk#{chunk.chunk_type}#{chunk.chunk_index:08d}",
+                        **record,
+                    }
+                )
+                batch.put_item(Item={"pk": f"chunk#{chunk.id}", "sk": "meta", **record})
+
+    def document(self, tenant_id: str, document_id: str) -> Document | None:
+        item = self._table.get_item(Key={"pk": f"doc#{document_id}", "sk": "meta"}).get("Item")
+        if item is None or item.get("tenant_id") != tenant_id:
+            return None
+        return Document(**_plain(item, "pk", "sk"))
+
+    def documents(self, tenant_id: str, kb_id: str, limit: int = 1000, offset: int = 0) -> list[Document]:
+        items = _query_all(
+            self._table,
+            KeyConditionExpression=Key("pk").eq(f"kb#{kb_id}") & Key("sk").begins_with("doc#"),
+            FilterExpression=Attr("tenant_id").eq(tenant_id),
+        )
+        return [Document(**_plain(i, "pk", "sk")) for i in items[offset : offset + limit]]
+
+    def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None:
+        item = self._table.get_item(Key={"pk": f"kb#{kb_id}", "sk": f"hash#{content_hash}"}).get("Item")
+        return self.document(tenant_id, str(item["doc_id"])) if item else None
+
+    @staticmethod
+    def _chunk(item: dict[str, Any]) -> Chunk:
+        data = _plain(item, "pk", "sk")
+        data["metadata"] = json.loads(data.get("metadata") or "{}")
+        return Chunk(**data)
+
+    def chunks_of_document(self, tenant_id: str, document_id: str) -> list[Chunk]:
+        items = _query_all(
+            self._table, KeyConditionExpression=Key("pk").eq(f"doc#{document_id}") & Key("sk").begins_with("chunk#")
+        )
+        chunks = [self._chunk(i) for i in items if i.get("tenant_id") == tenant_id]
+        return sorted(chunks, key=lambda c: (c.chunk_type != "text", c.chunk_type, c.chunk_index))
+
+    def chunks(self, tenant_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        found: dict[str, Chunk] = {}
+        client = self._table.meta.client
+        for keys in _batches([{"pk": f"chunk#{i}", "sk": "meta"} for i in dict.fromkeys(chunk_ids)]):
+            request: dict[str, Any] = {self._table.name: {"Keys": keys}}
+            while request:
+                reply = client.batch_get_item(RequestItems=request)
+                for item in reply.get("Responses", {}).get(self._table.name, []):
+                    chunk = self._chunk(item)
+                    if chunk.tenant_id == tenant_id:
+                        found[chunk.id] = chunk
+                request = reply.get("UnprocessedKeys") or {}
+        return [found[i] for i in chunk_ids if i in found]
+
+
+def _batches(keys: list[dict[str, str]]) -> Iterator[list[dict[str, str]]]:
+    for start in range(0, len(keys), _BATCH_GET_LIMIT):
+        yield keys[start : start + _BATCH_GET_LIMIT]
+
+
+class DynamoSessionStore:
+    def __init__(self, sessions: Any, messages: Any) -> None:
+        self._sessions = sessions
+        self._messages = messages
+
+    def create_session(
+        self,
+        tenant_id: str,
+        knowledge_base_ids: Sequence[str],
+        title: str = "",
+        options: dict[str, Any] | None = None,
+    ) -> Session:
+        now = utc_now()
+        session = Session(
+            id=new_id(),
+            tenant_id=tenant_id,
+            title=title,
+            knowledge_base_ids=list(knowledge_base_ids),
+            options=options or {},
+            created_at=now,
+            updated_at=now,
+        )
+        item = session.model_dump()
+        item["options"] = json.dumps(session.options)
+        self._sessions.put_item(Item=item)
+        return session
+
+    @staticmethod
+    def _session(item: dict[str, Any]) -> Session:
+        data = _plain(item)
+        data["options"] = json.loads(data.get("options") or "{}")
+        data["knowledge_base_ids"] = list(data.get("knowledge_base_ids") or [])
+        return Session(**data)
+
+    def session(self, tenant_id: str, session_id: str) -> Session | None:
+        item = self._sessions.get_item(Key={"tenant_id": tenant_id, "id": session_id}).get("Item")
+        return self._session(item) if item else None
+
+    def sessions(self, tenant_id: str, limit: int = 100) -> list[Session]:
+        items = _query_all(self._sessions, KeyConditionExpression=Key("tenant_id").eq(tenant_id))
+        sessions = sorted((self._session(i) for i in items), key=lambda s: s.updated_at, reverse=True)
+        return sessions[:limit]
+
+    def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
+        self._sessions.update_item(
+            Key={"tenant_id": tenant_id, "id": session_id},
+            UpdateExpression="SET title = :t, updated_at = :u",
+            ExpressionAttributeValues={":t": title, ":u": utc_now()},
+        )
+
+    def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]:
+        now = utc_now()
+        user = Message(
+            id=new_id(),
+            session_id=session.id,
+            tenant_id=session.tenant_id,
+            request_id=request_id,
+            role="user",
+            content=query,
+            is_completed=True,
+            created_at=now,
+            updated_at=now,
+        )
+        assistant = user.model_copy(update={"id": new_id(), "role": "assistant", "content": "", "is_completed": False})
+        client = self._messages.meta.client
+        client.transact_write_items(
+            TransactItems=[
+                *(
+                    {
+                        "Put": {
+                            "TableName": self._messages.name,
+                            "Item": _attrs(self._message_item(m)),
+                            "ConditionExpression": "attribute_not_exists(id)",
+                        }
+                    }
+                    for m in (user, assistant)
+                ),
+                {
+                    "Update": {
+                        "TableName": self._sessions.name,
+                        "Key": _attrs({"tenant_id": session.tenant_id, "id": session.id}),
+                        "UpdateExpression": "SET updated_at = :u",
+                        "ExpressionAttributeValues": _attrs({":u": now}),
+                    }
+                },
+            ]
+        )
+        return user, assistant
+
+    @staticmethod
+    def _message_item(message: Message) -> dict[str, Any]:
+        item = message.model_dump()
+        item["knowledge_references"] = json.dumps(message.knowledge_references, ensure_ascii=False)
+        return item
+
+    @staticmethod
+    def _message(item: dict[str, Any]) -> Message:
+        data = _plain(item)
+        data["knowledge_references"] = json.loads(data.get("knowledge_references") or "[]")
+        return Message(**data)
+
+    def complete_assistant_message(
+        self, session_id: str, message_id: str, content: str, references: list[dict[str, Any]], stop_reason: str = ""
+    ) -> bool:
+        try:
+            self._messages.update_item(
+                Key={"session_id": session_id, "id": message_id},
+                UpdateExpression="SET content = :c, knowledge_references = :r, is_completed = :t, stop_reason = :s,"
+                " updated_at = :u",
+                # Completed once: the end of the stream and a stop may race; the first one wins.
+                ConditionExpression="attribute_exists(id) AND #role = :assistant AND is_completed = :f",
+                ExpressionAttributeNames={"#role": "role"},
+                ExpressionAttributeValues={
+                    ":c": content,
+                    ":r": json.dumps(references, ensure_ascii=False),
+                    ":t": True,
+                    ":f": False,
+                    ":s": stop_reason,
+                    ":u": utc_now(),
+                    ":assistant": "assistant",
+                },
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def message(self, tenant_id: str, session_id: str, message_id: str) -> Message | None:
+        item = self._messages.get_item(Key={"session_id": session_id, "id": message_id}, ConsistentRead=True).get(
+            "Item"
+        )
+        if item is None or item.get("tenant_id") != tenant_id:
+            return None
+        return self._message(item)
+
+    def _all(self, session_id: str) -> list[Message]:
+        items = _query_all(self._messages, KeyConditionExpression=Key("session_id").eq(session_id), ConsistentRead=True)
+        return [self._message(i) for i in items]
+
+    def messages(self, tenant_id: str, session_id: str, limit: int = 1000) -> list[Message]:
+        messages = [m for m in self._all(session_id) if m.tenant_id == tenant_id]
+        messages.sort(key=lambda m: (m.created_at, m.role != "user"))
+        return messages[:limit]
+
+    def recent_messages(self, session_id: str, limit: int) -> list[Message]:
+        messages = self._all(session_id)
+        messages.sort(key=lambda m: (m.created_at, m.role == "user"), reverse=True)
+        return messages[:limit]
+
+    def message_by_request(self, tenant_id: str, session_id: str, request_id: str) -> tuple[Message, Message] | None:
+        pair = {m.role: m for m in self._all(session_id) if m.request_id == request_id and m.tenant_id == tenant_id}
+        if "user" in pair and "assistant" in pair:
+            return pair["user"], pair["assistant"]
+        return None

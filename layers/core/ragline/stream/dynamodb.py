@@ -1,0 +1,128 @@
+"""The AWS event log: one DynamoDB item per event, partition ``{session_id}#{message_id}``, sort ``seq``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+
+from ragline.stream.base import StreamManager
+from ragline.types import StreamEvent
+
+PARTITION = "stream_key"
+SORT = "seq"
+TTL_ATTRIBUTE = "expires_at"
+# The sequence number is still free: this is the first write of this offset, so the log stays gap-free and
+# no two writers can both claim one offset.
+SEQ_IS_FREE = "attribute_not_exists(#seq)"
+
+
+def _is_conditional_failure(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+class DynamoDBStreamManager(StreamManager):
+    """Append-only with conditional writes; reads are consistent and paginated.
+
+    Readers are not woken by appends (another process writes); they poll, backing off while idle.
+    """
+
+    def __init__(self, table: Any, ttl_seconds: int) -> None:
+        self._table = table
+        self._ttl = ttl_seconds
+        self._next_seq: dict[str, int] = {}
+
+    # Writing --------------------------------------------------------------------------------------------
+    def put_at(self, key: str, seq: int, event: StreamEvent) -> bool:
+        """Write ``event`` at exactly ``seq``; False when that offset is taken (a retry, or another writer)."""
+        try:
+            self._table.put_item(
+                Item={
+                    PARTITION: key,
+                    SORT: seq,
+                    "event": event.model_dump_json(exclude={"seq"}),
+                    TTL_ATTRIBUTE: int(time.time()) + self._ttl,
+                },
+                ConditionExpression=SEQ_IS_FREE,
+                ExpressionAttributeNames={"#seq": SORT},
+            )
+        except ClientError as error:
+            if _is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def append_sync(self, key: str, event: StreamEvent) -> StreamEvent:
+        seq = self._next_seq.get(key)
+        if seq is None:
+            seq = self._last_seq(key) + 1
+        while not self.put_at(key, seq, event):
+            seq = self._last_seq(key) + 1
+        self._next_seq[key] = seq + 1
+        return event.model_copy(update={"seq": seq})
+
+    async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
+        return await asyncio.to_thread(self.append_sync, key, event)
+
+    # Reading --------------------------------------------------------------------------------------------
+    def _query(self, **kwargs: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        while True:
+            page = self._table.query(ConsistentRead=True, **kwargs)
+            items.extend(page.get("Items", []))
+            last = page.get("LastEvaluatedKey")
+            if not last or "Limit" in kwargs:
+                return items
+            kwargs["ExclusiveStartKey"] = last
+
+    @staticmethod
+    def _event(item: dict[str, Any]) -> StreamEvent:
+        return StreamEvent.model_validate_json(item["event"]).model_copy(update={"seq": int(item[SORT])})
+
+    def events_sync(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
+        items = self._query(KeyConditionExpression=Key(PARTITION).eq(key) & Key(SORT).gte(max(0, from_offset)))
+        return [self._event(item) for item in items]
+
+    async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
+        return await asyncio.to_thread(self.events_sync, key, from_offset)
+
+    def last_event_sync(self, key: str) -> StreamEvent | None:
+        items = self._query(KeyConditionExpression=Key(PARTITION).eq(key), ScanIndexForward=False, Limit=1)
+        return self._event(items[0]) if items else None
+
+    async def last_event(self, key: str) -> StreamEvent | None:
+        return await asyncio.to_thread(self.last_event_sync, key)
+
+    async def has_events(self, key: str) -> bool:
+        return await self.last_event(key) is not None
+
+    def _last_seq(self, key: str) -> int:
+        last = self.last_event_sync(key)
+        return -1 if last is None else last.seq
+
+
+class StageLog(StreamManager):
+    """The log as one pipeline step writes it: event ``i`` of the step goes to offset ``start + i``.
+
+    ``start`` is claimed once per step (and read back on a retry), so a retried step rewrites the same
+    offsets; conditional writes make those repeats no-ops instead of duplicates.
+    """
+
+    def __init__(self, log: DynamoDBStreamManager, start: int) -> None:
+        self._log = log
+        self._next = start
+        self.skipped = 0
+
+    async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
+        seq = self._next
+        self._next += 1
+        written = await asyncio.to_thread(self._log.put_at, key, seq, event)
+        if not written:
+            self.skipped += 1
+        return event.model_copy(update={"seq": seq})
+
+    async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
+        return await self._log.get_events(key, from_offset)

@@ -1,0 +1,351 @@
+#!/usr/bin/env python
+"""Deploy ragline to LocalStack from template.yaml: tables, state bucket, the three functions, the workflow.
+
+    make deploy-local                                   # LocalStack on localhost:4566
+    .venv/bin/python scripts/deploy_local.py --help     # options
+
+Endpoints come from ``localstack-client`` (``LOCALSTACK_HOST=host:port``, or ``AWS_ENDPOINT_URL``). Running it
+again updates what exists. The tables are created from the template's own key schemas and TTLs
+(``ragline.serverless.template_tables``), the workflow from ``statemachine/pipeline.asl.json`` with its
+``${...}`` substitutions. Layers are a LocalStack Pro feature, so each function's zip carries what the layers
+would: the run-time dependencies (installed for python3.12 on the chosen architecture), the ragline package
+and ``config/`` (``RAGLINE_CONFIG_DIR=/var/task/config``). HTTP APIs are Pro too: ingest_turn gets a function
+URL (same payload 2.0 events, same Mangum handler). stream_reader needs the Lambda Web Adapter layer
+(``--web-adapter-layer``); without it, serve it locally with the command printed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from localstack_client.session import Session
+
+from ragline.serverless.template_tables import (
+    create_tables,
+    default_table_name,
+    function_environment,
+    load_template,
+    table_specs,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "template.yaml"
+ASL = ROOT / "statemachine" / "pipeline.asl.json"
+REQUIREMENTS = ROOT / "layers" / "core" / "requirements.txt"
+# Pure-Python packages published as source only: pip cannot fetch them for another platform, and need not.
+SOURCE_ONLY = {"jieba"}
+# Present in every Lambda Python runtime; aws-xray-sdk pulls botocore in again (~24 MB).
+IN_RUNTIME = ("boto3", "botocore", "s3transfer")
+LAMBDA_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+}
+STATES_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+}
+
+
+def log(message: str) -> None:
+    print(f"[deploy-local] {message}", flush=True)
+
+
+# ------------------------------------------------------------------------------------------- packaging
+def _files(directory: Path) -> Iterator[Path]:
+    for path in sorted(directory.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            yield path
+
+
+def install_dependencies(build: Path, arch: str) -> Path:
+    """The CoreLayer's requirements for python3.12 on ``arch``, cached on the requirements' hash."""
+    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:16]
+    target = build / f"deps-{arch}-{digest}"
+    if (target / ".complete").is_file():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    lines = [line.split("#", 1)[0].strip() for line in REQUIREMENTS.read_text(encoding="utf-8").splitlines()]
+    specs = [line for line in lines if line]
+    binary = [s for s in specs if not any(s.lower().startswith(name) for name in SOURCE_ONLY)]
+    source = [s for s in specs if s not in binary]
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target)]
+    machine = "aarch64" if arch == "arm64" else "x86_64"
+    # The python3.12 runtime is Amazon Linux 2023 (glibc 2.34): any manylinux wheel up to 2_34 runs there.
+    platforms = [f"--platform=manylinux_2_{glibc}_{machine}" for glibc in (34, 28, 27, 17)]
+    log(f"installing {len(specs)} dependencies for python3.12/{arch} into {target}")
+    subprocess.run(
+        [*pip, *platforms, "--implementation", "cp", "--python-version", "3.12", "--only-binary=:all:", *binary],
+        check=True,
+    )
+    if source:
+        subprocess.run([*pip, "--no-deps", *source], check=True)
+    for name in IN_RUNTIME:
+        for path in target.glob(f"{name}*"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    (target / ".complete").touch()
+    return target
+
+
+def build_zips(template: dict[str, Any], build: Path, deps: Path | None) -> dict[str, Path]:
+    """One zip per function: its code, plus what the core and config layers hold in AWS."""
+    build.mkdir(parents=True, exist_ok=True)
+    base = build / "base.zip"
+    with zipfile.ZipFile(base, "w", zipfile.ZIP_DEFLATED) as archive:
+        if deps is not None:
+            for path in _files(deps):
+                if path.name != ".complete":
+                    archive.write(path, path.relative_to(deps).as_posix())
+        package = ROOT / "layers" / "core" / "ragline"
+        for path in _files(package):
+            archive.write(path, ("ragline" / path.relative_to(package)).as_posix())
+        for path in _files(ROOT / "config"):
+            archive.write(path, ("config" / path.relative_to(ROOT / "config")).as_posix())
+    zips: dict[str, Path] = {}
+    for function_id, resource in template["Resources"].items():
+        if resource["Type"] != "AWS::Serverless::Function":
+            continue
+        code = ROOT / resource["Properties"]["CodeUri"]
+        out = build / f"{function_id}.zip"
+        shutil.copyfile(base, out)
+        with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as archive:
+            for path in _files(code):
+                archive.write(path, path.relative_to(code).as_posix())  # keeps run.sh executable
+        zips[function_id] = out
+    return zips
+
+
+# ------------------------------------------------------------------------------------------- resources
+def ensure_bucket(s3: Any, name: str, region: str) -> None:
+    try:
+        if region == "us-east-1":
+            s3.create_bucket(Bucket=name)
+        else:
+            s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": region})
+    except (s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):
+        pass
+
+
+def ensure_role(iam: Any, name: str, trust: dict[str, Any]) -> str:
+    try:
+        return str(iam.get_role(RoleName=name)["Role"]["Arn"])
+    except iam.exceptions.NoSuchEntityException:
+        return str(iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"])
+
+
+def deploy_function(lambda_client: Any, name: str, config: dict[str, Any], bucket: str, key: str) -> str:
+    """Create or update one function from the zip at s3://bucket/key; returns its ARN."""
+    try:
+        lambda_client.get_function(FunctionName=name)
+    except lambda_client.exceptions.ResourceNotFoundException:
+        arn = lambda_client.create_function(
+            FunctionName=name, Code={"S3Bucket": bucket, "S3Key": key}, Publish=False, **config
+        )["FunctionArn"]
+        lambda_client.get_waiter("function_active_v2").wait(FunctionName=name)
+        return str(arn)
+    lambda_client.update_function_code(FunctionName=name, S3Bucket=bucket, S3Key=key)
+    lambda_client.get_waiter("function_updated_v2").wait(FunctionName=name)
+    config = {k: v for k, v in config.items() if k not in ("Architectures",)}
+    arn = lambda_client.update_function_configuration(FunctionName=name, **config)["FunctionArn"]
+    lambda_client.get_waiter("function_updated_v2").wait(FunctionName=name)
+    return str(arn)
+
+
+def ensure_function_url(lambda_client: Any, name: str, invoke_mode: str, cors: dict[str, Any] | None) -> str:
+    settings: dict[str, Any] = {"AuthType": "NONE", "InvokeMode": invoke_mode}
+    if cors:
+        settings["Cors"] = cors
+    try:
+        url = lambda_client.get_function_url_config(FunctionName=name)["FunctionUrl"]
+        lambda_client.update_function_url_config(FunctionName=name, **settings)
+    except lambda_client.exceptions.ResourceNotFoundException:
+        url = lambda_client.create_function_url_config(FunctionName=name, **settings)["FunctionUrl"]
+        lambda_client.add_permission(
+            FunctionName=name,
+            StatementId="FunctionUrlAllowPublicAccess",
+            Action="lambda:InvokeFunctionUrl",
+            Principal="*",
+            FunctionUrlAuthType="NONE",
+        )
+    return str(url)
+
+
+def ensure_state_machine(sfn: Any, name: str, definition: str, role_arn: str, workflow_type: str) -> str:
+    for machine in sfn.get_paginator("list_state_machines").paginate().build_full_result()["stateMachines"]:
+        if machine["name"] == name:
+            if sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["type"] == workflow_type:
+                sfn.update_state_machine(stateMachineArn=machine["stateMachineArn"], definition=definition)
+                return str(machine["stateMachineArn"])
+            sfn.delete_state_machine(stateMachineArn=machine["stateMachineArn"])  # the type cannot change
+    arn = sfn.create_state_machine(name=name, definition=definition, roleArn=role_arn, type=workflow_type)
+    return str(arn["stateMachineArn"])
+
+
+def ensure_tenant(session: Session, table: str, name: str) -> tuple[str, str]:
+    """A tenant with a fresh API key (keys are stored hashed: an existing tenant gets a new one)."""
+    from ragline.store.dynamodb import DynamoTenantStore
+    from ragline.store.models import generate_key
+
+    store = DynamoTenantStore(session.resource("dynamodb").Table(table))
+    tenant = store.by_name(name)
+    if tenant is None:
+        tenant, key = store.create(name)
+    else:
+        key = generate_key()
+        store.add_key(tenant.id, key)
+    return tenant.id, key
+
+
+def function_config(
+    template: dict[str, Any], function_id: str, role_arn: str, arch: str, env: dict[str, str]
+) -> dict[str, Any]:
+    globals_function = template.get("Globals", {}).get("Function", {})
+    props = {**globals_function, **template["Resources"][function_id]["Properties"]}
+    return {
+        "Runtime": props["Runtime"],
+        "Handler": props["Handler"],
+        "Role": role_arn,
+        "Timeout": int(props.get("Timeout", 30)),
+        "MemorySize": int(props.get("MemorySize", 1024)),
+        "Architectures": [arch],
+        "Environment": {"Variables": {k: v for k, v in env.items() if v != ""}},
+    }
+
+
+# ------------------------------------------------------------------------------------------------ main
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    machine = platform.machine().lower()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--localstack-host", default=None, help="host:port (default: $LOCALSTACK_HOST or localhost:4566)"
+    )
+    parser.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    parser.add_argument("--prefix", default="ragline", help="resource name prefix (tables: PREFIX-events, ...)")
+    parser.add_argument("--workflow-type", choices=["STANDARD", "EXPRESS"], default=None, help="default: template's")
+    parser.add_argument(
+        "--arch",
+        choices=["x86_64", "arm64"],
+        default="arm64" if machine in ("arm64", "aarch64") else "x86_64",
+        help="architecture of the functions (default: this machine's, which LocalStack runs natively)",
+    )
+    parser.add_argument("--skip-deps", action="store_true", help="zip code, ragline and config only (no pip)")
+    parser.add_argument("--web-adapter-layer", default="", help="Lambda Web Adapter layer ARN for stream_reader")
+    parser.add_argument("--lambda-endpoint-url", default="", help="RAGLINE_AWS_ENDPOINT_URL inside the functions")
+    parser.add_argument("--tenant", default="default", help="tenant to create (or give a new key); '' for none")
+    parser.add_argument("--build-dir", type=Path, default=ROOT / "build" / "localstack")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    template = load_template(TEMPLATE)
+    session = Session(region_name=args.region, localstack_host=args.localstack_host)
+    prefix = args.prefix
+    workflow_type = args.workflow_type or template["Parameters"]["WorkflowType"]["Default"]
+
+    deps = None if args.skip_deps else install_dependencies(args.build_dir, args.arch)
+    zips = build_zips(template, args.build_dir, deps)
+
+    tables = create_tables(
+        session.client("dynamodb"),
+        template,
+        {logical_id: default_table_name(logical_id, prefix) for logical_id in table_specs(template)},
+        exist_ok=True,
+    )
+    log(f"tables: {', '.join(tables.values())}")
+    s3 = session.client("s3")
+    state_bucket, code_bucket = f"{prefix}-state", f"{prefix}-deploy"
+    for bucket in (state_bucket, code_bucket):
+        ensure_bucket(s3, bucket, args.region)
+    iam = session.client("iam")
+    lambda_role = ensure_role(iam, f"{prefix}-lambda", LAMBDA_TRUST)
+    states_role = ensure_role(iam, f"{prefix}-states", STATES_TRUST)
+    for path in zips.values():
+        s3.upload_file(str(path), code_bucket, path.name)
+    log(f"code uploaded to s3://{code_bucket}/ ({', '.join(p.name for p in zips.values())})")
+
+    lambda_client = session.client("lambda")
+    values: dict[str, str] = {**tables, "StateBucket": state_bucket, "WorkflowType": workflow_type}
+    names = {
+        "PipelineStepFunction": f"{prefix}-pipeline-step",
+        "StreamReaderFunction": f"{prefix}-stream-reader",
+        "IngestTurnFunction": f"{prefix}-ingest-turn",
+    }
+
+    def deploy(function_id: str, extra: dict[str, str] | None = None) -> str:
+        env = function_environment(template, function_id, values)
+        env["RAGLINE_CONFIG_DIR"] = "/var/task/config"
+        if args.lambda_endpoint_url:
+            env["RAGLINE_AWS_ENDPOINT_URL"] = args.lambda_endpoint_url
+        env.update(extra or {})
+        config = function_config(template, function_id, lambda_role, args.arch, env)
+        if function_id == "StreamReaderFunction" and args.web_adapter_layer:
+            config["Layers"] = [args.web_adapter_layer]
+        arn = deploy_function(lambda_client, names[function_id], config, code_bucket, zips[function_id].name)
+        log(f"function {names[function_id]}")
+        return arn
+
+    # The workflow needs pipeline_step's ARN; ingest_turn and stream_reader need the workflow's.
+    step_arn = deploy("PipelineStepFunction")
+    definition = ASL.read_text(encoding="utf-8").replace("${PipelineStepFunctionArn}", step_arn)
+    sfn = session.client("stepfunctions")
+    machine_arn = ensure_state_machine(sfn, f"{prefix}-pipeline", definition, states_role, workflow_type)
+    log(f"state machine {machine_arn} ({workflow_type})")
+    values["PipelineStateMachine"] = machine_arn
+
+    stream_props = template["Resources"]["StreamReaderFunction"]["Properties"]
+    deploy("StreamReaderFunction")
+    stream_url = ensure_function_url(
+        lambda_client, names["StreamReaderFunction"], "RESPONSE_STREAM", _cors(stream_props, template)
+    )
+    values["StreamReaderFunctionUrl.FunctionUrl"] = stream_url
+    deploy("IngestTurnFunction")
+    api_url = ensure_function_url(lambda_client, names["IngestTurnFunction"], "BUFFERED", None)
+
+    print()
+    print(f"API (ingest_turn)      {api_url}")
+    print(f"SSE (stream_reader)    {stream_url}")
+    print(f"state machine          {machine_arn}")
+    if args.tenant:
+        try:
+            tenant_id, key = ensure_tenant(session, tables["TenantsTable"], args.tenant)
+        except Exception as exc:  # the deployment stands; only the convenience key is missing
+            log(f"could not create tenant {args.tenant!r}: {type(exc).__name__}: {exc}")
+        else:
+            print(f"tenant {args.tenant!r}       {tenant_id}  X-API-Key: {key}")
+    if not args.web_adapter_layer:
+        env = {
+            k: v for k, v in function_environment(template, "StreamReaderFunction", values).items() if "RAGLINE_" in k
+        }
+        env.pop("RAGLINE_CONFIG_DIR", None)
+        endpoint = session.client("dynamodb").meta.endpoint_url
+        exports = " ".join(f"{k}={v}" for k, v in sorted(env.items()) if v)
+        print()
+        print("stream_reader streams through the Lambda Web Adapter layer, which LocalStack has only with Pro")
+        print("(--web-adapter-layer ARN). Without it, serve the same app locally against LocalStack:")
+        print(f"  AWS_ENDPOINT_URL={endpoint} RAGLINE_AWS_ENDPOINT_URL={endpoint} AWS_ACCESS_KEY_ID=test \\")
+        print(f"  AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION={args.region} {exports} \\")
+        print("  .venv/bin/python -m uvicorn app:app --app-dir functions/stream_reader --port 8080")
+    return 0
+
+
+def _cors(props: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
+    cors = dict(props["FunctionUrlConfig"].get("Cors") or {})
+    origins = cors.get("AllowOrigins")
+    if isinstance(origins, dict) and "Ref" in origins:  # the CorsAllowOrigin parameter's default
+        cors["AllowOrigins"] = str(template["Parameters"][origins["Ref"]]["Default"]).split(",")
+    return cors
+
+
+if __name__ == "__main__":
+    sys.exit(main())
