@@ -144,3 +144,24 @@ def test_a_repeated_request_id_is_one_turn(ragline):
     frames = ragline.events(session, first["assistant_message_id"])
     assert [f.type for f in frames].count("agent_query") == 1
     assert len(ragline.messages(session)) == 2
+
+
+def test_knowledge_search_returns_ranked_passages_with_scores(ragline):
+    kb = ragline.create_kb("drinks", DOCS)
+    reply = ragline.client.post(
+        "/api/v1/knowledge-search", json={"query": "green tea temperature", "knowledge_base_ids": [kb], "top_k": 2}
+    )
+    assert reply.status_code == 200, reply.text
+    items = reply.json()["items"]
+    assert 1 <= len(items) <= 2
+    assert items[0]["knowledge_title"] == "Tea basics"
+    assert items[0]["scores"]["vector"] is not None
+    assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
+    keyword_only = ragline.client.post(
+        "/api/v1/knowledge-search",
+        json={"query": "green tea temperature", "knowledge_base_ids": [kb], "retrievers": "keyword"},
+    ).json()["items"]
+    assert all(i["scores"]["vector"] is None for i in keyword_only)
+    missing = ragline.client.post("/api/v1/knowledge-search", json={"query": "x", "knowledge_base_ids": ["nope"]})
+    assert missing.status_code == 404
+    assert missing.json()["error"]["field"] == "knowledge_base_ids"

@@ -270,6 +270,36 @@ def ask(
         raise typer.Exit(1)
 
 
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to search for.")],
+    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: all).")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=200, help="How many passages.")] = 10,
+    retrievers: Annotated[str, typer.Option(help="hybrid, vector or keyword.")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Ranked passages with their scores, through the same search path as a chat turn."""
+    from ragline.bootstrap import ensure_default_tenant
+    from ragline.runtime.search import SearchBody, result_view
+
+    container = _container()
+    tenant, _ = ensure_default_tenant(container)
+    bases = [b for b in container.knowledge.list_knowledge_bases(tenant.id) if kb is None or b.name == kb]
+    if not bases:
+        err.print(f"[red]no knowledge base{f' named {kb!r}' if kb else ''}[/]")
+        raise typer.Exit(2)
+    body = SearchBody(query=query, knowledge_base_ids=[b.id for b in bases], top_k=top_k, retrievers=retrievers)
+    results = [result_view(r) for r in asyncio.run(container.search.search(tenant.id, body))]
+    if as_json:
+        console.print_json(json.dumps(results))
+        return
+    for rank, item in enumerate(results, start=1):
+        scores = ", ".join(f"{k} {v:.3f}" for k, v in item["scores"].items() if v is not None)
+        console.print(f"[bold]{rank}. {item['knowledge_title']}[/] [dim]({item['score']:.4f}; {scores})[/]")
+        snippet = " ".join(item["content"].split())
+        console.print(f"   {snippet[:240]}{'…' if len(snippet) > 240 else ''}", markup=False, highlight=False)
+
+
 def _stored_key(settings: Settings) -> str:
     path = settings.data_dir / "api_key"
     return path.read_text().strip() if path.is_file() else ""

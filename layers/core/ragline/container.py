@@ -24,6 +24,7 @@ from ragline.pipeline.search import PluginSearch
 from ragline.pipeline.search_parallel import PluginSearchParallel
 from ragline.retrieval.base import RetrieveEngine
 from ragline.retrieval.embedded import EmbeddedEngine
+from ragline.runtime.search import SearchService
 from ragline.runtime.turns import TurnService
 from ragline.store.base import KnowledgeStore, SessionStore, TenantStore
 from ragline.store.db import Database
@@ -113,6 +114,7 @@ class Container:
     orchestrator: Orchestrator
     ingest: IngestService
     turns: TurnService
+    search: SearchService
     db: Database | None = None
 
     @classmethod
@@ -148,6 +150,7 @@ class Container:
             orchestrator=Orchestrator(events, fallback),
             ingest=IngestService(knowledge, engine, models, config.ingestion),
             turns=TurnService(config, templates, knowledge, sessions, stream),
+            search=SearchService(events, knowledge, config),
             db=db,
         )
 

@@ -143,8 +143,8 @@ class PluginSearch:
         query = cm.search_query
         embedding = None
         try:
-            embedder = self._models.embedder(group.embedding_model)
-            embedding = embedder.embed_query(query)
+            if request.vector_search_enabled:
+                embedding = self._models.embedder(group.embedding_model).embed_query(query)
         except UnknownModel:
             # The knowledge base was indexed with a model this process does not have: keyword search still
             # answers, and a query vector from another model would compare nothing meaningful.
@@ -157,6 +157,8 @@ class PluginSearch:
             match_count=request.embedding_top_k,
             vector_threshold=request.vector_threshold,
             keyword_threshold=request.keyword_threshold,
+            vector_enabled=request.vector_search_enabled,
+            keyword_enabled=request.keyword_search_enabled,
         )
         results: list[SearchResult] = []
         if group.whole_bases:
@@ -173,6 +175,8 @@ class PluginSearch:
                 match_count=request.embedding_top_k,
                 vector_threshold=0.0,
                 keyword_threshold=0.0,
+                vector_enabled=request.vector_search_enabled,
+                keyword_enabled=request.keyword_search_enabled,
             )
             results.extend(hybrid_search(self._engine, scoped, self._config))
         return results

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ragline import __version__
 from ragline.container import Container
 from ragline.ingest.service import UnsupportedFile, decode_text, file_type_for
+from ragline.runtime.search import SearchBody, SearchFailed, result_view
 from ragline.runtime.turns import AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
 from ragline.server.errors import ApiError, install_error_handlers, not_found
 from ragline.server.sse import frames, sse_response
@@ -238,6 +239,19 @@ def create_app(
     async def list_messages(session_id: str, tenant: TenantDep) -> dict[str, Any]:
         session = session_of(tenant, session_id)
         return {"items": [m.model_dump() for m in container.sessions.messages(tenant.id, session.id)]}
+
+    @app.post("/api/v1/knowledge-search", tags=["knowledge"])
+    async def knowledge_search(body: SearchBody, tenant: TenantDep) -> dict[str, Any]:
+        """Ranked passages through the chat pipeline's search → rerank → MMR path, with their scores."""
+        if len(body.query) > config.limits.max_query_chars:
+            raise ApiError(422, "query_too_long", f"query exceeds {config.limits.max_query_chars} characters", "query")
+        try:
+            results = await container.search.search(tenant.id, body)
+        except UnknownKnowledgeBase as exc:
+            raise not_found(f"knowledge base {exc.value}", exc.field) from None
+        except SearchFailed as exc:
+            raise ApiError(502, exc.error.error_type, exc.error.message) from None
+        return {"items": [result_view(r) for r in results]}
 
     # Questions, streams, stop --------------------------------------------------------------------------------
     async def accept(session: Session, body: QuestionBody) -> AcceptedTurn:

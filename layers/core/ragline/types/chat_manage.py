@@ -91,6 +91,9 @@ class PipelineRequest(BaseModel):
     vector_threshold: float = 0.2
     keyword_threshold: float = 0.3
     embedding_top_k: int = 30
+    # Which retrievers hybrid search runs (both by default); benchmarks and callers may use one alone.
+    vector_search_enabled: bool = True
+    keyword_search_enabled: bool = True
     rerank_model_id: str = ""
     rerank_top_k: int = 30
     rerank_threshold: float = 0.3

@@ -1,0 +1,123 @@
+"""The knowledge-search API: the same search → rerank → MMR → top-k path a chat turn takes, without
+generation, so search quality can be inspected (and benchmarked) exactly as chat sees it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ragline.config import AppConfig
+from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, EventManager, PluginError
+from ragline.runtime.turns import UnknownKnowledgeBase
+from ragline.store.base import KnowledgeStore
+from ragline.types import ChatManage, EventType, PipelineRequest, SearchResult
+
+# The stages of a chat turn that decide which passages it sees, in order; absent ones are skipped.
+SEARCH_STAGES = (EventType.CHUNK_SEARCH_PARALLEL, EventType.CHUNK_RERANK, EventType.FILTER_TOP_K)
+
+
+class SearchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    knowledge_base_ids: list[str] = Field(min_length=1)
+    knowledge_ids: list[str] | None = None
+    top_k: int = Field(default=10, ge=1, le=200)
+    retrievers: Literal["hybrid", "vector", "keyword"] = "hybrid"
+    vector_threshold: float | None = Field(default=None, ge=0, le=1)
+    keyword_threshold: float | None = Field(default=None, ge=0, le=1)
+    rerank_model_id: str | None = None
+    enable_query_expansion: bool | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must not be empty")
+        return value
+
+
+class SearchFailed(Exception):
+    def __init__(self, error: PluginError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def result_view(result: SearchResult) -> dict[str, Any]:
+    """What a caller needs to judge a hit: the passage, its document and every score that ranked it."""
+    metadata = result.metadata
+    return {
+        "id": result.id,
+        "knowledge_id": result.knowledge_id,
+        "knowledge_base_id": result.knowledge_base_id,
+        "knowledge_title": result.knowledge_title,
+        "header": result.header,
+        "chunk_index": result.chunk_index,
+        "chunk_type": result.chunk_type,
+        "content": result.content,
+        "match_type": result.match_type,
+        "score": result.score,
+        "scores": {
+            "vector": result.vector_score,
+            "keyword": result.keyword_score,
+            "base": _number(metadata.get("base_score")),
+            "model": _number(metadata.get("model_score")),
+            "composite": _number(metadata.get("composite_score")),
+        },
+    }
+
+
+def _number(value: str | None) -> float | None:
+    return float(value) if value not in (None, "") else None
+
+
+class SearchService:
+    def __init__(self, events: EventManager, knowledge: KnowledgeStore, config: AppConfig) -> None:
+        self._events = events
+        self._knowledge = knowledge
+        self._config = config
+
+    def request_for(self, tenant_id: str, body: SearchBody) -> PipelineRequest:
+        conversation = self._config.conversation
+        return PipelineRequest(
+            query=body.query,
+            request_id=str(uuid.uuid4()),
+            session_id="",
+            tenant_id=tenant_id,
+            knowledge_base_ids=tuple(body.knowledge_base_ids),
+            knowledge_ids=tuple(body.knowledge_ids or ()),
+            # Recall enough candidates for the requested depth: the chat default is the floor.
+            embedding_top_k=max(body.top_k, conversation.embedding_top_k),
+            rerank_top_k=body.top_k,
+            rerank_threshold=conversation.rerank_threshold,
+            rerank_model_id=body.rerank_model_id or "",
+            vector_threshold=conversation.vector_threshold if body.vector_threshold is None else body.vector_threshold,
+            keyword_threshold=(
+                conversation.keyword_threshold if body.keyword_threshold is None else body.keyword_threshold
+            ),
+            vector_search_enabled=body.retrievers in ("hybrid", "vector"),
+            keyword_search_enabled=body.retrievers in ("hybrid", "keyword"),
+            enable_query_expansion=(
+                conversation.enable_query_expansion
+                if body.enable_query_expansion is None
+                else body.enable_query_expansion
+            ),
+        )
+
+    async def search(self, tenant_id: str, body: SearchBody) -> list[SearchResult]:
+        found = {kb.id for kb in self._knowledge.knowledge_bases(tenant_id, body.knowledge_base_ids)}
+        for kb_id in body.knowledge_base_ids:
+            if kb_id not in found:
+                raise UnknownKnowledgeBase("knowledge_base_ids", kb_id)
+        cm = ChatManage.start(self.request_for(tenant_id, body))
+        for stage in SEARCH_STAGES:
+            if not self._events.has(stage):
+                continue
+            error = await self._events.trigger(stage, cm)
+            if error is not None:
+                if error.error_type == ERR_SEARCH_NOTHING.error_type:
+                    return []
+                raise SearchFailed(error)
+        return cm.final_results()[: body.top_k]
