@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from ragline.config import IngestionConfig
 from ragline.ingest.chunker import plan_chunks
@@ -24,6 +26,24 @@ SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES
 
 class UnsupportedFile(ValueError):
     pass
+
+
+@dataclass
+class DocumentInput:
+    content: str
+    title: str = ""
+    filename: str = ""
+    file_type: str = "markdown"
+    source: str = ""
+    description: str = ""
+
+
+@dataclass
+class _Prepared:
+    document: Document
+    parents: list[Chunk]
+    children: list[Chunk]
+    position: int
 
 
 @dataclass
@@ -84,14 +104,71 @@ class IngestService:
         progress: Callable[[int, int], None] | None = None,
     ) -> IngestResult:
         """Chunk, embed and index one document; the same content twice in a knowledge base is stored once."""
-        content_hash = hashlib.sha256(content.encode("utf-8")).hexdigest()
-        existing = self._knowledge.documents_by_hash(kb.tenant_id, kb.id, content_hash)
-        if existing is not None:
-            return IngestResult(existing, existing.chunk_count, duplicate=True)
-        fallback_title = title or (Path(filename).stem if filename else "") or "Untitled"
+        item = DocumentInput(
+            content=content, title=title, filename=filename, file_type=file_type, source=source, description=description
+        )
+        return self.ingest_many(kb, [item], progress=progress)[0]
+
+    def ingest_many(
+        self,
+        kb: KnowledgeBase,
+        items: Sequence[DocumentInput],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[IngestResult]:
+        """Several documents with one embedding pass over all their chunks: batches sorted by length fill
+        better across documents than within one, which is what makes bulk loads fast."""
+        results: list[IngestResult | None] = []
+        prepared: list[_Prepared] = []
+        seen_hashes: dict[str, int] = {}
+        for item in items:
+            content_hash = hashlib.sha256(item.content.encode("utf-8")).hexdigest()
+            existing = self._knowledge.documents_by_hash(kb.tenant_id, kb.id, content_hash)
+            if existing is not None:
+                results.append(IngestResult(existing, existing.chunk_count, duplicate=True))
+            elif content_hash in seen_hashes:
+                results.append(None)  # a duplicate within this batch: resolved once the first is stored
+            else:
+                seen_hashes[content_hash] = len(results)
+                results.append(None)
+                prepared.append(self._prepare(kb, item, content_hash, position=len(results) - 1))
+        embedder = self._models.embedder(kb.embedding_model)
+        texts = [embedding_text(p.document.title, c.header, c.content) for p in prepared for c in p.children]
+        batch = max(1, self._config.embed_batch_size) * 8
+        vectors = []
+        for start in range(0, len(texts), batch):
+            vectors.append(embedder.embed_documents(texts[start : start + batch]))
+            if progress is not None:
+                progress(min(start + batch, len(texts)), len(texts))
+        matrix = np.vstack(vectors) if vectors else np.zeros((0, embedder.dimensions), dtype=np.float32)
+        offset = 0
+        for item_prepared in prepared:
+            count = len(item_prepared.children)
+            document = item_prepared.document
+            with self._knowledge.atomic():
+                self._knowledge.insert_document(document, [*item_prepared.parents, *item_prepared.children])
+                self._engine.index_chunks(
+                    kb.id,
+                    kb.embedding_model,
+                    item_prepared.children,
+                    matrix[offset : offset + count],
+                    document=document,
+                )
+            offset += count
+            document.chunk_count = count
+            results[item_prepared.position] = IngestResult(document, count)
+        for index, item in enumerate(items):
+            if results[index] is None:
+                first = results[seen_hashes[hashlib.sha256(item.content.encode("utf-8")).hexdigest()]]
+                assert first is not None
+                results[index] = IngestResult(first.document, first.chunk_count, duplicate=True)
+        return [r for r in results if r is not None]
+
+    def _prepare(self, kb: KnowledgeBase, item: DocumentInput, content_hash: str, position: int) -> _Prepared:
+        content = item.content
+        fallback_title = item.title or (Path(item.filename).stem if item.filename else "") or "Untitled"
         plan = plan_chunks(
             content,
-            markdown=file_type == "markdown",
+            markdown=item.file_type == "markdown",
             chunk_size=self._config.chunk_size,
             min_size=self._config.chunk_min_size,
             parent_size=self._config.parent_chunk_size,
@@ -101,11 +178,11 @@ class IngestService:
             id=new_id(),
             tenant_id=kb.tenant_id,
             knowledge_base_id=kb.id,
-            title=title or plan.title,
-            filename=filename,
-            file_type=file_type,
-            description=description,
-            source=source,
+            title=item.title or plan.title,
+            filename=item.filename,
+            file_type=item.file_type,
+            description=item.description,
+            source=item.source,
             content_hash=content_hash,
         )
         parents = [
@@ -143,23 +220,7 @@ class IngestService:
         for previous, following in itertools.pairwise(children):
             previous.next_chunk_id = following.id
             following.pre_chunk_id = previous.id
-
-        embedder = self._models.embedder(kb.embedding_model)
-        texts = [embedding_text(document.title, c.header, c.content) for c in children]
-        batch = max(1, self._config.embed_batch_size) * 8
-        vectors = []
-        for start in range(0, len(texts), batch):
-            vectors.append(embedder.embed_documents(texts[start : start + batch]))
-            if progress is not None:
-                progress(min(start + batch, len(texts)), len(texts))
-        import numpy as np
-
-        matrix = np.vstack(vectors) if vectors else np.zeros((0, embedder.dimensions), dtype=np.float32)
-        with self._knowledge.atomic():
-            self._knowledge.insert_document(document, [*parents, *children])
-            self._engine.index_chunks(kb.id, kb.embedding_model, children, matrix, document=document)
-        document.chunk_count = len(children)
-        return IngestResult(document, len(children))
+        return _Prepared(document, parents, children, position)
 
     def ingest_file(
         self, kb: KnowledgeBase, path: Path, progress: Callable[[int, int], None] | None = None

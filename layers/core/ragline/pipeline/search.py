@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
 from ragline.config import RetrievalConfig
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.plugin import ERR_SEARCH, ERR_SEARCH_NOTHING, NextFn, PluginError
+from ragline.pipeline.query_expansion import KEYWORD_THRESHOLD_FACTOR, MAX_CONCURRENCY, expansion_variants
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
 from ragline.retrieval.hybrid import hybrid_search
 from ragline.store.base import KnowledgeStore
@@ -179,7 +181,67 @@ class PluginSearch:
                 keyword_enabled=request.keyword_search_enabled,
             )
             results.extend(hybrid_search(self._engine, scoped, self._config))
+        if (
+            request.enable_query_expansion
+            and request.keyword_search_enabled
+            and len(results) < max(1, request.embedding_top_k)
+        ):
+            results = self._expand(cm, group, results)
         return results
+
+    def _expand(self, cm: ChatManage, group: TargetGroup, first: list[SearchResult]) -> list[SearchResult]:
+        """Keyword-only searches for the query's local variants, to fill a short first recall.
+
+        New hits come after the first recall: their keyword-only scores are not on the fused scale, so they
+        never outrank a hit the full query found (scores are capped at the first recall's lowest); a hit
+        already found keeps its score.
+        """
+        request = cm.request
+        variants = expansion_variants(cm.search_query)
+        if not variants:
+            return first
+        params: list[RetrieveParams] = []
+        for variant in variants:
+            if group.whole_bases:
+                params.append(self._keyword_params(cm, variant, list(group.whole_bases), []))
+            for target in group.constrained:
+                params.append(self._keyword_params(cm, variant, [target.knowledge_base_id], list(target.knowledge_ids)))
+        match_count = max(2 * request.embedding_top_k, 2 * request.rerank_top_k)
+        for p in params:
+            p.match_count = match_count
+        with ThreadPoolExecutor(max_workers=min(len(params), MAX_CONCURRENCY)) as pool:
+            batches = list(pool.map(lambda p: hybrid_search(self._engine, p, self._config), params))
+        known = {r.id for r in first}
+        ceiling = min((r.score for r in first), default=None)
+        extra: dict[str, SearchResult] = {}
+        for hit in (h for batch in batches for h in batch):
+            if hit.id in known or (hit.id in extra and extra[hit.id].score >= hit.score):
+                continue
+            extra[hit.id] = hit
+        added = sorted(extra.values(), key=lambda r: (-r.score, r.id))
+        if ceiling is not None:
+            added = [
+                r.model_copy(
+                    update={"score": min(r.score, ceiling), "metadata": {**r.metadata, "query_expansion": "true"}}
+                )
+                for r in added
+            ]
+        else:
+            added = [r.model_copy(update={"metadata": {**r.metadata, "query_expansion": "true"}}) for r in added]
+        return [*first, *added]
+
+    def _keyword_params(
+        self, cm: ChatManage, variant: str, kb_ids: list[str], knowledge_ids: list[str]
+    ) -> RetrieveParams:
+        scoped = bool(knowledge_ids)
+        return RetrieveParams(
+            query=variant,
+            knowledge_base_ids=kb_ids,
+            knowledge_ids=knowledge_ids,
+            vector_enabled=False,
+            keyword_enabled=True,
+            keyword_threshold=0.0 if scoped else cm.request.keyword_threshold * KEYWORD_THRESHOLD_FACTOR,
+        )
 
 
 def _dedupe_by_id(results: list[SearchResult]) -> list[SearchResult]:
