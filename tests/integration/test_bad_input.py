@@ -142,3 +142,22 @@ def test_document_upload_by_file_and_duplicate(ragline):
     chunks = ragline.client.get(f"{url}/{first.json()['id']}/chunks").json()["items"]
     assert any("Keep them cold." in c["content"] for c in chunks)
     assert ragline.client.post("/api/v1/knowledge-bases", json={"name": "docs"}).status_code == 409
+
+
+def test_pdf_and_html_uploads_are_extracted(ragline):
+    from tests.support.documents import HTML, make_pdf
+
+    kb = ragline.create_kb("files")
+    url = f"/api/v1/knowledge-bases/{kb}/documents"
+    pdf = make_pdf(["Turbines spin at 3000 rpm in Europe", "Page two covers condensers"], "Plant manual")
+    reply = ragline.client.post(url, files={"file": ("manual.pdf", pdf, "application/pdf")})
+    assert reply.status_code == 201, reply.text
+    assert reply.json()["title"] == "Plant manual"
+    chunks = ragline.client.get(f"{url}/{reply.json()['id']}/chunks").json()["items"]
+    assert {c["metadata"].get("page") for c in chunks} >= {1}
+    html = ragline.client.post(url, files={"file": ("guide.html", HTML.encode(), "text/html")})
+    assert html.status_code == 201, html.text
+    assert html.json()["title"] == "Brewing guide"
+    scanned = ragline.client.post(url, files={"file": ("scan.pdf", make_pdf([""]), "application/pdf")})
+    assert scanned.status_code == 422
+    assert "no text layer" in scanned.json()["error"]["message"]

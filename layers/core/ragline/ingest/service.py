@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ragline.config import IngestionConfig
 from ragline.ingest.chunker import plan_chunks
+from ragline.ingest.extract import SUPPORTED_SUFFIXES, Extracted, UnsupportedFile, extract
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
@@ -19,13 +20,7 @@ from ragline.store.ids import new_id
 from ragline.store.models import Chunk, Document, KnowledgeBase
 from ragline.types import ChunkType
 
-MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}
-TEXT_SUFFIXES = {".txt", ".text", ".rst", ".log", ".csv", ".tsv", ".json", ".yaml", ".yml"}
-SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES
-
-
-class UnsupportedFile(ValueError):
-    pass
+__all__ = ["SUPPORTED_SUFFIXES", "DocumentInput", "IngestResult", "IngestService", "UnsupportedFile"]
 
 
 @dataclass
@@ -36,6 +31,7 @@ class DocumentInput:
     file_type: str = "markdown"
     source: str = ""
     description: str = ""
+    page_starts: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -53,24 +49,9 @@ class IngestResult:
     duplicate: bool = False
 
 
-def file_type_for(filename: str) -> str:
-    suffix = Path(filename).suffix.lower()
-    if suffix in MARKDOWN_SUFFIXES:
-        return "markdown"
-    if suffix in TEXT_SUFFIXES or not suffix:
-        return "text"
-    raise UnsupportedFile(f"unsupported file type {suffix!r}; supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}")
-
-
-def decode_text(raw: bytes) -> str:
-    for encoding in ("utf-8-sig", "utf-16"):
-        try:
-            text = raw.decode(encoding)
-            if "\x00" not in text:
-                return text
-        except UnicodeDecodeError:
-            continue
-    raise UnsupportedFile("file is not UTF-8 or UTF-16 text")
+def _page_metadata(item: DocumentInput, offset: int) -> dict[str, object]:
+    page = Extracted("", "text", page_starts=item.page_starts).page_of(offset)
+    return {"page": page} if page is not None else {}
 
 
 def embedding_text(title: str, header: str, content: str) -> str:
@@ -214,6 +195,7 @@ class IngestService:
                 parent_chunk_id=parents[span.parent].id if span.parent is not None else "",
                 start_at=span.start,
                 end_at=span.end,
+                metadata=_page_metadata(item, span.start),
             )
             for i, span in enumerate(plan.children)
         ]
@@ -225,12 +207,28 @@ class IngestService:
     def ingest_file(
         self, kb: KnowledgeBase, path: Path, progress: Callable[[int, int], None] | None = None
     ) -> IngestResult:
-        file_type = file_type_for(path.name)
-        return self.ingest_text(
-            kb,
-            content=decode_text(path.read_bytes()),
-            filename=path.name,
-            file_type=file_type,
-            source=str(path),
-            progress=progress,
+        return self.ingest_bytes(kb, path.name, path.read_bytes(), source=str(path), progress=progress)
+
+    def ingest_bytes(
+        self,
+        kb: KnowledgeBase,
+        filename: str,
+        raw: bytes,
+        *,
+        title: str = "",
+        source: str = "",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestResult:
+        """An uploaded file: text extracted by its type (PDF pages are remembered per chunk)."""
+        extracted = extract(filename, raw)
+        if not extracted.text.strip():
+            raise UnsupportedFile("the file has no text")
+        item = DocumentInput(
+            content=extracted.text,
+            title=title or extracted.title,
+            filename=filename,
+            file_type=extracted.file_type,
+            source=source,
+            page_starts=extracted.page_starts,
         )
+        return self.ingest_many(kb, [item], progress=progress)[0]

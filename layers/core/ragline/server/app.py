@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragline import __version__
 from ragline.container import Container
-from ragline.ingest.service import UnsupportedFile, decode_text, file_type_for
+from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
+from ragline.ingest.service import IngestResult
 from ragline.runtime.search import SearchBody, SearchFailed, result_view
 from ragline.runtime.turns import AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
 from ragline.server.errors import ApiError, install_error_handlers, not_found
@@ -58,6 +59,11 @@ def tenant_of(request: Request, x_api_key: Annotated[str | None, Header()] = Non
 
 
 TenantDep = Annotated[Tenant, Depends(tenant_of)]
+
+
+def _document_reply(result: IngestResult) -> JSONResponse:
+    payload = {**result.document.model_dump(), "chunk_count": result.chunk_count, "duplicate": result.duplicate}
+    return JSONResponse(payload, status_code=200 if result.duplicate else 201)
 
 
 def create_app(
@@ -154,19 +160,13 @@ def create_app(
             if len(raw) > config.limits.max_upload_bytes:
                 raise ApiError(413, "file_too_large", f"file exceeds {config.limits.max_upload_bytes} bytes", "file")
             filename = upload.filename or "upload.txt"
-            try:
-                file_type, text = file_type_for(filename), decode_text(raw)
-            except UnsupportedFile as exc:
-                raise ApiError(415, "unsupported_file", str(exc), "file") from None
-            if not text.strip():
-                raise ApiError(422, "empty_document", "the file has no text", "file")
             title = str(form.get("title") or "")
-            kwargs: dict[str, Any] = {
-                "content": text,
-                "title": title,
-                "filename": filename,
-                "file_type": file_type,
-            }
+            try:
+                result = await asyncio.to_thread(container.ingest.ingest_bytes, kb, filename, raw, title=title)
+            except UnsupportedFile as exc:
+                status = 415 if isinstance(exc, UnsupportedFileType) else 422
+                raise ApiError(status, "unsupported_file", str(exc), "file") from None
+            return _document_reply(result)
         else:
             try:
                 body = DocumentBody.model_validate_json(await request.body())
@@ -179,19 +179,14 @@ def create_app(
                 raise ApiError(422, code, f"{field}: {first['msg']}", field) from None
             if not body.content.strip():
                 raise ApiError(422, "empty_document", "content must not be empty", "content")
-            kwargs = {
+            kwargs: dict[str, Any] = {
                 "content": body.content,
                 "title": body.title,
                 "file_type": body.file_type,
                 "description": body.description,
             }
         result = await asyncio.to_thread(container.ingest.ingest_text, kb, **kwargs)
-        payload = {
-            **result.document.model_dump(),
-            "chunk_count": result.chunk_count,
-            "duplicate": result.duplicate,
-        }
-        return JSONResponse(payload, status_code=200 if result.duplicate else 201)
+        return _document_reply(result)
 
     @app.get("/api/v1/knowledge-bases/{kb_id}/documents", tags=["knowledge"])
     async def list_documents(
