@@ -64,6 +64,9 @@ class ConversationConfig(BaseModel):
     fallback_prompt_id: str = "default"
     enable_rewrite: bool = True
     enable_query_expansion: bool = True
+    faq_priority_enabled: bool = True
+    faq_direct_answer_threshold: float = 0.9
+    faq_score_boost: float = 1.2
     language: str = "English"
     summary: SummarySettings = Field(default_factory=SummarySettings)
 

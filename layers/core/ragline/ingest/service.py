@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
 from ragline.store.ids import new_id
-from ragline.store.models import Chunk, Document, KnowledgeBase
+from ragline.store.models import Chunk, Document, FAQEntry, KnowledgeBase
 from ragline.types import ChunkType
 
 __all__ = ["SUPPORTED_SUFFIXES", "DocumentInput", "IngestResult", "IngestService", "UnsupportedFile"]
@@ -32,6 +33,9 @@ class DocumentInput:
     source: str = ""
     description: str = ""
     page_starts: list[int] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    # "wiki_page" for pre-synthesised wiki pages, which rerank prefers over raw chunks.
+    chunk_type: str = ChunkType.TEXT
 
 
 @dataclass
@@ -165,6 +169,7 @@ class IngestService:
             description=item.description,
             source=item.source,
             content_hash=content_hash,
+            tags=list(dict.fromkeys(t.strip() for t in item.tags if t.strip())),
         )
         parents = [
             Chunk(
@@ -189,7 +194,7 @@ class IngestService:
                 knowledge_base_id=kb.id,
                 knowledge_id=document.id,
                 chunk_index=i,
-                chunk_type=ChunkType.TEXT,
+                chunk_type=item.chunk_type,
                 content=content[span.start : span.end],
                 header=span.header,
                 parent_chunk_id=parents[span.parent].id if span.parent is not None else "",
@@ -217,6 +222,8 @@ class IngestService:
         *,
         title: str = "",
         source: str = "",
+        tags: Sequence[str] = (),
+        chunk_type: str = ChunkType.TEXT,
         progress: Callable[[int, int], None] | None = None,
     ) -> IngestResult:
         """An uploaded file: text extracted by its type (PDF pages are remembered per chunk)."""
@@ -230,5 +237,59 @@ class IngestService:
             file_type=extracted.file_type,
             source=source,
             page_starts=extracted.page_starts,
+            tags=list(tags),
+            chunk_type=chunk_type,
         )
         return self.ingest_many(kb, [item], progress=progress)[0]
+
+    def ingest_faq(
+        self,
+        kb: KnowledgeBase,
+        entries: Sequence[FAQEntry],
+        *,
+        title: str = "FAQ",
+        source: str = "",
+        tags: Sequence[str] = (),
+    ) -> IngestResult:
+        """FAQ entries as one document, one ``faq`` chunk per entry.
+
+        The vector of an entry is its questions only (standard and similar): a user's question is compared
+        with questions, not with answers. Keyword search reads questions and answers. Negative questions
+        are kept with the entry; search drops the entry when the query matches one exactly.
+        """
+        payload = json.dumps([e.model_dump() for e in entries], ensure_ascii=False, sort_keys=True)
+        content_hash = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        existing = self._knowledge.documents_by_hash(kb.tenant_id, kb.id, content_hash)
+        if existing is not None:
+            return IngestResult(existing, existing.chunk_count, duplicate=True)
+        document = Document(
+            id=new_id(),
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            title=title,
+            file_type="faq",
+            source=source,
+            content_hash=content_hash,
+            tags=list(tags),
+        )
+        chunks = [
+            Chunk(
+                id=new_id(),
+                tenant_id=kb.tenant_id,
+                knowledge_base_id=kb.id,
+                knowledge_id=document.id,
+                chunk_index=i,
+                chunk_type=ChunkType.FAQ,
+                content="\n".join([entry.standard_question, *entry.similar_questions, *entry.answers]),
+                metadata=entry.model_dump(),
+            )
+            for i, entry in enumerate(entries)
+        ]
+        embedder = self._models.embedder(kb.embedding_model)
+        texts = ["\n".join([e.standard_question, *e.similar_questions]) for e in entries]
+        matrix = embedder.embed_documents(texts) if texts else np.zeros((0, embedder.dimensions), dtype=np.float32)
+        with self._knowledge.atomic():
+            self._knowledge.insert_document(document, chunks)
+            self._engine.index_chunks(kb.id, kb.embedding_model, chunks, matrix, document=document)
+        document.chunk_count = len(chunks)
+        return IngestResult(document, len(chunks))

@@ -96,13 +96,27 @@ class SourceRegistry:
             return f'<web url="{escape(web.url)}" title="{escape(web.title)}" />'
         return ""
 
-    def render_results(self, results: list[SearchResult]) -> str:
-        """The model-facing view of retrieved passages: aliases only, grouped by document in rank order."""
+    def render_results(
+        self, results: list[SearchResult], faq: list[SearchResult] | None = None, exact_id: str | None = None
+    ) -> str:
+        """The model-facing view of retrieved passages: aliases only, grouped by document in rank order.
+
+        With FAQ priority, ``faq`` (already excluded from ``results``) comes first as a high-priority
+        section; ``exact_id`` marks the FAQ that answers the question directly.
+        """
         knowledge: list[SearchResult] = [r for r in results if not r.is_web]
         web: list[SearchResult] = [r for r in results if r.is_web]
         parts: list[str] = []
+        if faq:
+            parts.append('<retrieval type="faq" priority="high">')
+            for result in faq:
+                handle = self.register_chunk(result)
+                match = ' match="exact"' if result.id == exact_id else ""
+                parts.append(f'<chunk id="{handle}"{match}><content>{result.content}</content></chunk>')
+            parts.append("</retrieval>")
         if knowledge:
-            parts.append('<retrieval type="knowledge" mode="semantic">')
+            priority = ' priority="supplementary"' if faq else ""
+            parts.append(f'<retrieval type="knowledge" mode="semantic"{priority}>')
             by_document: dict[str, list[SearchResult]] = {}
             for result in knowledge:
                 by_document.setdefault(result.knowledge_id or result.id, []).append(result)

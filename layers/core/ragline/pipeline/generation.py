@@ -16,6 +16,7 @@ from ragline.modelcontext import SourceRegistry, StreamDecoder, expand_text
 from ragline.modelcontext.protocol import protocol_prompt
 from ragline.models.base import TRUNCATION_REASONS, ChatMessage, ChatModel, ModelCallError
 from ragline.pipeline.emit import emit, event_id
+from ragline.pipeline.faq_layout import faq_layout
 from ragline.types import ChatManage, ChatOptions
 
 # Shown when the output limit cut the reply before any text came out.
@@ -45,7 +46,11 @@ def build_messages(
     results = cm.final_results() if cm.needs_retrieval() else []
     values = {"query": request.query, "language": request.language}
     if results:
-        sources = registry.render_results(results)
+        layout = faq_layout(cm, results)
+        if layout is None:
+            sources = registry.render_results(results)
+        else:
+            sources = registry.render_results(layout.documents, faq=layout.faq, exact_id=layout.exact_id)
         template = (
             state.system_prompt_override or request.summary_config.prompt or templates.get("system_prompt", prompt_id)
         )

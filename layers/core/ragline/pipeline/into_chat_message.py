@@ -6,6 +6,7 @@ import re
 from html import escape
 
 from ragline.config import PromptTemplates, render_placeholders
+from ragline.pipeline.faq_layout import FaqLayout, faq_layout
 from ragline.pipeline.plugin import ERR_TEMPLATE_EXECUTE, NextFn, PluginError
 from ragline.types import ChatManage, EventType, SearchResult
 
@@ -66,6 +67,24 @@ def render_passages(results: list[SearchResult]) -> str:
     return f"{header}\n{passages}" if header else passages
 
 
+def render_faq_passages(layout: FaqLayout) -> str:
+    """FAQ answers as the high-priority source, documents as the supplementary one."""
+    exact = ' match="exact"'
+    faq = "\n".join(
+        f'<context id="FAQ-{i}"{exact if r.id == layout.exact_id else ""}>{r.content}</context>'
+        for i, r in enumerate(layout.faq, start=1)
+    )
+    parts = [f'<source type="faq" priority="high">\n{faq}\n</source>']
+    if layout.documents:
+        documents = "\n".join(
+            f'<context id="DOC-{i}">{r.content}</context>' for i, r in enumerate(layout.documents, start=1)
+        )
+        header = document_header(layout.documents)
+        body = f"{header}\n{documents}" if header else documents
+        parts.append(f'<source type="document" priority="supplementary">\n{body}\n</source>')
+    return "\n".join(parts)
+
+
 class PluginIntoChatMessage:
     def __init__(self, templates: PromptTemplates, context_template_id: str) -> None:
         self._templates = templates
@@ -79,7 +98,13 @@ class PluginIntoChatMessage:
         if not valid:
             return ERR_TEMPLATE_EXECUTE.with_cause("user query contains invalid content")
         results = cm.final_results() if cm.needs_retrieval() else []
-        contexts = render_passages(results) if results else ""
+        layout = faq_layout(cm, results)
+        if layout is not None:
+            contexts = render_faq_passages(layout)
+        elif results:
+            contexts = render_passages(results)
+        else:
+            contexts = ""
         template = cm.request.summary_config.context_template or self._templates.get(
             "context_template", self._context_template_id
         )

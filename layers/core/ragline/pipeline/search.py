@@ -19,9 +19,10 @@ from ragline.pipeline.plugin import ERR_SEARCH, ERR_SEARCH_NOTHING, NextFn, Plug
 from ragline.pipeline.query_expansion import KEYWORD_THRESHOLD_FACTOR, MAX_CONCURRENCY, expansion_variants
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
 from ragline.retrieval.hybrid import hybrid_search
+from ragline.retrieval.text import normalize_content
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import KnowledgeBase
-from ragline.types import ChatManage, EventType, SearchResult, SearchTarget, SearchTargetType
+from ragline.types import ChatManage, ChunkType, EventType, SearchResult, SearchTarget, SearchTargetType
 
 logger = logging.getLogger(__name__)
 
@@ -167,12 +168,15 @@ class PluginSearch:
             base.knowledge_base_ids = list(group.whole_bases)
             results.extend(hybrid_search(self._engine, base, self._config))
         for target in group.constrained:
+            knowledge_ids = self._scope(cm, target)
+            if not knowledge_ids:
+                continue  # the tags name no document: nothing in this scope
             scoped = RetrieveParams(
                 query=query,
                 knowledge_base_ids=[target.knowledge_base_id],
                 query_embedding=embedding,
                 embedding_model=group.embedding_model,
-                knowledge_ids=list(target.knowledge_ids),
+                knowledge_ids=knowledge_ids,
                 tag_ids=list(target.tag_ids),
                 match_count=request.embedding_top_k,
                 vector_threshold=0.0,
@@ -187,7 +191,19 @@ class PluginSearch:
             and len(results) < max(1, request.embedding_top_k)
         ):
             results = self._expand(cm, group, results)
-        return results
+        return drop_negative_faq(results, [request.query, query])
+
+    def _scope(self, cm: ChatManage, target: SearchTarget) -> list[str]:
+        """The documents a narrowed target allows: its documents, and (or) those carrying its tags."""
+        ids = list(target.knowledge_ids)
+        if target.tag_ids:
+            tagged = set(
+                self._knowledge.document_ids_with_tags(
+                    cm.request.tenant_id, target.knowledge_base_id, list(target.tag_ids)
+                )
+            )
+            ids = [i for i in ids if i in tagged] if ids else sorted(tagged)
+        return ids
 
     def _expand(self, cm: ChatManage, group: TargetGroup, first: list[SearchResult]) -> list[SearchResult]:
         """Keyword-only searches for the query's local variants, to fill a short first recall.
@@ -205,7 +221,11 @@ class PluginSearch:
             if group.whole_bases:
                 params.append(self._keyword_params(cm, variant, list(group.whole_bases), []))
             for target in group.constrained:
-                params.append(self._keyword_params(cm, variant, [target.knowledge_base_id], list(target.knowledge_ids)))
+                scope = self._scope(cm, target)
+                if scope:
+                    params.append(self._keyword_params(cm, variant, [target.knowledge_base_id], scope))
+        if not params:
+            return first
         match_count = max(2 * request.embedding_top_k, 2 * request.rerank_top_k)
         for p in params:
             p.match_count = match_count
@@ -242,6 +262,18 @@ class PluginSearch:
             keyword_enabled=True,
             keyword_threshold=0.0 if scoped else cm.request.keyword_threshold * KEYWORD_THRESHOLD_FACTOR,
         )
+
+
+def drop_negative_faq(results: list[SearchResult], queries: list[str]) -> list[SearchResult]:
+    """An FAQ entry never answers a question listed among its negative questions (exact, normalised)."""
+    asked = {normalize_content(q) for q in queries if q}
+    kept: list[SearchResult] = []
+    for result in results:
+        negatives = result.chunk_metadata.get("negative_questions") if result.chunk_type == ChunkType.FAQ else None
+        if isinstance(negatives, list) and asked & {normalize_content(str(n)) for n in negatives}:
+            continue
+        kept.append(result)
+    return kept
 
 
 def _dedupe_by_id(results: list[SearchResult]) -> list[SearchResult]:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragline.config import AppConfig
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, EventManager, PluginError
-from ragline.runtime.turns import UnknownKnowledgeBase
+from ragline.runtime.turns import UnknownKnowledgeBase, tag_targets
 from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, EventType, PipelineRequest, SearchResult
 
@@ -24,6 +24,7 @@ class SearchBody(BaseModel):
     query: str = Field(min_length=1)
     knowledge_base_ids: list[str] = Field(min_length=1)
     knowledge_ids: list[str] | None = None
+    tags: list[str] | None = Field(default=None, max_length=50)
     top_k: int = Field(default=10, ge=1, le=200)
     retrievers: Literal["hybrid", "vector", "keyword"] = "hybrid"
     vector_threshold: float | None = Field(default=None, ge=0, le=1)
@@ -88,6 +89,7 @@ class SearchService:
             tenant_id=tenant_id,
             knowledge_base_ids=tuple(body.knowledge_base_ids),
             knowledge_ids=tuple(body.knowledge_ids or ()),
+            search_targets=tag_targets(body.knowledge_base_ids, body.tags or [], body.knowledge_ids or []),
             # Recall enough candidates for the requested depth: the chat default is the floor.
             embedding_top_k=max(body.top_k, conversation.embedding_top_k),
             rerank_top_k=body.top_k,
@@ -97,6 +99,9 @@ class SearchService:
             keyword_threshold=(
                 conversation.keyword_threshold if body.keyword_threshold is None else body.keyword_threshold
             ),
+            faq_priority_enabled=conversation.faq_priority_enabled,
+            faq_direct_answer_threshold=conversation.faq_direct_answer_threshold,
+            faq_score_boost=conversation.faq_score_boost,
             vector_search_enabled=body.retrievers in ("hybrid", "vector"),
             keyword_search_enabled=body.retrievers in ("hybrid", "keyword"),
             enable_query_expansion=(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -24,6 +25,8 @@ from ragline.types import (
     FallbackStrategy,
     PipelineRequest,
     ResponseType,
+    SearchTarget,
+    SearchTargetType,
     StreamEvent,
 )
 from ragline.types.chat_manage import SummaryConfig
@@ -37,10 +40,12 @@ class QuestionBody(BaseModel):
     query: str = Field(min_length=1)
     knowledge_base_ids: list[str] | None = None
     knowledge_ids: list[str] | None = None
+    tags: list[str] | None = Field(default=None, max_length=50)
     web_search_enabled: bool = False
     citation_enabled: bool | None = None
     enable_rewrite: bool | None = None
     enable_query_expansion: bool | None = None
+    faq_priority_enabled: bool | None = None
     max_rounds: int | None = Field(default=None, ge=0, le=50)
     fallback_strategy: FallbackStrategy | None = None
     vector_threshold: float | None = Field(default=None, ge=0, le=1)
@@ -58,6 +63,22 @@ class QuestionBody(BaseModel):
         if not value.strip():
             raise ValueError("query must not be empty")
         return value
+
+
+def tag_targets(kb_ids: Sequence[str], tags: list[str], knowledge_ids: list[str]) -> tuple[SearchTarget, ...]:
+    """Knowledge bases narrowed to tagged documents (and any named documents), one target each; none
+    without tags, so the usual whole-base and document targets apply."""
+    if not tags:
+        return ()
+    return tuple(
+        SearchTarget(
+            type=SearchTargetType.KNOWLEDGE_BASE,
+            knowledge_base_id=kb_id,
+            tag_ids=tuple(tags),
+            knowledge_ids=tuple(knowledge_ids),
+        )
+        for kb_id in kb_ids
+    )
 
 
 class UnknownKnowledgeBase(LookupError):
@@ -137,6 +158,7 @@ class TurnService:
             language=body.language or options.get("language") or conversation.language,
             knowledge_base_ids=tuple(kb_ids),
             knowledge_ids=tuple(body.knowledge_ids or ()),
+            search_targets=tag_targets(kb_ids, body.tags or [], body.knowledge_ids or []),
             vector_threshold=_pick(body.vector_threshold, conversation.vector_threshold),
             keyword_threshold=_pick(body.keyword_threshold, conversation.keyword_threshold),
             embedding_top_k=_pick(body.embedding_top_k, conversation.embedding_top_k),
@@ -152,6 +174,9 @@ class TurnService:
             citation_enabled=body.citation_enabled,
             enable_rewrite=_pick(body.enable_rewrite, conversation.enable_rewrite),
             enable_query_expansion=_pick(body.enable_query_expansion, conversation.enable_query_expansion),
+            faq_priority_enabled=_pick(body.faq_priority_enabled, conversation.faq_priority_enabled),
+            faq_direct_answer_threshold=conversation.faq_direct_answer_threshold,
+            faq_score_boost=conversation.faq_score_boost,
             web_search_enabled=body.web_search_enabled,
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse
@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ragline import __version__
 from ragline.container import Container
 from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
-from ragline.ingest.service import IngestResult
+from ragline.ingest.faq import parse_entries, parse_faq_file
+from ragline.ingest.service import DocumentInput, IngestResult
 from ragline.runtime.search import SearchBody, SearchFailed, result_view
 from ragline.runtime.turns import AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
 from ragline.server.errors import ApiError, install_error_handlers, not_found
@@ -22,12 +23,14 @@ from ragline.server.sse import frames, sse_response
 from ragline.store.models import DuplicateName, KnowledgeBase, Session, Tenant
 from ragline.stream.base import stream_key
 from ragline.stream.replay import start_offset
+from ragline.types import ChunkType
 
 
 class KnowledgeBaseBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=2000)
+    wiki_enabled: bool = False
 
 
 class DocumentBody(BaseModel):
@@ -36,6 +39,19 @@ class DocumentBody(BaseModel):
     content: str = Field(min_length=1)
     file_type: str = Field(default="markdown", pattern="^(markdown|text)$")
     description: str = Field(default="", max_length=2000)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    kind: Literal["document", "wiki"] = "document"
+
+
+class FAQBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    entries: list[dict[str, Any]] = Field(min_length=1)
+    title: str = Field(default="FAQ", max_length=500)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+
+
+def _chunk_type(kind: str) -> str:
+    return ChunkType.WIKI_PAGE if kind == "wiki" else ChunkType.TEXT
 
 
 class SessionBody(BaseModel):
@@ -108,7 +124,11 @@ def create_app(
     async def create_knowledge_base(body: KnowledgeBaseBody, tenant: TenantDep) -> dict[str, Any]:
         try:
             kb = container.knowledge.create_knowledge_base(
-                tenant.id, body.name.strip(), container.models.default_embedder_id, body.description
+                tenant.id,
+                body.name.strip(),
+                container.models.default_embedder_id,
+                body.description,
+                wiki_enabled=body.wiki_enabled,
             )
         except DuplicateName:
             raise ApiError(409, "duplicate_name", f"a knowledge base named {body.name!r} exists", "name") from None
@@ -161,8 +181,20 @@ def create_app(
                 raise ApiError(413, "file_too_large", f"file exceeds {config.limits.max_upload_bytes} bytes", "file")
             filename = upload.filename or "upload.txt"
             title = str(form.get("title") or "")
+            tags = [t.strip() for t in str(form.get("tags") or "").split(",") if t.strip()]
+            kind = str(form.get("kind") or "document")
+            if kind not in ("document", "wiki"):
+                raise ApiError(422, "invalid_field", "kind must be document or wiki", "kind")
             try:
-                result = await asyncio.to_thread(container.ingest.ingest_bytes, kb, filename, raw, title=title)
+                result = await asyncio.to_thread(
+                    container.ingest.ingest_bytes,
+                    kb,
+                    filename,
+                    raw,
+                    title=title,
+                    tags=tags,
+                    chunk_type=_chunk_type(kind),
+                )
             except UnsupportedFile as exc:
                 status = 415 if isinstance(exc, UnsupportedFileType) else 422
                 raise ApiError(status, "unsupported_file", str(exc), "file") from None
@@ -185,7 +217,57 @@ def create_app(
                 "file_type": body.file_type,
                 "description": body.description,
             }
-        result = await asyncio.to_thread(container.ingest.ingest_text, kb, **kwargs)
+        item = DocumentInput(**kwargs, tags=body.tags, chunk_type=_chunk_type(body.kind))
+        results = await asyncio.to_thread(container.ingest.ingest_many, kb, [item])
+        return _document_reply(results[0])
+
+    @app.post(
+        "/api/v1/knowledge-bases/{kb_id}/faq",
+        status_code=201,
+        tags=["knowledge"],
+        openapi_extra={
+            "requestBody": {
+                "content": {
+                    "application/json": {"schema": FAQBody.model_json_schema()},
+                    "multipart/form-data": {
+                        "schema": {"type": "object", "properties": {"file": {"type": "string", "format": "binary"}}}
+                    },
+                },
+                "required": True,
+            }
+        },
+    )
+    async def import_faq(kb_id: str, request: Request, tenant: TenantDep) -> JSONResponse:
+        """FAQ entries (standard question, similar and negative questions, answers) as JSON, or a JSON/CSV file."""
+        kb = kb_of(tenant, kb_id)
+        try:
+            if request.headers.get("content-type", "").startswith("multipart/form-data"):
+                form = await request.form(max_files=1)
+                upload = form.get("file")
+                if upload is None or isinstance(upload, str):
+                    raise ApiError(422, "missing_field", "file is required", "file")
+                raw = await upload.read()
+                if len(raw) > config.limits.max_upload_bytes:
+                    raise ApiError(
+                        413, "file_too_large", f"file exceeds {config.limits.max_upload_bytes} bytes", "file"
+                    )
+                entries = parse_faq_file(upload.filename or "faq.json", raw)
+                title = str(form.get("title") or "FAQ")
+                tags = [t.strip() for t in str(form.get("tags") or "").split(",") if t.strip()]
+            else:
+                try:
+                    body = FAQBody.model_validate_json(await request.body())
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    if first["type"] == "json_invalid":
+                        raise ApiError(400, "invalid_json", "request body is not valid JSON") from None
+                    field = ".".join(str(p) for p in first["loc"]) or None
+                    raise ApiError(422, "invalid_field", f"{field}: {first['msg']}", field) from None
+                entries, title, tags = parse_entries(body.entries), body.title, body.tags
+        except UnsupportedFile as exc:
+            status = 415 if isinstance(exc, UnsupportedFileType) else 422
+            raise ApiError(status, "invalid_faq", str(exc), "entries") from None
+        result = await asyncio.to_thread(container.ingest.ingest_faq, kb, entries, title=title, tags=tags)
         return _document_reply(result)
 
     @app.get("/api/v1/knowledge-bases/{kb_id}/documents", tags=["knowledge"])

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tenants (
@@ -115,6 +115,13 @@ CREATE TABLE IF NOT EXISTS stream_events (
 """
 
 
+# (table, column, definition) added since the first schema, applied to older databases on open.
+_ADDED_COLUMNS = (
+    ("documents", "tags", "TEXT NOT NULL DEFAULT '[]'"),
+    ("knowledge_bases", "wiki_enabled", "INTEGER NOT NULL DEFAULT 0"),
+)
+
+
 class Database:
     """A shared SQLite connection (WAL) guarded by a lock; short statements only."""
 
@@ -133,7 +140,15 @@ class Database:
         with self._lock:
             # executescript commits on its own; the statements are all idempotent.
             self._conn.executescript(_SCHEMA)
+            for table, column, definition in _ADDED_COLUMNS:
+                self._add_column(table, column, definition)
             self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def _add_column(self, table: str, column: str, definition: str) -> None:
+        """Columns added after a database was created: CREATE TABLE IF NOT EXISTS does not add them."""
+        columns = {row["name"] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+        if column not in columns:
+            self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

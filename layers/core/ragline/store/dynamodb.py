@@ -124,7 +124,7 @@ class DynamoKnowledgeStore:
         return contextlib.nullcontext()
 
     def create_knowledge_base(
-        self, tenant_id: str, name: str, embedding_model: str, description: str = ""
+        self, tenant_id: str, name: str, embedding_model: str, description: str = "", wiki_enabled: bool = False
     ) -> KnowledgeBase:
         kb = KnowledgeBase(
             id=new_id(),
@@ -133,6 +133,7 @@ class DynamoKnowledgeStore:
             description=description,
             embedding_model=embedding_model,
             created_at=utc_now(),
+            wiki_enabled=wiki_enabled,
         )
         client, table = self._table.meta.client, self._table.name
         try:
@@ -236,6 +237,10 @@ class DynamoKnowledgeStore:
     def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None:
         item = self._table.get_item(Key={"pk": f"kb#{kb_id}", "sk": f"hash#{content_hash}"}).get("Item")
         return self.document(tenant_id, str(item["doc_id"])) if item else None
+
+    def document_ids_with_tags(self, tenant_id: str, kb_id: str, tags: Sequence[str]) -> list[str]:
+        wanted = set(tags)
+        return [d.id for d in self.documents(tenant_id, kb_id, limit=1_000_000) if wanted & set(d.tags)]
 
     @staticmethod
     def _chunk(item: dict[str, Any]) -> Chunk:

@@ -12,11 +12,15 @@ from ragline.store.models import Chunk, Document, DuplicateName, KnowledgeBase
 
 
 def _kb(row: object) -> KnowledgeBase:
-    return KnowledgeBase(**dict(row))  # type: ignore[call-overload]
+    data = dict(row)  # type: ignore[call-overload]
+    data["wiki_enabled"] = bool(data.get("wiki_enabled"))
+    return KnowledgeBase(**data)
 
 
 def _document(row: object) -> Document:
-    return Document(**dict(row))  # type: ignore[call-overload]
+    data = dict(row)  # type: ignore[call-overload]
+    data["tags"] = json.loads(data.get("tags") or "[]")
+    return Document(**data)
 
 
 def chunk_from_row(row: object) -> Chunk:
@@ -39,7 +43,7 @@ class SqliteKnowledgeStore:
         self._db = db
 
     def create_knowledge_base(
-        self, tenant_id: str, name: str, embedding_model: str, description: str = ""
+        self, tenant_id: str, name: str, embedding_model: str, description: str = "", wiki_enabled: bool = False
     ) -> KnowledgeBase:
         if self.knowledge_base_by_name(tenant_id, name) is not None:
             raise DuplicateName(name)
@@ -50,11 +54,12 @@ class SqliteKnowledgeStore:
             description=description,
             embedding_model=embedding_model,
             created_at=utc_now(),
+            wiki_enabled=wiki_enabled,
         )
         self._db.execute(
-            "INSERT INTO knowledge_bases (id, tenant_id, name, description, embedding_model, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (kb.id, kb.tenant_id, kb.name, kb.description, kb.embedding_model, kb.created_at),
+            "INSERT INTO knowledge_bases (id, tenant_id, name, description, embedding_model, created_at, wiki_enabled)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (kb.id, kb.tenant_id, kb.name, kb.description, kb.embedding_model, kb.created_at, int(kb.wiki_enabled)),
         )
         return kb
 
@@ -97,7 +102,7 @@ class SqliteKnowledgeStore:
         with self._db.transaction() as conn:
             conn.execute(
                 "INSERT INTO documents (id, tenant_id, knowledge_base_id, title, filename, file_type, description,"
-                " source, content_hash, chunk_count, enabled, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                " source, content_hash, chunk_count, enabled, created_at, tags) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     document.id,
                     document.tenant_id,
@@ -111,6 +116,7 @@ class SqliteKnowledgeStore:
                     len([c for c in chunks if c.searchable]),
                     int(document.enabled),
                     document.created_at,
+                    json.dumps(document.tags, ensure_ascii=False),
                 ),
             )
             conn.executemany(
@@ -155,6 +161,15 @@ class SqliteKnowledgeStore:
             (tenant_id, kb_id, content_hash),
         )
         return _document(row) if row else None
+
+    def document_ids_with_tags(self, tenant_id: str, kb_id: str, tags: Sequence[str]) -> list[str]:
+        """Documents of a knowledge base carrying any of ``tags``."""
+        wanted = set(tags)
+        rows = self._db.query(
+            "SELECT id, tags FROM documents WHERE tenant_id = ? AND knowledge_base_id = ? AND tags != '[]'",
+            (tenant_id, kb_id),
+        )
+        return [row["id"] for row in rows if wanted & set(json.loads(row["tags"]))]
 
     def chunks_of_document(self, tenant_id: str, document_id: str) -> list[Chunk]:
         rows = self._db.query(

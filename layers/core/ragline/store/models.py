@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ragline.store.ids import utc_now
 
@@ -32,6 +32,8 @@ class KnowledgeBase(BaseModel):
     description: str = ""
     embedding_model: str
     created_at: str
+    # Wiki pages (chunk_type wiki_page) of this knowledge base are boosted in rerank when this is on.
+    wiki_enabled: bool = False
 
 
 class Document(BaseModel):
@@ -47,6 +49,7 @@ class Document(BaseModel):
     chunk_count: int = 0
     enabled: bool = True
     created_at: str = Field(default_factory=utc_now)
+    tags: list[str] = Field(default_factory=list)
 
 
 class Chunk(BaseModel):
@@ -95,3 +98,25 @@ class Message(BaseModel):
     stop_reason: str = ""
     created_at: str
     updated_at: str
+
+
+class FAQEntry(BaseModel):
+    """One FAQ: a standard question, its paraphrases, questions it must NOT answer, and the answer(s)."""
+
+    standard_question: str = Field(min_length=1)
+    similar_questions: list[str] = Field(default_factory=list)
+    negative_questions: list[str] = Field(default_factory=list)
+    answers: list[str] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _answer_alias(cls, data: Any) -> Any:
+        """Accept ``answer`` (one string) and ``question`` as spellings of ``answers`` / ``standard_question``."""
+        if isinstance(data, dict):
+            data = dict(data)
+            if "answers" not in data and "answer" in data:
+                answer = data.pop("answer")
+                data["answers"] = answer if isinstance(answer, list) else [answer]
+            if "standard_question" not in data and "question" in data:
+                data["standard_question"] = data.pop("question")
+        return data
