@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -68,7 +69,9 @@ class StateStore:
         """Save a version once; False when it already exists (a retried step: keep the first)."""
         item: dict[str, Any] = {PARTITION: ref.turn, SORT: version_item(ref.version), "outcome": json.dumps(outcome)}
         if len(state_json.encode("utf-8")) > MAX_INLINE_BYTES:
-            key = f"state/{ref.turn}/{version_item(ref.version)}.json"
+            # One object per attempt: a retry that loses the conditional write must not overwrite the state
+            # the first attempt saved (its own object is left to the bucket's expiry rule).
+            key = f"state/{ref.turn}/{version_item(ref.version)}-{uuid.uuid4().hex}.json"
             self._s3.put_object(Bucket=self._bucket, Key=key, Body=state_json.encode("utf-8"))
             item["s3_key"] = key
         else:

@@ -82,13 +82,24 @@ class DynamoTenantStore:
                         "ConditionExpression": ITEM_IS_NEW,
                     }
                 },
-                {"Put": {"TableName": table, "Item": _attrs({"pk": f"name#{name}", "tenant_id": tenant.id})}},
             ]
         )
+        # Names are not unique: the first tenant of a name keeps it, as in the SQLite store.
+        self._put_if_new({"pk": f"name#{name}", "tenant_id": tenant.id})
         return tenant, key
 
     def add_key(self, tenant_id: str, api_key: str) -> None:
-        self._table.put_item(Item={"pk": f"key#{hash_key(api_key)}", "tenant_id": tenant_id})
+        """A key belongs to the tenant that first registered it; it can never be moved to another tenant."""
+        self._put_if_new({"pk": f"key#{hash_key(api_key)}", "tenant_id": tenant_id})
+
+    def _put_if_new(self, item: dict[str, Any]) -> bool:
+        try:
+            self._table.put_item(Item=item, ConditionExpression=ITEM_IS_NEW)
+        except ClientError as error:
+            if _conditional_failure(error):
+                return False
+            raise
+        return True
 
     def _tenant(self, tenant_id: str) -> Tenant | None:
         item = self._table.get_item(Key={"pk": f"tenant#{tenant_id}"}).get("Item")
@@ -181,11 +192,19 @@ class DynamoKnowledgeStore:
     def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]:
         counts: dict[str, int] = {}
         for kb_id in kb_ids:
-            page = self._table.query(
-                KeyConditionExpression=Key("pk").eq(f"kb#{kb_id}") & Key("sk").begins_with("doc#"), Select="COUNT"
-            )
-            if page.get("Count"):
-                counts[kb_id] = int(page["Count"])
+            kwargs: dict[str, Any] = {
+                "KeyConditionExpression": Key("pk").eq(f"kb#{kb_id}") & Key("sk").begins_with("doc#"),
+                "Select": "COUNT",
+            }
+            total = 0
+            while True:  # a count is paged like any query (1 MB of items read per page)
+                page = self._table.query(**kwargs)
+                total += int(page.get("Count", 0))
+                if not page.get("LastEvaluatedKey"):
+                    break
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            if total:
+                counts[kb_id] = total
         return counts
 
     def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None:
@@ -319,11 +338,17 @@ class DynamoSessionStore:
         return sessions[:limit]
 
     def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
-        self._sessions.update_item(
-            Key={"tenant_id": tenant_id, "id": session_id},
-            UpdateExpression="SET title = :t, updated_at = :u",
-            ExpressionAttributeValues={":t": title, ":u": utc_now()},
-        )
+        try:
+            self._sessions.update_item(
+                Key={"tenant_id": tenant_id, "id": session_id},
+                UpdateExpression="SET title = :t, updated_at = :u",
+                # Only an existing session of this tenant: an update must never create a partial item.
+                ConditionExpression="attribute_exists(id)",
+                ExpressionAttributeValues={":t": title, ":u": utc_now()},
+            )
+        except ClientError as error:
+            if not _conditional_failure(error):
+                raise
 
     def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]:
         now = utc_now()
@@ -421,8 +446,9 @@ class DynamoSessionStore:
         return messages[:limit]
 
     def recent_messages(self, session_id: str, limit: int) -> list[Message]:
-        messages = self._all(session_id)
-        messages.sort(key=lambda m: (m.created_at, m.role == "user"), reverse=True)
+        """Newest first; within one turn the assistant before the user, as the SQLite store orders them."""
+        messages = sorted(self._all(session_id), key=lambda m: m.role)
+        messages.sort(key=lambda m: m.created_at, reverse=True)
         return messages[:limit]
 
     def message_by_request(self, tenant_id: str, session_id: str, request_id: str) -> tuple[Message, Message] | None:

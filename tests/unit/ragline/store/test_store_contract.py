@@ -1,0 +1,518 @@
+"""The store ports' contract, run against every adapter: SQLite (embedded) and DynamoDB (AWS, in moto).
+
+One body of assertions for both proves the adapters behave the same.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ragline.store.models import Chunk, Document, DuplicateName, Session
+from tests.unit.ragline.store.adapters import Stores, dynamo_stores, sqlite_stores
+
+BACKENDS = ["sqlite", "dynamodb"]
+
+
+@pytest.fixture(params=BACKENDS)
+def stores(request, tmp_path, clock):
+    if request.param == "dynamodb":
+        yield dynamo_stores(request.getfixturevalue("aws"))
+        return
+    opened, db = sqlite_stores(tmp_path / "ragline.db")
+    yield opened
+    db.close()
+
+
+@pytest.fixture
+def two_tenants(stores: Stores) -> tuple[str, str]:
+    a, _ = stores.tenants.create("a")
+    b, _ = stores.tenants.create("b")
+    return a.id, b.id
+
+
+def make_document(
+    tenant: str,
+    kb_id: str,
+    title: str = "Doc",
+    n_chunks: int = 2,
+    n_parents: int = 0,
+    created_at: str = "2024-01-01T00:00:00.000+00:00",
+    content_hash: str = "",
+) -> tuple[Document, list[Chunk]]:
+    """A document with ``n_parents`` parent chunks (not searchable) and ``n_chunks`` children under them."""
+    document = Document(
+        id=f"{title}-{tenant}",
+        tenant_id=tenant,
+        knowledge_base_id=kb_id,
+        title=title,
+        filename=f"{title}.md",
+        file_type="markdown",
+        description=f"about {title}",
+        source="upload",
+        content_hash=content_hash or f"hash-{title}-{tenant}",
+        created_at=created_at,
+    )
+    parents = [
+        Chunk(
+            id=f"{document.id}-p{i}",
+            tenant_id=tenant,
+            knowledge_base_id=kb_id,
+            knowledge_id=document.id,
+            chunk_index=i,
+            chunk_type="parent_text",
+            content=f"parent {i} of {title}",
+            header=f"## Part {i}",
+            start_at=i * 100,
+            end_at=i * 100 + 99,
+            searchable=False,
+        )
+        for i in range(n_parents)
+    ]
+    children = [
+        Chunk(
+            id=f"{document.id}-c{i}",
+            tenant_id=tenant,
+            knowledge_base_id=kb_id,
+            knowledge_id=document.id,
+            chunk_index=i,
+            content=f"chunk {i} of {title} — ünïcode 中文",
+            header=f"## Part {i % n_parents}" if n_parents else "",
+            parent_chunk_id=parents[i % n_parents].id if n_parents else "",
+            pre_chunk_id=f"{document.id}-c{i - 1}" if i else "",
+            next_chunk_id=f"{document.id}-c{i + 1}" if i + 1 < n_chunks else "",
+            start_at=i * 10,
+            end_at=i * 10 + 9,
+            metadata={"i": i, "nested": {"tags": ["x", "y"]}, "flag": True},
+        )
+        for i in range(n_chunks)
+    ]
+    return document, [*parents, *children]
+
+
+def add_document(stores: Stores, *args: object, **kwargs: object) -> tuple[Document, list[Chunk]]:
+    document, chunks = make_document(*args, **kwargs)  # type: ignore[arg-type]
+    stores.knowledge.insert_document(document, chunks)
+    return document, chunks
+
+
+# Tenants -----------------------------------------------------------------------------------------------------
+def test_create_returns_a_key_that_resolves_to_the_tenant(stores):
+    tenant, key = stores.tenants.create("acme")
+    assert key.startswith("rl-")
+    assert stores.tenants.for_key(key) == tenant
+    assert tenant.name == "acme"
+
+
+def test_wrong_or_empty_key_resolves_to_none(stores):
+    _, key = stores.tenants.create("acme")
+    assert stores.tenants.for_key(key + "x") is None
+    assert stores.tenants.for_key(key.upper()) is None
+    assert stores.tenants.for_key(key[:-1]) is None
+    assert stores.tenants.for_key("") is None
+    assert stores.tenants.for_key("rl-unknown") is None
+
+
+def test_keys_are_distinct_per_tenant(stores):
+    a, key_a = stores.tenants.create("a")
+    b, key_b = stores.tenants.create("b")
+    assert key_a != key_b
+    assert stores.tenants.for_key(key_a) == a
+    assert stores.tenants.for_key(key_b) == b
+
+
+def test_explicit_key_and_extra_keys(stores):
+    tenant, key = stores.tenants.create("acme", api_key="my-fixed-key")
+    assert key == "my-fixed-key"
+    assert stores.tenants.for_key("my-fixed-key") == tenant
+    stores.tenants.add_key(tenant.id, "second-key")
+    stores.tenants.add_key(tenant.id, "second-key")  # idempotent
+    assert stores.tenants.for_key("second-key") == tenant
+    assert stores.tenants.for_key("my-fixed-key") == tenant
+
+
+def test_by_name(stores):
+    stores.tenants.create("alpha")
+    beta, _ = stores.tenants.create("beta")
+    assert stores.tenants.by_name("beta") == beta
+    assert stores.tenants.by_name("gamma") is None
+    assert stores.tenants.by_name("") is None
+
+
+def test_creating_with_a_key_in_use_fails_and_creates_nothing(stores):
+    owner, _ = stores.tenants.create("owner", api_key="shared-key")
+    with pytest.raises(Exception):  # noqa: B017, PT011 - IntegrityError in SQLite, a cancelled transaction in DynamoDB
+        stores.tenants.create("intruder", api_key="shared-key")
+    assert stores.tenants.by_name("intruder") is None
+    assert stores.tenants.for_key("shared-key") == owner
+
+
+@pytest.mark.parametrize(
+    "stores",
+    BACKENDS,
+    indirect=True,
+)
+def test_add_key_never_moves_another_tenants_key(stores):
+    owner, key = stores.tenants.create("owner")
+    other, _ = stores.tenants.create("other")
+    stores.tenants.add_key(other.id, key)
+    assert stores.tenants.for_key(key) == owner
+
+
+@pytest.mark.parametrize(
+    "stores",
+    BACKENDS,
+    indirect=True,
+)
+def test_by_name_keeps_the_first_tenant_of_a_name(stores):
+    first, _ = stores.tenants.create("default")
+    stores.tenants.create("default")
+    assert stores.tenants.by_name("default") == first
+
+
+# Knowledge bases ---------------------------------------------------------------------------------------------
+def test_create_and_read_knowledge_base(stores, two_tenants):
+    a, _ = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "handbook", "minilm", description="desc")
+    assert (kb.tenant_id, kb.name, kb.embedding_model, kb.description) == (a, "handbook", "minilm", "desc")
+    assert stores.knowledge.knowledge_base(a, kb.id) == kb
+    assert stores.knowledge.knowledge_base_by_name(a, "handbook") == kb
+    assert stores.knowledge.knowledge_bases(a, [kb.id]) == [kb]
+    assert stores.knowledge.list_knowledge_bases(a) == [kb]
+    assert stores.knowledge.knowledge_base(a, "no-such-kb") is None
+    assert stores.knowledge.knowledge_base_by_name(a, "no-such-name") is None
+
+
+def test_duplicate_name_per_tenant(stores, two_tenants):
+    a, b = two_tenants
+    first = stores.knowledge.create_knowledge_base(a, "handbook", "minilm")
+    with pytest.raises(DuplicateName):
+        stores.knowledge.create_knowledge_base(a, "handbook", "other-model")
+    assert stores.knowledge.list_knowledge_bases(a) == [first]
+    assert stores.knowledge.knowledge_base_by_name(a, "handbook") == first
+    theirs = stores.knowledge.create_knowledge_base(b, "handbook", "minilm")  # another tenant may use the name
+    assert theirs.id != first.id
+    assert stores.knowledge.knowledge_base_by_name(b, "handbook") == theirs
+
+
+def test_knowledge_bases_listed_per_tenant_in_creation_order(stores, two_tenants):
+    a, b = two_tenants
+    made = [stores.knowledge.create_knowledge_base(a, name, "m") for name in ("zeta", "alpha", "mid")]
+    theirs = stores.knowledge.create_knowledge_base(b, "theirs", "m")
+    assert stores.knowledge.list_knowledge_bases(a) == made
+    assert stores.knowledge.list_knowledge_bases(b) == [theirs]
+
+
+def test_knowledge_bases_keeps_requested_order_and_dedups(stores, two_tenants):
+    a, _ = two_tenants
+    one = stores.knowledge.create_knowledge_base(a, "one", "m")
+    two = stores.knowledge.create_knowledge_base(a, "two", "m")
+    found = stores.knowledge.knowledge_bases(a, [two.id, one.id, two.id, "nope"])
+    assert [kb.id for kb in found] == [two.id, one.id]
+    assert stores.knowledge.knowledge_bases(a, []) == []
+
+
+def test_another_tenants_ids_read_as_absent(stores, two_tenants):
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "handbook", "minilm")
+    document, chunks = add_document(stores, a, kb.id, n_chunks=3, n_parents=1)
+    knowledge = stores.knowledge
+    assert knowledge.knowledge_base(b, kb.id) is None
+    assert knowledge.knowledge_bases(b, [kb.id]) == []
+    assert knowledge.knowledge_base_by_name(b, "handbook") is None
+    assert knowledge.list_knowledge_bases(b) == []
+    assert knowledge.document(b, document.id) is None
+    assert knowledge.documents(b, kb.id) == []
+    assert knowledge.documents_by_hash(b, kb.id, document.content_hash) is None
+    assert knowledge.chunks_of_document(b, document.id) == []
+    assert knowledge.chunks(b, [c.id for c in chunks]) == []
+    # still there for its owner
+    assert knowledge.document(a, document.id) is not None
+    assert len(knowledge.chunks(a, [c.id for c in chunks])) == len(chunks)
+
+
+# Documents ---------------------------------------------------------------------------------------------------
+def test_document_round_trip_counts_only_searchable_chunks(stores, two_tenants):
+    a, _ = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    document, _ = add_document(stores, a, kb.id, n_chunks=3, n_parents=2)
+    stored = stores.knowledge.document(a, document.id)
+    # chunk_count is what search can match: the children, not the parents that carry their context.
+    assert stored == document.model_copy(update={"chunk_count": 3})
+    assert stores.knowledge.document(a, "no-such-doc") is None
+
+
+def test_chunks_round_trip_with_parents_and_children(stores, two_tenants):
+    a, _ = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    document, chunks = add_document(stores, a, kb.id, n_chunks=4, n_parents=2)
+    found = stores.knowledge.chunks_of_document(a, document.id)
+    assert sorted(found, key=lambda c: c.id) == sorted(chunks, key=lambda c: c.id)
+    for chunk_type in ("text", "parent_text"):
+        # Within a chunk type, a document's chunks come in reading order.
+        of_type = [c for c in found if c.chunk_type == chunk_type]
+        assert [c.chunk_index for c in of_type] == sorted(c.chunk_index for c in of_type)
+    by_id = {c.id: c for c in found}
+    child = by_id[f"{document.id}-c1"]
+    assert child.parent_chunk_id == f"{document.id}-p1"
+    assert by_id[child.parent_chunk_id].searchable is False
+    assert child.metadata == {"i": 1, "nested": {"tags": ["x", "y"]}, "flag": True}
+    assert (child.pre_chunk_id, child.next_chunk_id) == (f"{document.id}-c0", f"{document.id}-c2")
+
+
+def test_chunks_of_document_in_index_order(stores, two_tenants):
+    a, _ = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    document, chunks = make_document(a, kb.id, n_chunks=12)
+    stores.knowledge.insert_document(document, list(reversed(chunks)))  # written in any order
+    assert stores.knowledge.chunks_of_document(a, document.id) == chunks
+    assert stores.knowledge.chunks_of_document(a, "no-such-doc") == []
+
+
+def test_chunks_by_id_keep_the_requested_order(stores, two_tenants):
+    a, _ = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    _, chunks = add_document(stores, a, kb.id, n_chunks=3)
+    wanted = [chunks[2].id, "missing", chunks[0].id]
+    assert [c.id for c in stores.knowledge.chunks(a, wanted)] == [chunks[2].id, chunks[0].id]
+    assert stores.knowledge.chunks(a, [chunks[1].id]) == [chunks[1]]
+    assert stores.knowledge.chunks(a, []) == []
+
+
+def test_chunks_by_id_beyond_one_batch(stores, two_tenants):
+    # DynamoDB's BatchGetItem takes at most 100 keys: 150 ids take two requests.
+    a, _ = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    _, chunks = add_document(stores, a, kb.id, n_chunks=150)
+    wanted = [c.id for c in reversed(chunks)]
+    found = stores.knowledge.chunks(a, wanted)
+    assert [c.id for c in found] == wanted
+    assert found == list(reversed(chunks))
+
+
+def test_document_counts(stores, two_tenants):
+    a, b = two_tenants
+    one = stores.knowledge.create_knowledge_base(a, "one", "m")
+    two = stores.knowledge.create_knowledge_base(a, "two", "m")
+    empty = stores.knowledge.create_knowledge_base(b, "empty", "m")
+    add_document(stores, a, one.id, title="x")
+    add_document(stores, a, one.id, title="y")
+    add_document(stores, a, two.id, title="z")
+    assert stores.knowledge.document_counts([one.id, two.id, empty.id]) == {one.id: 2, two.id: 1}
+    assert stores.knowledge.document_counts([two.id]) == {two.id: 1}
+    assert stores.knowledge.document_counts([]) == {}
+
+
+def test_documents_in_creation_order_with_limit_and_offset(stores, two_tenants):
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "m")
+    other = stores.knowledge.create_knowledge_base(a, "other", "m")
+    # Inserted out of order: listing follows created_at, not insertion.
+    stamps = {"d3": "03", "d1": "01", "d4": "04", "d0": "00", "d2": "02"}
+    for title, second in stamps.items():
+        add_document(stores, a, kb.id, title=title, created_at=f"2024-01-01T00:00:{second}.000+00:00")
+    add_document(stores, a, other.id, title="elsewhere")
+    titles = [d.title for d in stores.knowledge.documents(a, kb.id)]
+    assert titles == ["d0", "d1", "d2", "d3", "d4"]
+    assert [d.title for d in stores.knowledge.documents(a, kb.id, limit=2)] == ["d0", "d1"]
+    assert [d.title for d in stores.knowledge.documents(a, kb.id, limit=2, offset=2)] == ["d2", "d3"]
+    assert [d.title for d in stores.knowledge.documents(a, kb.id, limit=10, offset=4)] == ["d4"]
+    assert stores.knowledge.documents(a, kb.id, offset=5) == []
+    assert stores.knowledge.documents(b, kb.id) == []
+
+
+def test_documents_by_hash(stores, two_tenants):
+    a, _ = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "m")
+    other = stores.knowledge.create_knowledge_base(a, "other", "m")
+    document, _ = add_document(stores, a, kb.id, content_hash="sha-1")
+    assert stores.knowledge.documents_by_hash(a, kb.id, "sha-1") == document.model_copy(update={"chunk_count": 2})
+    assert stores.knowledge.documents_by_hash(a, other.id, "sha-1") is None  # per knowledge base
+    assert stores.knowledge.documents_by_hash(a, kb.id, "sha-2") is None
+
+
+# Sessions ----------------------------------------------------------------------------------------------------
+def test_create_and_read_session(stores):
+    session = stores.sessions.create_session("t1", ["kb1", "kb2"], title="Hello", options={"web": True, "n": 3})
+    assert stores.sessions.session("t1", session.id) == session
+    assert stores.sessions.session("t2", session.id) is None
+    assert stores.sessions.session("t1", "no-such-session") is None
+    assert session.knowledge_base_ids == ["kb1", "kb2"]
+    assert session.options == {"web": True, "n": 3}
+    bare = stores.sessions.create_session("t1", [])
+    assert stores.sessions.session("t1", bare.id) == bare
+    assert (bare.knowledge_base_ids, bare.options, bare.title) == ([], {}, "")
+
+
+def test_sessions_listed_per_tenant_most_recent_first(stores):
+    first = stores.sessions.create_session("t1", [])
+    second = stores.sessions.create_session("t1", [])
+    third = stores.sessions.create_session("t1", [])
+    theirs = stores.sessions.create_session("t2", [])
+    assert [s.id for s in stores.sessions.sessions("t1")] == [third.id, second.id, first.id]
+    assert [s.id for s in stores.sessions.sessions("t1", limit=2)] == [third.id, second.id]
+    assert [s.id for s in stores.sessions.sessions("t2")] == [theirs.id]
+    assert stores.sessions.sessions("t3") == []
+    # A turn is activity: its session moves to the top.
+    stores.sessions.create_turn(first, "req-1", "q")
+    assert [s.id for s in stores.sessions.sessions("t1")] == [first.id, third.id, second.id]
+
+
+def test_set_title(stores):
+    a = stores.sessions.create_session("t1", [])
+    b = stores.sessions.create_session("t1", [])
+    stores.sessions.set_title("t1", a.id, "New title")
+    renamed = stores.sessions.session("t1", a.id)
+    assert renamed.title == "New title"
+    assert renamed.updated_at > a.updated_at
+    assert stores.sessions.session("t1", b.id).title == ""
+    assert [s.id for s in stores.sessions.sessions("t1")] == [a.id, b.id]
+
+
+@pytest.mark.parametrize(
+    "stores",
+    BACKENDS,
+    indirect=True,
+)
+def test_set_title_of_another_tenant_or_unknown_session_changes_nothing(stores):
+    session = stores.sessions.create_session("t1", [], title="mine")
+    stores.sessions.set_title("t2", session.id, "hijacked")
+    stores.sessions.set_title("t1", "no-such-session", "ghost")
+    assert stores.sessions.session("t1", session.id).title == "mine"
+    assert stores.sessions.session("t2", session.id) is None
+    assert stores.sessions.sessions("t2") == []
+    assert [s.id for s in stores.sessions.sessions("t1")] == [session.id]
+
+
+# Messages ----------------------------------------------------------------------------------------------------
+def test_create_turn_makes_user_and_pending_assistant(stores):
+    session = stores.sessions.create_session("t1", [])
+    user, assistant = stores.sessions.create_turn(session, "req-1", "What is it?")
+    assert (user.role, user.is_completed, user.content) == ("user", True, "What is it?")
+    assert (assistant.role, assistant.is_completed, assistant.content) == ("assistant", False, "")
+    assert user.request_id == assistant.request_id == "req-1"
+    assert user.session_id == assistant.session_id == session.id
+    assert user.tenant_id == assistant.tenant_id == "t1"
+    assert user.id != assistant.id
+    assert stores.sessions.message("t1", session.id, user.id) == user
+    assert stores.sessions.message("t1", session.id, assistant.id) == assistant
+    assert stores.sessions.message("t2", session.id, assistant.id) is None
+    assert stores.sessions.message("t1", "other-session", assistant.id) is None
+    assert stores.sessions.message("t1", session.id, "no-such-message") is None
+
+
+def test_create_turn_is_atomic(stores, monkeypatch):
+    session = stores.sessions.create_session("t1", [])
+    user, assistant = stores.sessions.create_turn(session, "req-1", "q1")
+    before = stores.sessions.session("t1", session.id)
+    # The next turn's assistant message collides with an existing id: neither message may be stored.
+    ids = iter(["fresh-user-id", assistant.id])
+    module = "ragline.store.dynamodb" if stores.backend == "dynamodb" else "ragline.store.sessions"
+    monkeypatch.setattr(f"{module}.new_id", lambda: next(ids))
+    with pytest.raises(Exception):  # noqa: B017, PT011 - IntegrityError in SQLite, a cancelled transaction in DynamoDB
+        stores.sessions.create_turn(session, "req-2", "q2")
+    assert stores.sessions.message("t1", session.id, "fresh-user-id") is None
+    assert stores.sessions.messages("t1", session.id) == [user, assistant]
+    assert stores.sessions.message_by_request("t1", session.id, "req-2") is None
+    assert stores.sessions.session("t1", session.id) == before
+
+
+def test_complete_assistant_message_only_once(stores):
+    session = stores.sessions.create_session("t1", [])
+    _user, assistant = stores.sessions.create_turn(session, "req-1", "q")
+    refs = [{"id": "c1", "title": "中文", "score": 0.5}]
+    assert stores.sessions.complete_assistant_message(session.id, assistant.id, "first", refs, "stopped") is True
+    assert stores.sessions.complete_assistant_message(session.id, assistant.id, "second", [], "") is False
+    stored = stores.sessions.message("t1", session.id, assistant.id)
+    assert stored.is_completed is True
+    assert stored.content == "first"
+    assert stored.knowledge_references == refs
+    assert stored.stop_reason == "stopped"
+    assert stored.updated_at > assistant.updated_at
+
+
+def test_complete_does_not_touch_user_messages_or_unknown_ids(stores):
+    session = stores.sessions.create_session("t1", [])
+    other = stores.sessions.create_session("t1", [])
+    user, assistant = stores.sessions.create_turn(session, "req-1", "q")
+    assert stores.sessions.complete_assistant_message(session.id, user.id, "overwrite", []) is False
+    assert stores.sessions.message("t1", session.id, user.id) == user
+    assert stores.sessions.complete_assistant_message(session.id, "no-such-id", "x", []) is False
+    assert stores.sessions.message("t1", session.id, "no-such-id") is None
+    # The message belongs to another session: not completed through this one.
+    assert stores.sessions.complete_assistant_message(other.id, assistant.id, "x", []) is False
+    assert stores.sessions.message("t1", session.id, assistant.id).is_completed is False
+
+
+def _three_turns(stores: Stores) -> Session:
+    session = stores.sessions.create_session("t1", [])
+    other = stores.sessions.create_session("t1", [])
+    for i in range(3):
+        stores.sessions.create_turn(session, f"req-{i}", f"q{i}")
+    stores.sessions.create_turn(other, "other-req", "elsewhere")
+    return session
+
+
+def test_messages_chronological_user_before_assistant(stores):
+    session = _three_turns(stores)
+    assert [(m.request_id, m.role) for m in stores.sessions.messages("t1", session.id)] == [
+        ("req-0", "user"),
+        ("req-0", "assistant"),
+        ("req-1", "user"),
+        ("req-1", "assistant"),
+        ("req-2", "user"),
+        ("req-2", "assistant"),
+    ]
+    assert [(m.request_id, m.role) for m in stores.sessions.messages("t1", session.id, limit=3)] == [
+        ("req-0", "user"),
+        ("req-0", "assistant"),
+        ("req-1", "user"),
+    ]
+    assert stores.sessions.messages("t2", session.id) == []
+    assert stores.sessions.messages("t1", "no-such-session") == []
+
+
+@pytest.mark.parametrize(
+    "stores",
+    BACKENDS,
+    indirect=True,
+)
+def test_recent_messages_newest_first_and_limited(stores):
+    session = _three_turns(stores)
+    recent = stores.sessions.recent_messages(session.id, 10)
+    assert [(m.request_id, m.role) for m in recent] == [
+        ("req-2", "assistant"),
+        ("req-2", "user"),
+        ("req-1", "assistant"),
+        ("req-1", "user"),
+        ("req-0", "assistant"),
+        ("req-0", "user"),
+    ]
+    limited = stores.sessions.recent_messages(session.id, 3)
+    assert [(m.request_id, m.role) for m in limited] == [
+        ("req-2", "assistant"),
+        ("req-2", "user"),
+        ("req-1", "assistant"),
+    ]
+
+
+def test_recent_messages_newest_turns_first(stores):
+    # The part of the ordering both adapters agree on: turns newest first, the limit keeps the newest.
+    session = _three_turns(stores)
+    recent = stores.sessions.recent_messages(session.id, 10)
+    assert [m.request_id for m in recent] == ["req-2", "req-2", "req-1", "req-1", "req-0", "req-0"]
+    assert {m.role for m in recent[:2]} == {"user", "assistant"}
+    assert [m.request_id for m in stores.sessions.recent_messages(session.id, 4)] == ["req-2"] * 2 + ["req-1"] * 2
+    assert stores.sessions.recent_messages("no-such-session", 10) == []
+
+
+def test_message_by_request_finds_the_pair_of_one_tenant(stores):
+    session = stores.sessions.create_session("t1", [])
+    user, assistant = stores.sessions.create_turn(session, "req-1", "q")
+    stores.sessions.create_turn(session, "req-2", "q2")
+    assert stores.sessions.message_by_request("t1", session.id, "req-1") == (user, assistant)
+    assert stores.sessions.message_by_request("t2", session.id, "req-1") is None
+    assert stores.sessions.message_by_request("t1", session.id, "req-3") is None
+    assert stores.sessions.message_by_request("t1", "other-session", "req-1") is None
+    stores.sessions.complete_assistant_message(session.id, assistant.id, "done", [])
+    _, completed = stores.sessions.message_by_request("t1", session.id, "req-1")
+    assert (completed.is_completed, completed.content) == (True, "done")
