@@ -17,6 +17,9 @@ import yaml
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragline.merge.config import MergeConfig
+from ragline.reranking.config import RerankConfig
+
 
 class Settings(BaseSettings):
     """Process settings, read from ``RAGLINE_*`` environment variables."""
@@ -39,6 +42,12 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
     embedding_model: str | None = None
+
+    # A rerank model: a Jina/Cohere-style /rerank endpoint, or a local ONNX cross-encoder directory.
+    rerank_base_url: str | None = None
+    rerank_model: str | None = None
+    rerank_api_key: str | None = None
+    rerank_model_dir: str | None = None
 
     @property
     def db_path(self) -> Path:
@@ -113,6 +122,8 @@ class LimitsConfig(BaseModel):
 class AppConfig(BaseModel):
     conversation: ConversationConfig = Field(default_factory=ConversationConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
+    merge: MergeConfig = Field(default_factory=MergeConfig)
     ingestion: IngestionConfig = Field(default_factory=IngestionConfig)
     stream: StreamConfig = Field(default_factory=StreamConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)

@@ -6,6 +6,7 @@ The only module that names adapters; everything else receives ports.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,15 +14,22 @@ from ragline.config import AppConfig, PromptTemplates, Settings, load_config
 from ragline.ingest.service import IngestService
 from ragline.models.extractive import ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
+from ragline.pipeline.boosts import PluginMemoryAffinity, PluginWikiBoost
 from ragline.pipeline.chat_completion import PluginChatCompletion, PluginChatCompletionStream
 from ragline.pipeline.fallback import FallbackResponder
 from ragline.pipeline.filter_top_k import PluginFilterTopK
 from ragline.pipeline.into_chat_message import PluginIntoChatMessage
 from ragline.pipeline.load_history import PluginLoadHistory
+from ragline.pipeline.merge import PluginMerge
 from ragline.pipeline.orchestrator import Orchestrator
 from ragline.pipeline.plugin import EventManager
+from ragline.pipeline.rerank import PluginRerank
 from ragline.pipeline.search import PluginSearch
 from ragline.pipeline.search_parallel import PluginSearchParallel
+from ragline.reranking.citations import CitationHistory, SqliteCitationHistory
+from ragline.reranking.config import RerankModelSpec
+from ragline.reranking.providers import register_configured_models
+from ragline.reranking.registry import RerankModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.retrieval.embedded import EmbeddedEngine
 from ragline.runtime.search import SearchService
@@ -70,6 +78,33 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
     return models
 
 
+def build_rerank_models(settings: Settings, config: AppConfig) -> RerankModelRegistry:
+    """Rerank models from config.yaml, plus one from the environment (a /rerank endpoint or a local ONNX
+    cross-encoder). None ships offline, so by default the registry is empty and rerank passes on."""
+    rerank = config.rerank
+    specs = list(rerank.models)
+    if settings.rerank_base_url and settings.rerank_model:
+        specs.append(
+            RerankModelSpec(
+                id=f"{settings.rerank_model}@{settings.rerank_base_url}",
+                provider="remote",
+                base_url=settings.rerank_base_url,
+                model=settings.rerank_model,
+                api_key=settings.rerank_api_key,
+            )
+        )
+    elif settings.rerank_model_dir:
+        specs.append(
+            RerankModelSpec(
+                id=f"local:{settings.rerank_model_dir}", provider="local", model_dir=settings.rerank_model_dir
+            )
+        )
+    configured = rerank.model_copy(update={"models": specs, "default_model_id": rerank.default_model_id or ""})
+    if specs and not configured.default_model_id:
+        configured.default_model_id = specs[-1].id
+    return register_configured_models(RerankModelRegistry(), configured)
+
+
 def build_event_manager(
     config: AppConfig,
     templates: PromptTemplates,
@@ -77,8 +112,11 @@ def build_event_manager(
     sessions: SessionStore,
     engine: RetrieveEngine,
     models: ModelRegistry,
+    rerank_models: RerankModelRegistry,
+    citations: CitationHistory,
 ) -> tuple[EventManager, PluginSearchParallel]:
-    """Plugins register in the reference's container order: for one event, that order is the chain order.
+    """Plugins register in the reference's container order: for one event, that order is the chain order
+    (chunk_rerank: Rerank → WikiBoost → MemoryAffinity).
 
     Returns the parallel-search plugin too: the serverless runtime drives its plan/branch/reduce steps.
     """
@@ -87,13 +125,28 @@ def build_event_manager(
     search = PluginSearch(knowledge, engine, models, config.retrieval)
     search_parallel = PluginSearchParallel(search)
     events.register(search)
+    events.register(PluginRerank(rerank_models, config.rerank))
+    events.register(PluginMerge(knowledge, config.merge))
     events.register(PluginIntoChatMessage(templates, summary.context_template_id))
     events.register(PluginChatCompletion(models, templates, summary.prompt_id))
     events.register(PluginChatCompletionStream(models, templates, summary.prompt_id))
     events.register(PluginFilterTopK())
     events.register(PluginLoadHistory(sessions))
     events.register(search_parallel)
+    events.register(PluginWikiBoost(wiki_lookup(knowledge), config.rerank))
+    events.register(PluginMemoryAffinity(citations, config.rerank.memory_affinity))
     return events, search_parallel
+
+
+def wiki_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
+    """kb_id → wiki enabled. The knowledge store checks the tenant; wiki flags are not secret, so the
+    lookup is by id alone through the first tenant that owns it (ids are globally unique)."""
+
+    def enabled(kb_id: str) -> bool:
+        kb = knowledge.knowledge_base_any_tenant(kb_id)
+        return bool(kb is not None and kb.wiki_enabled)
+
+    return enabled
 
 
 @dataclass
@@ -130,10 +183,15 @@ class Container:
         stream: StreamManager,
         engine: RetrieveEngine,
         models: ModelRegistry,
+        citations: CitationHistory,
+        rerank_models: RerankModelRegistry | None = None,
         db: Database | None = None,
     ) -> Container:
         """The same pipeline over whichever adapters a runtime provides."""
-        events, search_parallel = build_event_manager(config, templates, knowledge, sessions, engine, models)
+        rerank_models = rerank_models if rerank_models is not None else build_rerank_models(settings, config)
+        events, search_parallel = build_event_manager(
+            config, templates, knowledge, sessions, engine, models, rerank_models, citations
+        )
         fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
         return cls(
             settings=settings,
@@ -176,6 +234,7 @@ class Container:
             stream=SqliteStreamManager(db),
             engine=EmbeddedEngine(db),
             models=models or build_models(settings, config),
+            citations=SqliteCitationHistory(db),
             db=db,
         )
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from ragline.pipeline.plugin import NextFn, PluginError
 from ragline.store.base import SessionStore
 from ragline.store.models import Message
-from ragline.types import ChatManage, EventType, History
+from ragline.types import ChatManage, EventType, History, SearchResult
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +43,28 @@ def pair_rounds(messages: Iterable[Message], max_rounds: int, exclude_request_id
         rounds.append(
             (
                 user.created_at,
-                History(query=user.content, answer=answer, request_id=request_id, created_at=user.created_at),
+                History(
+                    query=user.content,
+                    answer=answer,
+                    request_id=request_id,
+                    created_at=user.created_at,
+                    knowledge_references=_references(assistant),
+                ),
             )
         )
     rounds.sort(key=lambda item: item[0], reverse=True)
     return [history for _, history in reversed(rounds[:max_rounds])]
+
+
+def _references(message: Message) -> list[SearchResult]:
+    """The answer's references, for the merge stage's history step; unreadable ones are skipped."""
+    references: list[SearchResult] = []
+    for item in message.knowledge_references:
+        try:
+            references.append(SearchResult.model_validate(item))
+        except ValueError:
+            continue
+    return references
 
 
 class PluginLoadHistory:

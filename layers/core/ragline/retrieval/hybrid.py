@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from ragline.config import RetrievalConfig
+from typing import TYPE_CHECKING
+
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
 from ragline.types import MatchType, SearchResult
+
+if TYPE_CHECKING:  # config imports the stages' settings, which import retrieval helpers
+    from ragline.config import RetrievalConfig
 
 
 def pool_size(match_count: int, knowledge_base_count: int, config: RetrievalConfig) -> int:

@@ -13,6 +13,8 @@ def build_plan(request: PipelineRequest) -> list[EventType]:
             PipelineBuilder()
             .add_if(has_history, EventType.LOAD_HISTORY)
             .add(EventType.CHUNK_SEARCH_PARALLEL)
+            .add(EventType.CHUNK_RERANK)
+            .add(EventType.CHUNK_MERGE)
             .add(EventType.FILTER_TOP_K)
             .add(EventType.INTO_CHAT_MESSAGE)
             .add(EventType.CHAT_COMPLETION_STREAM)
@@ -31,6 +33,8 @@ def build_plan(request: PipelineRequest) -> list[EventType]:
 FULL_STAGE_ORDER: tuple[EventType, ...] = (
     EventType.LOAD_HISTORY,
     EventType.CHUNK_SEARCH_PARALLEL,
+    EventType.CHUNK_RERANK,
+    EventType.CHUNK_MERGE,
     EventType.FILTER_TOP_K,
     EventType.INTO_CHAT_MESSAGE,
     EventType.CHAT_COMPLETION_STREAM,

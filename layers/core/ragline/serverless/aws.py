@@ -22,7 +22,7 @@ from ragline.serverless.settings import AwsSettings
 from ragline.serverless.state_store import StateStore
 from ragline.serverless.step import StepDeps
 from ragline.store.base import KnowledgeStore
-from ragline.store.dynamodb import DynamoKnowledgeStore, DynamoSessionStore, DynamoTenantStore
+from ragline.store.dynamodb import DynamoCitationHistory, DynamoKnowledgeStore, DynamoSessionStore, DynamoTenantStore
 from ragline.stream.dynamodb import DynamoDBStreamManager
 
 
@@ -98,16 +98,18 @@ def build_aws_runtime(
             raise RuntimeError("RAGLINE_OPENSEARCH_URL is not set: the AWS runtime searches OpenSearch")
         engine = _opensearch_engine(aws, session)
     log = DynamoDBStreamManager(dynamodb.Table(aws.events_table), aws.event_ttl_seconds)
+    sessions = DynamoSessionStore(dynamodb.Table(aws.sessions_table), dynamodb.Table(aws.messages_table))
     container = Container.assemble(
         settings,
         config,
         templates,
         tenants=DynamoTenantStore(dynamodb.Table(aws.tenants_table)),
         knowledge=knowledge or DynamoKnowledgeStore(dynamodb.Table(aws.knowledge_table)),
-        sessions=DynamoSessionStore(dynamodb.Table(aws.sessions_table), dynamodb.Table(aws.messages_table)),
+        sessions=sessions,
         stream=log,
         engine=engine,
         models=models,
+        citations=DynamoCitationHistory(sessions),
     )
     state = StateStore(dynamodb.Table(aws.state_table), s3, aws.state_bucket, aws.event_ttl_seconds)
     launcher = StepFunctionsLauncher(sfn, aws.state_machine_arn, state, aws.workflow_type, start_guard=start_guard)

@@ -163,6 +163,12 @@ class DynamoKnowledgeStore:
                             "Item": _attrs({"pk": f"tenant#{tenant_id}", "sk": f"kb#{kb.id}", **kb.model_dump()}),
                         }
                     },
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": _attrs({"pk": f"kbid#{kb.id}", "sk": "meta", "tenant_id": tenant_id}),
+                        }
+                    },
                 ]
             )
         except ClientError as error:
@@ -178,6 +184,10 @@ class DynamoKnowledgeStore:
     def knowledge_bases(self, tenant_id: str, kb_ids: Iterable[str]) -> list[KnowledgeBase]:
         found = [self.knowledge_base(tenant_id, kb_id) for kb_id in dict.fromkeys(kb_ids)]
         return [kb for kb in found if kb is not None]
+
+    def knowledge_base_any_tenant(self, kb_id: str) -> KnowledgeBase | None:
+        item = self._table.get_item(Key={"pk": f"kbid#{kb_id}", "sk": "meta"}).get("Item")
+        return self.knowledge_base(str(item["tenant_id"]), kb_id) if item else None
 
     def knowledge_base_by_name(self, tenant_id: str, name: str) -> KnowledgeBase | None:
         item = self._table.get_item(Key={"pk": f"tenant#{tenant_id}", "sk": f"kbname#{name}"}).get("Item")
@@ -456,3 +466,28 @@ class DynamoSessionStore:
         if "user" in pair and "assistant" in pair:
             return pair["user"], pair["assistant"]
         return None
+
+
+class DynamoCitationHistory:
+    """Documents cited by a tenant's past answers (memory affinity), from its most recent sessions.
+
+    Messages are keyed by session, so the scan is bounded by sessions rather than messages: the newest
+    ``max_sessions`` sessions of the tenant. As in the SQLite version, an answer counts once per document.
+    """
+
+    def __init__(self, sessions: DynamoSessionStore, max_sessions: int = 20) -> None:
+        self._sessions = sessions
+        self._max_sessions = max_sessions
+
+    def cited_documents(self, tenant_id: str, user_id: str, limit: int = 200) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for session in self._sessions.sessions(tenant_id, limit=self._max_sessions):
+            for message in self._sessions.messages(tenant_id, session.id):
+                if message.role != "assistant":
+                    continue
+                for knowledge_id in {
+                    r.get("knowledge_id") for r in message.knowledge_references if isinstance(r, dict)
+                }:
+                    if isinstance(knowledge_id, str) and knowledge_id:
+                        counts[knowledge_id] = counts.get(knowledge_id, 0) + 1
+        return dict(sorted(counts.items(), key=lambda item: -item[1])[:limit])

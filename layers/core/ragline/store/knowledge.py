@@ -78,6 +78,10 @@ class SqliteKnowledgeStore:
         by_id = {row["id"]: _kb(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    def knowledge_base_any_tenant(self, kb_id: str) -> KnowledgeBase | None:
+        row = self._db.query_one("SELECT * FROM knowledge_bases WHERE id = ?", (kb_id,))
+        return _kb(row) if row else None
+
     def knowledge_base_by_name(self, tenant_id: str, name: str) -> KnowledgeBase | None:
         row = self._db.query_one("SELECT * FROM knowledge_bases WHERE tenant_id = ? AND name = ?", (tenant_id, name))
         return _kb(row) if row else None

@@ -28,7 +28,7 @@ class PipelineBuilder:
 
 
 # Static presets for callers that need no dynamic assembly. Stages a later step delivers are absent here
-# until they exist (query understanding, rerank, merge, memory): a preset never names a stage that would
+# until they exist (query understanding, memory): a preset never names a stage that would
 # silently do nothing.
 PRESETS: dict[str, tuple[EventType, ...]] = {
     "chat": (EventType.CHAT_COMPLETION,),
@@ -36,12 +36,16 @@ PRESETS: dict[str, tuple[EventType, ...]] = {
     "chat_history_stream": (EventType.LOAD_HISTORY, EventType.CHAT_COMPLETION_STREAM),
     "rag": (
         EventType.CHUNK_SEARCH,
+        EventType.CHUNK_RERANK,
+        EventType.CHUNK_MERGE,
         EventType.FILTER_TOP_K,
         EventType.INTO_CHAT_MESSAGE,
         EventType.CHAT_COMPLETION,
     ),
     "rag_stream": (
         EventType.CHUNK_SEARCH,
+        EventType.CHUNK_RERANK,
+        EventType.CHUNK_MERGE,
         EventType.FILTER_TOP_K,
         EventType.INTO_CHAT_MESSAGE,
         EventType.CHAT_COMPLETION_STREAM,

@@ -140,6 +140,8 @@ def test_plan_flags_follow_the_turns_plan():
     assert plan == {
         "load_history": False,
         "chunk_search_parallel": False,
+        "chunk_rerank": False,
+        "chunk_merge": False,
         "filter_top_k": False,
         "into_chat_message": True,
         "chat_completion_stream": True,

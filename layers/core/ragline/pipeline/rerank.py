@@ -1,0 +1,139 @@
+"""CHUNK_RERANK (outermost link): rerank the search results, then let the boosts post-process.
+
+Outcomes (the diagnostics' ``outcome``, logged once per turn and left in ``cm.context.extras``):
+
+- ``no_candidates``: no search result, or none with text to score → search results kept, ``next()``;
+- ``no_model``: the request names no rerank model and the registry has no default → search results kept,
+  ``next()`` (see below for MMR);
+- ``model_unavailable``: the named model cannot be built (unknown id, missing model directory) → search
+  results kept as they were, ``next()``;
+- ``model_error``: the call failed or timed out → search results kept as they were, ``next()``;
+- ``ok`` / ``threshold_degraded`` / ``fallback_top1``: ``rerank_result`` holds the MMR-selected top-k
+  copies with composite scores, ``next()``;
+- ``all_below_threshold``: nothing relevant → ``search_nothing`` (the fallback answer), the boosts never run.
+
+Decision on ``no_model``. The seed skips the stage, so ``rerank_result`` stays empty and the merge stage falls
+back to ``search_result``; we keep that. But the embedded default ships no cross-encoder (MODELS.md), so that
+path is the common one, and without MMR its context would be the top-k by retrieval score — often the same
+paragraph from near-identical chunks. So ``search_result`` is replaced by its MMR selection over retrieval
+scores (top-k, graph hits appended; no composite: there is no model score to blend), unless
+``RerankConfig.diversify_without_model`` is off. Merge sorts by score and cuts to top-k anyway, so this only
+changes which k survive. ``model_unavailable`` and ``model_error`` are failures of a configured model: the
+seed's rule there is "fall back to the raw search results", and they stay raw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ragline.models.registry import UnknownModel
+from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, NextFn, PluginError
+from ragline.reranking.base import RerankModel
+from ragline.reranking.config import RerankConfig
+from ragline.reranking.registry import RerankModelRegistry
+from ragline.reranking.rerank import RerankDiagnostics, RerankOptions, diversify, rerank_results
+from ragline.reranking.scoring import RerankOutcome
+from ragline.types import ChatManage, EventType, PipelineRequest
+
+logger = logging.getLogger(__name__)
+
+STAGE = EventType.CHUNK_RERANK.value
+DIAGNOSTICS_KEY = "rerank_diagnostics"
+
+
+def has_explicit_scope(request: PipelineRequest) -> bool:
+    """The user narrowed the turn to documents or tags."""
+    return bool(request.knowledge_ids) or any(target.is_constrained for target in request.search_targets)
+
+
+def rerank_options(request: PipelineRequest) -> RerankOptions:
+    return RerankOptions(
+        threshold=request.rerank_threshold,
+        top_k=max(1, request.rerank_top_k),
+        explicit_scope=has_explicit_scope(request),
+        faq_boost=request.faq_score_boost if request.faq_priority_enabled else None,
+    )
+
+
+class PluginRerank:
+    """Scores search results with the request's rerank model (``rerank_model_id``, else the registry's
+    default) and selects the top-k with MMR. Does its work before ``next()``, so the boosts registered
+    after it (WikiBoost, MemoryAffinity) post-process its result."""
+
+    def __init__(self, models: RerankModelRegistry, config: RerankConfig | None = None) -> None:
+        self._models = models
+        self._config = config if config is not None else RerankConfig()
+
+    def activation_events(self) -> list[EventType]:
+        return [EventType.CHUNK_RERANK]
+
+    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        if not cm.needs_retrieval():
+            return await next()
+        diagnostics = await self.rerank(cm)
+        self._record(cm, diagnostics)
+        if not diagnostics.outcome.keeps_retrieval_results and not cm.state.rerank_result:
+            return ERR_SEARCH_NOTHING
+        return await next()
+
+    async def rerank(self, cm: ChatManage) -> RerankDiagnostics:
+        """Write ``rerank_result`` (or, without a model, the diversified ``search_result``); return what
+        happened."""
+        state = cm.state
+        options = rerank_options(cm.request)
+        state.rerank_result = []
+        base = RerankDiagnostics(
+            outcome=RerankOutcome.NO_CANDIDATES,
+            threshold=options.threshold,
+            effective_threshold=options.threshold,
+            input_count=len(state.search_result),
+        )
+        if not state.search_result:
+            return base
+        model_id = self._models.resolve_id(cm.request.rerank_model_id)
+        if not model_id:
+            if self._config.diversify_without_model:
+                state.search_result = diversify(state.search_result, options.top_k, self._config)
+            base.outcome = RerankOutcome.NO_MODEL
+            base.result_count = len(state.search_result)
+            return base
+        base.model_id = model_id
+        model = await self._model(model_id, base)
+        if model is None:
+            return base
+        run = await rerank_results(model, cm.search_query, state.search_result, options, self._config)
+        # Name the model as configuration does, not by the adapter's endpoint.
+        run.diagnostics.model_id = model_id
+        if not run.diagnostics.outcome.keeps_retrieval_results:
+            state.rerank_result = run.results
+        return run.diagnostics
+
+    async def _model(self, model_id: str, diagnostics: RerankDiagnostics) -> RerankModel | None:
+        try:
+            # The first use builds the adapter (a local model loads its weights): off the event loop.
+            return await asyncio.to_thread(self._models.get, model_id)
+        except UnknownModel:
+            diagnostics.error = f"unknown rerank model {model_id!r}"
+        except Exception as exc:  # a factory that cannot build its model (missing files, bad config)
+            diagnostics.error = f"{type(exc).__name__}: {exc}"
+        diagnostics.outcome = RerankOutcome.MODEL_UNAVAILABLE
+        return None
+
+    @staticmethod
+    def _record(cm: ChatManage, diagnostics: RerankDiagnostics) -> None:
+        cm.context.extras[DIAGNOSTICS_KEY] = diagnostics
+        level = logging.WARNING if diagnostics.error else logging.INFO
+        logger.log(
+            level,
+            "rerank outcome=%s model=%s candidates=%d results=%d threshold=%.3f effective=%.3f top=%s%s",
+            diagnostics.outcome.value,
+            diagnostics.model_id or "-",
+            diagnostics.candidate_count,
+            diagnostics.result_count,
+            diagnostics.threshold,
+            diagnostics.effective_threshold,
+            "-" if diagnostics.top_score is None else f"{diagnostics.top_score:.4f}",
+            f" error={diagnostics.error}" if diagnostics.error else "",
+            extra={"stage": STAGE, "outcome": diagnostics.outcome.value},
+        )

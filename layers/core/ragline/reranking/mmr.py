@@ -1,0 +1,92 @@
+"""Maximal Marginal Relevance: the top-k that are relevant and not copies of one another.
+
+``mmr = λ·relevance − (1 − λ)·max Jaccard(candidate, already selected)``. Relevance is the candidate's
+score; redundancy is the Jaccard overlap of TokenizeSimple token sets of the enriched passages. Shared by
+the chat pipeline, the agent's search tool and the search API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ragline.reranking.passages import enriched_passage
+from ragline.retrieval.text import tokenize_simple
+from ragline.types import SearchResult
+
+DEFAULT_MMR_LAMBDA = 0.7
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """|A ∩ B| / |A ∪ B|; two empty sets share nothing."""
+    intersection = len(a & b)
+    union = len(a) + len(b) - intersection
+    return intersection / union if union else 0.0
+
+
+def _argmax(values: Sequence[float], indices: Sequence[int]) -> int:
+    """The index of the largest value; ties go to the earliest (strict >)."""
+    best = indices[0]
+    best_value = values[best]
+    for i in indices[1:]:
+        if values[i] > best_value:
+            best, best_value = i, values[i]
+    return best
+
+
+def select_mmr_tokens(scores: Sequence[float], token_sets: Sequence[set[str]], k: int, lambda_: float) -> list[int]:
+    """MMR over precomputed token sets; indices in selection order.
+
+    An inverted index token → candidates means a pick only updates the candidates that share a token with
+    it: a disjoint passage's redundancy stays 0 and is never recomputed. Each candidate caches its maximum
+    Jaccard against the selection, so one round costs the pick's postings, not n × |selected| set
+    intersections.
+    """
+    count = len(scores)
+    if k <= 0 or count == 0:
+        return []
+    postings: dict[str, list[int]] = {}
+    for index, tokens in enumerate(token_sets):
+        for token in tokens:
+            postings.setdefault(token, []).append(index)
+    redundancy = [0.0] * count
+    remaining = list(range(count))
+    selected: list[int] = []
+    while remaining and len(selected) < k:
+        marginal = [lambda_ * scores[i] - (1.0 - lambda_) * redundancy[i] for i in range(count)]
+        chosen = _argmax(marginal, remaining)
+        selected.append(chosen)
+        remaining.remove(chosen)
+        if len(selected) == k or not remaining:
+            break
+        intersections: dict[int, int] = {}
+        for token in token_sets[chosen]:
+            for other in postings[token]:
+                if other != chosen:
+                    intersections[other] = intersections.get(other, 0) + 1
+        chosen_size = len(token_sets[chosen])
+        for other, shared in intersections.items():
+            similarity = shared / (len(token_sets[other]) + chosen_size - shared)
+            if similarity > redundancy[other]:
+                redundancy[other] = similarity
+    return selected
+
+
+def select_mmr(
+    candidates: Sequence[SearchResult],
+    k: int,
+    lambda_: float = DEFAULT_MMR_LAMBDA,
+    passage: Callable[[SearchResult], str] = enriched_passage,
+) -> list[int]:
+    """Up to ``k`` candidate indices in selection order.
+
+    Candidates should be sorted by score (the composite, after any boost) so that ties go to the better
+    ranked one. With ``k == 1`` only relevance counts, so no passage is cleaned or tokenised.
+    """
+    if k <= 0 or not candidates:
+        return []
+    scores = [c.score for c in candidates]
+    if k == 1:
+        # The first pick has no redundancy term.
+        return [_argmax([lambda_ * s for s in scores], range(len(scores)))]
+    token_sets = [tokenize_simple(passage(c)) for c in candidates]
+    return select_mmr_tokens(scores, token_sets, k, lambda_)
