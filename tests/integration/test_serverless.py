@@ -106,7 +106,6 @@ def test_rag_turn_runs_one_task_per_stage(stack, scripted):
         "filter_top_k",
         "into_chat_message",
         "chat_completion_stream",
-        "done",
     ):
         assert stage in entered
     assert [(i.stage, i.phase) for i in stack.invocations if i.phase != "branch"] == [

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+import zlib
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -25,6 +26,13 @@ TTL_ATTRIBUTE = "expires_at"
 MAX_INLINE_BYTES = 350_000
 # First write of this item: versions and claims are written once and never overwritten.
 ITEM_IS_NEW = "attribute_not_exists(#item)"
+
+
+COMPRESSION_LEVEL = 6
+
+
+def _unpack(data: bytes, compressed: bool) -> str:
+    return (zlib.decompress(data) if compressed else data).decode("utf-8")
 
 
 class StateRef(BaseModel):
@@ -66,16 +74,21 @@ class StateStore:
 
     # State versions -------------------------------------------------------------------------------------
     def save(self, ref: StateRef, state_json: str, outcome: dict[str, Any]) -> bool:
-        """Save a version once; False when it already exists (a retried step: keep the first)."""
+        """Save a version once; False when it already exists (a retried step: keep the first).
+
+        The JSON is stored zlib-compressed: every stage writes a version, and DynamoDB bills writes per KB
+        (search results and history compress several times over).
+        """
         item: dict[str, Any] = {PARTITION: ref.turn, SORT: version_item(ref.version), "outcome": json.dumps(outcome)}
-        if len(state_json.encode("utf-8")) > MAX_INLINE_BYTES:
+        packed = zlib.compress(state_json.encode("utf-8"), COMPRESSION_LEVEL)
+        if len(packed) > MAX_INLINE_BYTES:
             # One object per attempt: a retry that loses the conditional write must not overwrite the state
             # the first attempt saved (its own object is left to the bucket's expiry rule).
-            key = f"state/{ref.turn}/{version_item(ref.version)}-{uuid.uuid4().hex}.json"
-            self._s3.put_object(Bucket=self._bucket, Key=key, Body=state_json.encode("utf-8"))
+            key = f"state/{ref.turn}/{version_item(ref.version)}-{uuid.uuid4().hex}.json.z"
+            self._s3.put_object(Bucket=self._bucket, Key=key, Body=packed)
             item["s3_key"] = key
         else:
-            item["state"] = state_json
+            item["state_z"] = packed
         return self._put_new(item)
 
     def load(self, ref: StateRef) -> tuple[str, dict[str, Any]] | None:
@@ -86,8 +99,10 @@ class StateStore:
 
     def _state_of(self, item: dict[str, Any]) -> str:
         if "s3_key" in item:
-            body = self._s3.get_object(Bucket=self._bucket, Key=item["s3_key"])["Body"].read()
-            return str(body.decode("utf-8"))
+            body: bytes = self._s3.get_object(Bucket=self._bucket, Key=item["s3_key"])["Body"].read()
+            return _unpack(body, compressed=str(item["s3_key"]).endswith(".z"))
+        if "state_z" in item:
+            return _unpack(bytes(item["state_z"].value if hasattr(item["state_z"], "value") else item["state_z"]), True)
         return str(item["state"])
 
     def latest(self, turn: str) -> tuple[StateRef, str] | None:

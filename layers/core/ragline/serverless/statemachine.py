@@ -36,7 +36,6 @@ NO_TIMEOUT_RETRY = frozenset({EventType.CHAT_COMPLETION_STREAM})
 FALLBACK = "fallback"
 STOPPED = "stopped"
 FAIL_TURN = "fail_turn"
-DONE = "done"
 FAILED = "failed"
 
 
@@ -63,6 +62,30 @@ def guarded_stages() -> list[EventType]:
     """Stages absent from at least one plan: these need a Choice; the others always run."""
     plans = possible_plans()
     return [stage for stage in FULL_STAGE_ORDER if not all(stage in plan for plan in plans)]
+
+
+def guard_groups() -> list[list[EventType]]:
+    """Consecutive guarded stages that every plan keeps or drops together share one Choice.
+
+    A Standard workflow bills every state entered; the RAG stages (search, rerank, merge, top-k) are
+    present or absent as one block, so one Choice guards them all.
+    """
+    plans = possible_plans()
+    guarded = set(guarded_stages())
+
+    def presence(stage: EventType) -> tuple[bool, ...]:
+        return tuple(stage in plan for plan in plans)
+
+    groups: list[list[EventType]] = []
+    for index, stage in enumerate(FULL_STAGE_ORDER):
+        if stage not in guarded:
+            continue
+        previous = FULL_STAGE_ORDER[index - 1] if index else None
+        if groups and previous == groups[-1][-1] and presence(previous) == presence(stage):
+            groups[-1].append(stage)
+        else:
+            groups.append([stage])
+    return groups
 
 
 def _payload(stage: EventType, phase: str, **extra: str) -> dict[str, Any]:
@@ -113,11 +136,11 @@ def _task(
     return state
 
 
-def _stage_states(stage: EventType, next_state: str, is_last: bool) -> tuple[str, dict[str, dict[str, Any]]]:
+def _stage_states(stage: EventType, next_state: str | None, is_last: bool) -> tuple[str, dict[str, dict[str, Any]]]:
     """The states of one stage and the name of its entry state."""
     state_ref = {"state_ref.$": "$.Payload.state_ref"}
-    # After the last stage the step itself writes ``complete``, so the turn ends without another state.
-    after = DONE if is_last else next_state
+    # After the last stage the step itself writes ``complete``: the workflow ends there, with no state more.
+    after = None if is_last else next_state
     if stage != EventType.CHUNK_SEARCH_PARALLEL:
         return stage.value, {stage.value: _task(stage, "run", after, _payload(stage, "run"), state_ref)}
     name = stage.value
@@ -178,7 +201,7 @@ def _stage_states(stage: EventType, next_state: str, is_last: bool) -> tuple[str
     return name, states
 
 
-def _terminal_task(phase: str, next_state: str, catch_to: str | None) -> dict[str, Any]:
+def _terminal_task(phase: str, next_state: str | None, catch_to: str | None) -> dict[str, Any]:
     state: dict[str, Any] = {
         "Type": "Task",
         "Resource": "arn:aws:states:::lambda:invoke",
@@ -189,37 +212,54 @@ def _terminal_task(phase: str, next_state: str, catch_to: str | None) -> dict[st
         "ResultPath": None,
         "TimeoutSeconds": STEP_TIMEOUT_S,
         "Retry": [{"ErrorEquals": LAMBDA_TRANSIENT, "IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2.0}],
-        "Next": next_state,
     }
+    if next_state is None:
+        state["End"] = True
+    else:
+        state["Next"] = next_state
     if catch_to is not None:
         state["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": catch_to}]
     return state
 
 
 def build_definition(stages: tuple[EventType, ...] = FULL_STAGE_ORDER) -> dict[str, Any]:
-    guarded = set(guarded_stages())
+    groups = {group[0]: group for group in guard_groups()}
+    grouped = {stage for group in groups.values() for stage in group}
+
+    def entry(index: int) -> str | None:
+        """The state a stage is reached through: its group's Choice when it opens a group."""
+        if index >= len(stages):
+            return None
+        stage = stages[index]
+        return f"{stage.value}?" if stage in groups else stage.value
+
     states: dict[str, dict[str, Any]] = {}
-    entry: list[str] = []  # entry state of each stage, guard included
-    for stage in stages:
-        entry.append(f"{stage.value}?" if stage in guarded else stage.value)
     for index, stage in enumerate(stages):
-        next_entry = entry[index + 1] if index + 1 < len(stages) else DONE
+        next_entry = entry(index + 1)
         name, stage_states = _stage_states(stage, next_entry, is_last=index + 1 == len(stages))
-        if stage in guarded:
+        if stage in groups:
+            group = groups[stage]
+            after_group = entry(stages.index(group[-1]) + 1)
+            if after_group is None:
+                raise ValueError("a plan cannot end with an optional stage: the workflow would end in a Choice")
             states[f"{stage.value}?"] = {
                 "Type": "Choice",
+                "Comment": f"Runs {', '.join(s.value for s in group)} when the plan has them.",
                 "Choices": [{"Variable": f"$.plan.{stage.value}", "BooleanEquals": True, "Next": name}],
-                "Default": next_entry,
+                "Default": after_group,
             }
+        elif stage in grouped:
+            pass  # reached from the previous stage of its group
         states.update(stage_states)
-    states[FALLBACK] = _terminal_task("fallback", DONE, FAIL_TURN)
+    first = entry(0)
+    assert first is not None
+    states[FALLBACK] = _terminal_task("fallback", None, FAIL_TURN)
     states[FAIL_TURN] = _terminal_task("fail", FAILED, None)
     states[STOPPED] = {"Type": "Succeed", "Comment": "Stopped by the user; the stop route saved the answer."}
-    states[DONE] = {"Type": "Succeed"}
     states[FAILED] = {"Type": "Fail", "Error": "TurnFailed", "Cause": "A stage failed; the error event is in the log."}
     return {
         "Comment": "ragline: one turn of the RAG pipeline, one Task per stage (generated; do not edit).",
-        "StartAt": entry[0],
+        "StartAt": first,
         "States": states,
     }
 

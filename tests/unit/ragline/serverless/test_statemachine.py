@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ragline.runtime.plan import FULL_STAGE_ORDER
-from ragline.serverless.statemachine import build_definition, guarded_stages, possible_plans, render
+from ragline.serverless.statemachine import build_definition, guard_groups, guarded_stages, possible_plans, render
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -29,14 +29,38 @@ def test_one_task_per_stage_named_after_it():
         assert states[stage.value]["Parameters"]["Payload"]["stage"] == stage.value
 
 
-def test_only_droppable_stages_are_guarded():
+def test_only_droppable_stages_are_guarded_one_choice_per_block():
     states = build_definition()["States"]
-    guarded = {name[:-1] for name, state in states.items() if state["Type"] == "Choice"}
-    assert guarded == {stage.value for stage in guarded_stages()}
+    heads = {name[:-1] for name, state in states.items() if state["Type"] == "Choice"}
+    groups = guard_groups()
+    assert heads == {group[0].value for group in groups}
+    assert sorted(s for group in groups for s in group) == sorted(guarded_stages())
+    for group in groups:
+        choice = states[f"{group[0].value}?"]
+        # The Choice skips the whole block: to the first stage after its last one.
+        after = FULL_STAGE_ORDER[FULL_STAGE_ORDER.index(group[-1]) + 1]
+        assert choice["Default"] in (after.value, f"{after.value}?")
+        for plan in possible_plans():
+            assert len({stage in plan for stage in group}) == 1  # a block is kept or dropped as one
     always = [s for s in FULL_STAGE_ORDER if s not in guarded_stages()]
     assert always  # some stages run in every plan and carry no guard
     for stage in always:
         assert f"{stage.value}?" not in states
+
+
+def test_the_rag_stages_share_one_guard():
+    assert [s.value for s in guard_groups()[1]] == [
+        "chunk_search_parallel",
+        "chunk_rerank",
+        "chunk_merge",
+        "filter_top_k",
+    ]
+
+
+def test_the_last_stage_ends_the_workflow():
+    states = build_definition()["States"]
+    assert states[FULL_STAGE_ORDER[-1].value].get("End") is True
+    assert states["fallback"].get("End") is True
 
 
 def test_parallel_search_is_plan_map_reduce():
@@ -51,7 +75,7 @@ def test_parallel_search_is_plan_map_reduce():
 def test_outcomes_route_by_catch_not_by_choice():
     states = build_definition()["States"]
     choices = [s for s in states.values() if s["Type"] == "Choice"]
-    assert len(choices) == len(guarded_stages())
+    assert len(choices) == len(guard_groups())
     for stage in FULL_STAGE_ORDER:
         catches = {tuple(c["ErrorEquals"]): c["Next"] for c in states[stage.value]["Catch"]}
         assert catches[("SearchNothing",)] == "fallback"
