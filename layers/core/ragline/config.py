@@ -11,7 +11,7 @@ import re
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field
@@ -87,6 +87,10 @@ class RetrievalConfig(BaseModel):
     pool_multiplier: int = 5
     min_pool_size: int = 50
     max_pool_size: int = 500
+    # "score": weighted sum of max-normalised scores (measured better on SciFact); "rrf": the seed's fusion.
+    fusion: Literal["score", "rrf"] = "score"
+    score_vector_weight: float = 0.5
+    score_keyword_weight: float = 0.5
     rrf_k: int = 60
     vector_weight: float = 0.7
     keyword_weight: float = 0.3

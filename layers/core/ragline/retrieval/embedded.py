@@ -18,8 +18,9 @@ from ragline.store.knowledge import bump_index_version
 from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
 
-# BM25 column weights: (content, title). A title match is strong evidence but titles are short.
-_BM25_WEIGHTS = (1.0, 0.5)
+# BM25 column weights: (content, title). Equal weights measured best on SciFact (BM25 nDCG@10 0.692 with
+# titles at 1.0, 0.683 at 0.5, 0.659 with titles ignored).
+_BM25_WEIGHTS = (1.0, 1.0)
 _FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
 _MAX_QUERY_TERMS = 64
 ENGLISH_STOPWORDS = frozenset(

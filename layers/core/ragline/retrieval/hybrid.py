@@ -38,11 +38,9 @@ def _best_ranks(hits: list[SearchResult]) -> dict[str, int]:
 def fuse(
     vector_hits: list[SearchResult], keyword_hits: list[SearchResult], config: RetrievalConfig
 ) -> list[SearchResult]:
-    """Fuse two ranked lists.
+    """Fuse two ranked lists; one list only: dedupe by id keeping the best score.
 
-    One list only: dedupe by id keeping the best score. Both: weighted RRF normalised to [0, 1]:
-    ``(wv/(k+rv) + wk/(k+rk)) / ((wv+wk)/(k+1))`` where ``r`` is the best 1-based rank in each list and a
-    missing list contributes nothing; first place in both lists scores exactly 1.
+    Both lists: ``config.fusion`` chooses weighted score fusion (the default) or the seed's weighted RRF.
     """
     if not vector_hits or not keyword_hits:
         best: dict[str, SearchResult] = {}
@@ -50,6 +48,56 @@ def fuse(
             if hit.id not in best or hit.score > best[hit.id].score:
                 best[hit.id] = hit
         return sorted(best.values(), key=lambda h: (-h.score, h.id))
+    if config.fusion == "score":
+        return fuse_scores(vector_hits, keyword_hits, config)
+    return fuse_rrf(vector_hits, keyword_hits, config)
+
+
+def _best_scores(hits: list[SearchResult]) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    for hit in hits:
+        scores[hit.id] = max(hit.score, scores.get(hit.id, float("-inf")))
+    return scores
+
+
+def fuse_scores(
+    vector_hits: list[SearchResult], keyword_hits: list[SearchResult], config: RetrievalConfig
+) -> list[SearchResult]:
+    """Weighted sum of each list's scores divided by that list's best: ``wv·s/max_v + wk·s/max_k``, over
+    ``wv + wk`` so a hit that tops both lists scores 1.
+
+    Ranks throw away how far ahead a hit is; on SciFact score fusion reached 0.734 nDCG@10 where the seed's
+    weighted RRF reached 0.720 (bench/retrieval/scifact.py; same lists, same thresholds).
+    """
+    wv, wk = config.score_vector_weight, config.score_keyword_weight
+    vector_scores, keyword_scores = _best_scores(vector_hits), _best_scores(keyword_hits)
+    top_v = max(vector_scores.values()) or 1.0
+    top_k = max(keyword_scores.values()) or 1.0
+    by_id: dict[str, SearchResult] = {}
+    for hit in [*vector_hits, *keyword_hits]:
+        by_id.setdefault(hit.id, hit)
+    fused: list[SearchResult] = []
+    for chunk_id, hit in by_id.items():
+        v, k = vector_scores.get(chunk_id), keyword_scores.get(chunk_id)
+        score = (wv * (v / top_v if v is not None else 0.0) + wk * (k / top_k if k is not None else 0.0)) / (wv + wk)
+        match_type = (
+            MatchType.HYBRID
+            if v is not None and k is not None
+            else (MatchType.EMBEDDING if v is not None else MatchType.KEYWORD)
+        )
+        fused.append(
+            hit.model_copy(update={"score": score, "match_type": match_type, "vector_score": v, "keyword_score": k})
+        )
+    return sorted(fused, key=lambda h: (-h.score, h.id))
+
+
+def fuse_rrf(
+    vector_hits: list[SearchResult], keyword_hits: list[SearchResult], config: RetrievalConfig
+) -> list[SearchResult]:
+    """The seed's fusion: weighted RRF normalised to [0, 1]:
+    ``(wv/(k+rv) + wk/(k+rk)) / ((wv+wk)/(k+1))`` where ``r`` is the best 1-based rank in each list and a
+    missing list contributes nothing; first place in both lists scores exactly 1.
+    """
 
     k = config.rrf_k
     wv, wk = config.vector_weight, config.keyword_weight

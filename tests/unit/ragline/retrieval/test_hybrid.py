@@ -6,7 +6,7 @@ from ragline.retrieval.base import RetrieveParams
 from ragline.retrieval.hybrid import fuse, hybrid_search, normalize_keyword_scores, pool_size
 from ragline.types import MatchType, SearchResult
 
-CONFIG = RetrievalConfig()
+CONFIG = RetrievalConfig(fusion="rrf")  # the arithmetic below is the seed's RRF; score fusion is tested after it
 K, WV, WK = 60, 0.7, 0.3
 
 
@@ -227,3 +227,30 @@ def test_hybrid_search_keyword_disabled_or_blank_query():
 def test_hybrid_search_nothing_above_thresholds():
     engine = FakeEngine(vector=[hit("a", 0.1)], keyword=[hit("k", 0.1)])
     assert hybrid_search(engine, params(), CONFIG) == []
+
+
+def test_score_fusion_weights_max_normalised_scores():
+    config = RetrievalConfig(fusion="score", score_vector_weight=0.5, score_keyword_weight=0.5)
+    vector = [hit("a", 0.8), hit("b", 0.4)]
+    keyword = [hit("b", 10.0), hit("c", 5.0)]
+    fused = {h.id: h for h in fuse(vector, keyword, config)}
+    assert fused["a"].score == 0.5 * (0.8 / 0.8)
+    assert fused["b"].score == 0.5 * (0.4 / 0.8) + 0.5 * (10.0 / 10.0)
+    assert fused["c"].score == 0.5 * (5.0 / 10.0)
+    assert fused["b"].match_type == "hybrid"
+    assert fused["a"].match_type == "embedding"
+    assert fused["c"].match_type == "keyword"
+    assert fused["b"].vector_score == 0.4
+    assert fused["b"].keyword_score == 10.0
+    assert [h.id for h in fuse(vector, keyword, config)] == ["b", "a", "c"]
+
+
+def test_score_fusion_top_of_both_lists_scores_one_and_duplicates_take_the_best():
+    config = RetrievalConfig(fusion="score", score_vector_weight=0.7, score_keyword_weight=0.3)
+    fused = fuse([hit("a", 0.9), hit("a", 0.5)], [hit("a", 3.0), hit("z", 1.0)], config)
+    assert fused[0].id == "a"
+    assert fused[0].score == 1.0
+
+
+def test_default_fusion_is_score():
+    assert RetrievalConfig().fusion == "score"

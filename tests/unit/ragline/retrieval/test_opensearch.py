@@ -511,7 +511,7 @@ def test_keyword_search_sends_a_bm25_bool_query(engine: OpenSearchEngine, wire: 
             "bool": {
                 "should": [
                     {"match": {"content": {"query": "How do vector databases work?", "boost": 1.0}}},
-                    {"match": {"title": {"query": "How do vector databases work?", "boost": 0.5}}},
+                    {"match": {"title": {"query": "How do vector databases work?", "boost": 1.0}}},
                 ],
                 "minimum_should_match": 1,
                 # No embedding-model filter: keyword hits do not live in a vector space.
@@ -531,9 +531,9 @@ def test_keyword_search_adds_segmented_fields_for_chinese(engine: OpenSearchEngi
     assert body["should"] == [
         # Han characters are blanked for the English analyzer, which would read them one by one.
         {"match": {"content": {"query": "OpenSearch", "boost": 1.0}}},
-        {"match": {"title": {"query": "OpenSearch", "boost": 0.5}}},
+        {"match": {"title": {"query": "OpenSearch", "boost": 1.0}}},
         {"match": {"content_zh": {"query": segmented, "boost": 1.0}}},
-        {"match": {"title_zh": {"query": segmented, "boost": 0.5}}},
+        {"match": {"title_zh": {"query": segmented, "boost": 1.0}}},
     ]
     assert body["filter"] == [*BASE_FILTERS, {"terms": {"knowledge_id": ["doc-1"]}}]
 
