@@ -6,7 +6,7 @@ The model never sees internal ids: each answer gets a registry of low-entropy al
 page is dropped (fail closed), so a model cannot forge a source.
 """
 
-from ragline.modelcontext.citations import StreamDecoder, expand_text
+from ragline.modelcontext.citations import StreamDecoder, expand_text, fold_citations
 from ragline.modelcontext.registry import SourceRegistry
 
-__all__ = ["SourceRegistry", "StreamDecoder", "expand_text"]
+__all__ = ["SourceRegistry", "StreamDecoder", "expand_text", "fold_citations"]

@@ -9,9 +9,11 @@ tokenisation, so a stream decodes to exactly what the whole text expands to, whe
 
 from __future__ import annotations
 
+import html
 import re
 
 from ragline.modelcontext.registry import SourceRegistry
+from ragline.modelcontext.resources import held_alias_start
 
 _TAG_START = re.compile(r"</?(?:ref|kb|web)(?=[\s/>])", re.IGNORECASE)
 _TAG_START_AT_END = re.compile(r"</?(?:ref|kb|web)$", re.IGNORECASE)
@@ -27,7 +29,12 @@ def _render_tag(tag: str, registry: SourceRegistry) -> str:
 
 
 def expand_text(text: str, registry: SourceRegistry) -> str:
-    """Expand known citations and drop every other citation-like tag (fail closed)."""
+    """Storage aliases back to their URLs, then known citations expanded and every other citation-like tag
+    dropped (fail closed)."""
+    return _expand_tags(registry.resources.decode(text), registry)
+
+
+def _expand_tags(text: str, registry: SourceRegistry) -> str:
     out: list[str] = []
     position = 0
     while True:
@@ -58,14 +65,44 @@ def _could_become_tag(fragment: str) -> bool:
     return any(name.startswith(lowered) or lowered == name for name in _TAG_NAMES)
 
 
+_KB_TAG = re.compile(r'<kb\s+doc="([^"]*)"\s+chunk_id="([^"]*)"(?:\s+kb_id="([^"]*)")?\s*/>')
+_WEB_TAG = re.compile(r'<web\s+url="([^"]*)"\s+title="([^"]*)"\s*/>')
+
+
+def fold_citations(text: str, registry: SourceRegistry) -> str:
+    """An earlier answer as the model reads it again: its expanded citations back to aliases of this
+    registry (so the model keeps citing the same sources the same way), or nothing when citations are off."""
+    if not registry.citations_enabled:
+        return _WEB_TAG.sub("", _KB_TAG.sub("", text))
+
+    def chunk(match: re.Match[str]) -> str:
+        doc, chunk_id, kb_id = html.unescape(match.group(1)), html.unescape(match.group(2)), match.group(3) or ""
+        return f'<ref id="{registry.register_chunk_id(chunk_id, doc, html.unescape(kb_id))}"/>'
+
+    def web(match: re.Match[str]) -> str:
+        return f'<ref id="{registry.register_web(html.unescape(match.group(1)), html.unescape(match.group(2)))}"/>'
+
+    return _WEB_TAG.sub(web, _KB_TAG.sub(chunk, text))
+
+
 class StreamDecoder:
-    """Releases text as soon as it cannot be part of a citation tag; holds a possible tag until complete."""
+    """Releases text as soon as it cannot be part of a citation tag or a storage alias; holds either until
+    it is complete."""
 
     def __init__(self, registry: SourceRegistry) -> None:
         self._registry = registry
         self._buffer = ""
+        self._pending_alias = ""
 
     def feed(self, chunk: str) -> str:
+        # Storage aliases first (as expand_text does): hold a possibly unfinished ``res://NNNN`` at the end.
+        text = self._pending_alias + chunk
+        hold = held_alias_start(text)
+        self._pending_alias = text[hold:] if hold is not None else ""
+        ready = text[:hold] if hold is not None else text
+        return self._feed_tags(self._registry.resources.decode(ready))
+
+    def _feed_tags(self, chunk: str) -> str:
         self._buffer += chunk
         out: list[str] = []
         buffer = self._buffer
@@ -96,7 +133,9 @@ class StreamDecoder:
 
     def flush(self) -> str:
         """End of stream: a pending fragment that is a tag (however partial) is dropped, else released."""
-        rest, self._buffer = self._buffer, ""
+        alias, self._pending_alias = self._pending_alias, ""
+        rest = self._buffer + self._registry.resources.decode(alias)
+        self._buffer = ""
         if not rest:
             return ""
-        return expand_text(rest, self._registry)
+        return _expand_tags(rest, self._registry)

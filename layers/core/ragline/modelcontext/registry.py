@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from html import escape
 from urllib.parse import urldefrag
 
+from ragline.modelcontext.resources import ResourceAliases
 from ragline.types import SearchResult
 
 HANDLE_PATTERN = re.compile(r"^[cdbw][1-9][0-9]*$", re.IGNORECASE)
@@ -32,6 +33,7 @@ class SourceRegistry:
 
     def __init__(self, citations_enabled: bool = True) -> None:
         self.citations_enabled = citations_enabled
+        self.resources = ResourceAliases()
         self._chunks: dict[str, ChunkSource] = {}
         self._chunk_by_handle: dict[str, ChunkSource] = {}
         self._webs: dict[str, WebSource] = {}
@@ -49,6 +51,12 @@ class SourceRegistry:
             self._chunks[result.id] = source
             self._chunk_by_handle[handle] = source
         return source.handle
+
+    def register_chunk_id(self, chunk_id: str, document_title: str, knowledge_base_id: str = "") -> str:
+        """An alias for a chunk known only by id (a citation in an earlier answer of the conversation)."""
+        return self.register_chunk(
+            SearchResult(id=chunk_id, content="", knowledge_title=document_title, knowledge_base_id=knowledge_base_id)
+        )
 
     def register_web(self, url: str, title: str = "") -> str:
         if HANDLE_PATTERN.match(url):
@@ -112,7 +120,8 @@ class SourceRegistry:
             for result in faq:
                 handle = self.register_chunk(result)
                 match = ' match="exact"' if result.id == exact_id else ""
-                parts.append(f'<chunk id="{handle}"{match}><content>{result.content}</content></chunk>')
+                content = self.resources.encode(result.content)
+                parts.append(f'<chunk id="{handle}"{match}><content>{content}</content></chunk>')
             parts.append("</retrieval>")
         if knowledge:
             priority = ' priority="supplementary"' if faq else ""
@@ -130,7 +139,7 @@ class SourceRegistry:
                     handle = self.register_chunk(result)
                     parts.append(
                         f'<chunk id="{handle}" index="{result.chunk_index + 1}" view="full">'
-                        f"<content>{result.content}</content></chunk>"
+                        f"<content>{self.resources.encode(result.content)}</content></chunk>"
                     )
                 parts.append("</document>")
             parts.append("</retrieval>")

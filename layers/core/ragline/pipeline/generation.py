@@ -12,7 +12,7 @@ from typing import Any
 
 from ragline.config import PromptTemplates, render_placeholders
 from ragline.event.bus import BusEventType
-from ragline.modelcontext import SourceRegistry, StreamDecoder, expand_text
+from ragline.modelcontext import SourceRegistry, StreamDecoder, expand_text, fold_citations
 from ragline.modelcontext.protocol import protocol_prompt
 from ragline.models.base import TRUNCATION_REASONS, ChatMessage, ChatModel, ModelCallError
 from ragline.pipeline.emit import emit, event_id
@@ -67,9 +67,9 @@ def build_messages(
 
     messages = [ChatMessage("system", system)]
     for round_ in state.history:
-        messages.append(ChatMessage("user", round_.query))
-        messages.append(ChatMessage("assistant", round_.answer))
-    messages.append(ChatMessage("user", state.user_content or request.query))
+        messages.append(ChatMessage("user", registry.resources.encode(round_.query)))
+        messages.append(ChatMessage("assistant", registry.resources.encode(fold_citations(round_.answer, registry))))
+    messages.append(ChatMessage("user", registry.resources.encode(state.user_content or request.query)))
     return messages, registry
 
 
