@@ -28,4 +28,4 @@ def test_twenty_concurrent_turns(ragline, scripted):
         assert answer_text(frames) == "The keeper lit the lamp."
         assert {f.data.get("session_id") for f in frames} == {session}
         assert [f.id for f in frames] == list(range(len(frames)))  # every frame once, in log order
-    assert len(scripted.received) == 20
+    assert len(scripted.answers) == 20

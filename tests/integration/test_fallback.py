@@ -22,7 +22,7 @@ def test_empty_knowledge_base_gets_the_model_fallback(ragline, scripted):
     assert answer_text(frames) == "I could not find this in the knowledge base."
     assert types[-1] == "complete"
     # The fallback prompt carried the question.
-    assert "What is the capital of Mongolia?" in scripted.received[-1].messages[-1]["content"]
+    assert "What is the capital of Mongolia?" in scripted.answers[-1].messages[-1]["content"]
 
 
 def test_fixed_fallback_strategy_sends_the_configured_text_once(ragline, scripted):
@@ -35,7 +35,7 @@ def test_fixed_fallback_strategy_sends_the_configured_text_once(ragline, scripte
     assert answers[0].extra["is_fallback"] is True
     assert answers[0].content == "Sorry, I am unable to answer this question."
     assert frames[-1].type == "complete"
-    assert not scripted.received  # no model call for the fixed strategy
+    assert not scripted.answers  # no answer from the model for the fixed strategy
 
 
 def test_model_fallback_that_fails_sends_the_fixed_text(ragline, scripted):

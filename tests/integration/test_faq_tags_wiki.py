@@ -32,7 +32,7 @@ def test_faq_json_import_and_faq_priority_in_the_prompt(ragline, scripted):
     scripted.queue(Script.answer("Use Settings.", ' <ref id="c1"/>'))
     frames = ragline.chat(ragline.session([kb]), "How do I reset my password?")
     assert frames[-1].type == "complete"
-    system = scripted.received[-1].system
+    system = scripted.answers[-1].system
     assert '<retrieval type="faq" priority="high">' in system
     assert 'match="exact"' in system
     faq_section = system.index('type="faq"')

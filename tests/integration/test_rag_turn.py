@@ -63,7 +63,7 @@ def test_rag_turn_streams_progress_references_answer_and_complete(ragline, scrip
     assert "<ref" not in text
 
     # The model saw aliases, never internal chunk ids, and the citation protocol.
-    system = scripted.received[-1].system
+    system = scripted.answers[-1].system
     assert '<chunk id="c1"' in system
     assert chunk_id not in system
     assert '<ref id="c1"/>' in system
@@ -165,3 +165,29 @@ def test_knowledge_search_returns_ranked_passages_with_scores(ragline):
     missing = ragline.client.post("/api/v1/knowledge-search", json={"query": "x", "knowledge_base_ids": ["nope"]})
     assert missing.status_code == 404
     assert missing.json()["error"]["field"] == "knowledge_base_ids"
+
+
+def test_the_first_turn_titles_the_session_before_complete(ragline, scripted):
+    kb = ragline.create_kb("drinks", DOCS)
+    session = ragline.session([kb])
+    scripted.title = Script.answer('"Coffee water temperature."')
+    first = ragline.chat(session, "What water temperature should I use for coffee?")
+    types = [f.type for f in first]
+    title = next(f for f in first if f.type == "session_title")
+    assert title.content == "Coffee water temperature"
+    assert title.extra["session_id"] == session
+    assert types.index("session_title") < types.index("complete") == len(types) - 1
+    assert ragline.client.get(f"/api/v1/sessions/{session}").json()["title"] == "Coffee water temperature"
+    second = ragline.chat(session, "And for tea?")
+    assert "session_title" not in [f.type for f in second]
+
+
+def test_clean_and_heuristic_titles():
+    from ragline.pipeline.session_title import clean_title, heuristic_title
+
+    assert clean_title('Title: "Brewing **coffee** at altitude."\nextra') == "Brewing **coffee** at altitude"
+    assert clean_title("  \n标题：咖啡的水温。") == "咖啡的水温"
+    assert len(clean_title("word " * 40)) <= 60
+    assert heuristic_title("what water temperature should I use for brewing coffee at home?") == (
+        "What water temperature should I use for brewing"
+    )

@@ -72,7 +72,7 @@ def test_stop_without_a_client_cancels_generation_and_keeps_the_partial_answer(r
     message = ids["assistant_message_id"]
 
     # No client is connected: wait until the model has streamed a few pieces, then stop.
-    _wait_for(lambda: scripted.received and scripted.received[-1].pieces_sent >= 5)
+    _wait_for(lambda: scripted.answers and scripted.answers[-1].pieces_sent >= 5)
     stop = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": message})
     assert stop.status_code == 200, stop.text
     assert stop.json()["status"] == "stopped"
@@ -93,8 +93,8 @@ def test_stop_without_a_client_cancels_generation_and_keeps_the_partial_answer(r
     assert assistant["content"] == partial
     # The model's stream was abandoned: it never got to send every piece.
     time.sleep(0.5)
-    assert scripted.received[-1].pieces_sent < len(WORDS)
-    assert not scripted.received[-1].completed
+    assert scripted.answers[-1].pieces_sent < len(WORDS)
+    assert not scripted.answers[-1].completed
     # Nothing is appended after the stop.
     assert [f.type for f in ragline.events(session, message)] == types
 
@@ -113,7 +113,7 @@ def test_stop_while_a_client_is_reading_ends_its_stream(ragline, scripted):
     result = {}
     reader = threading.Thread(target=lambda: result.setdefault("frames", ragline.events(session, message)))
     reader.start()
-    _wait_for(lambda: scripted.received and scripted.received[-1].pieces_sent >= 3)
+    _wait_for(lambda: scripted.answers and scripted.answers[-1].pieces_sent >= 3)
     ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": message}).raise_for_status()
     reader.join(timeout=10)
     assert not reader.is_alive()

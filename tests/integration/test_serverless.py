@@ -157,7 +157,7 @@ def test_stop_mid_answer_ends_with_stop_and_keeps_the_partial_answer(stack, scri
     assert partial
     assert partial != "".join(words)
     assert client.assistant(ids)["content"] == partial
-    assert not scripted.received[-1].completed  # generation was abandoned, not run to the end
+    assert not scripted.answers[-1].completed  # generation was abandoned, not run to the end
 
 
 def test_a_failing_model_ends_with_an_error_event(stack, scripted):

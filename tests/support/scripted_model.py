@@ -55,18 +55,29 @@ class Received:
 
 
 class ScriptedModel:
+    """Queued scripts answer requests that carry a system prompt (answers, fallbacks); requests without one
+    (session titles) get ``title`` and never consume a queued script."""
+
     def __init__(self, default: Script | None = None) -> None:
         self._lock = threading.Lock()
         self._queue: deque[Script] = deque()
         self.default = default or Script.answer("The ", "answer ", "is ", "42.")
+        self.title = Script.answer("Scripted title")
         self.received: list[Received] = []
         self.app = self._build()
+
+    @property
+    def answers(self) -> list[Received]:
+        """The requests for answers (with a system prompt), in arrival order."""
+        return [r for r in self.received if r.system]
 
     def queue(self, *scripts: Script) -> None:
         with self._lock:
             self._queue.extend(scripts)
 
-    def _next(self) -> Script:
+    def _next(self, body: dict[str, Any]) -> Script:
+        if not any(m.get("role") == "system" for m in body.get("messages", [])):
+            return self.title
         with self._lock:
             return self._queue.popleft() if self._queue else self.default
 
@@ -76,7 +87,7 @@ class ScriptedModel:
         @app.post("/v1/chat/completions")
         async def completions(request: Request) -> Any:
             body = await request.json()
-            script = self._next()
+            script = self._next(body)
             received = Received(body)
             with self._lock:
                 self.received.append(received)

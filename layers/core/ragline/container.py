@@ -26,6 +26,7 @@ from ragline.pipeline.plugin import EventManager
 from ragline.pipeline.rerank import PluginRerank
 from ragline.pipeline.search import PluginSearch
 from ragline.pipeline.search_parallel import PluginSearchParallel
+from ragline.pipeline.session_title import SessionTitler
 from ragline.reranking.citations import CitationHistory, SqliteCitationHistory
 from ragline.reranking.config import RerankModelSpec
 from ragline.reranking.providers import register_configured_models
@@ -205,7 +206,7 @@ class Container:
             models=models,
             events=events,
             search_parallel=search_parallel,
-            orchestrator=Orchestrator(events, fallback),
+            orchestrator=Orchestrator(events, fallback, SessionTitler(sessions, models, templates)),
             ingest=IngestService(knowledge, engine, models, config.ingestion),
             turns=TurnService(config, templates, knowledge, sessions, stream),
             search=SearchService(events, knowledge, config),

@@ -25,6 +25,7 @@ from ragline.observability import stage_span
 from ragline.pipeline.emit import emit, event_id, turn_hex
 from ragline.pipeline.fallback import FallbackResponder
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, EventManager, PluginError
+from ragline.pipeline.session_title import SessionTitler
 from ragline.types import ChatManage, EventType
 
 logger = logging.getLogger(__name__)
@@ -62,9 +63,10 @@ def _tool_call_id(cm: ChatManage, tool: str) -> str:
 
 
 class Orchestrator:
-    def __init__(self, events: EventManager, fallback: FallbackResponder) -> None:
+    def __init__(self, events: EventManager, fallback: FallbackResponder, titles: SessionTitler | None = None) -> None:
         self._events = events
         self._fallback = fallback
+        self._titles = titles
 
     # Progress windows -----------------------------------------------------------------------------------
     @staticmethod
@@ -210,6 +212,11 @@ class Orchestrator:
     async def complete(self, cm: ChatManage) -> StageOutcome:
         if cm.context.cancelled():
             return StageOutcome.STOPPED
+        if self._titles is not None:
+            # Before complete: a reader's stream ends at complete, and the title belongs in it.
+            await self._titles.finish(cm)
+            if cm.context.cancelled():
+                return StageOutcome.STOPPED
         total_ms = int(time.time() * 1000) - cm.state.started_at_ms if cm.state.started_at_ms else 0
         await emit(
             cm,
@@ -222,6 +229,8 @@ class Orchestrator:
 
     async def run(self, cm: ChatManage, plan: Sequence[EventType]) -> StageOutcome:
         """The whole turn in this process: every stage, then the fallback or ``complete``."""
+        if self._titles is not None:
+            self._titles.start(cm)  # the title is written while the answer is
         for stage in plan:
             outcome = await self.run_stage(cm, stage, plan)
             if outcome == StageOutcome.SEARCH_NOTHING:

@@ -1,0 +1,110 @@
+"""Session titles: generated on a session's first turn, alongside the answer, and sent as ``session_title``.
+
+The title is asked for when the turn starts and waited for (at most ``TITLE_WAIT_S``) just before
+``complete``, so the stream carries it and nothing comes after ``complete``. Without a generative model
+(the extractive default) the title is the question's first words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+from ragline.config import PromptTemplates, render_placeholders
+from ragline.event.bus import BusEventType
+from ragline.models.base import ChatMessage
+from ragline.models.extractive import ExtractiveChatModel
+from ragline.models.registry import ModelRegistry, UnknownModel
+from ragline.pipeline.emit import emit, event_id
+from ragline.store.base import SessionStore
+from ragline.types import ChatManage, ChatOptions
+
+logger = logging.getLogger(__name__)
+
+TITLE_WAIT_S = 3.0
+TITLE_MAX_TOKENS = 32
+TITLE_MAX_CHARS = 60
+TITLE_MAX_WORDS = 8
+_TASK_KEY = "session_title_task"
+_PREFIX = re.compile(r"^\s*(?:title|titre|标题)\s*[:：]\s*", re.IGNORECASE)
+_EDGE = re.compile(r"^[\s\"'“”‘’`*#>\-]+|[\s\"'“”‘’`*.。!！?？:：;；,，]+$")
+
+
+def clean_title(text: str, max_chars: int = TITLE_MAX_CHARS) -> str:
+    """The first non-empty line without quotes, markup, a "Title:" prefix or final punctuation, cut at a word."""
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    title = _EDGE.sub("", _PREFIX.sub("", _EDGE.sub("", line)))
+    title = " ".join(title.split())
+    if len(title) > max_chars:
+        cut = title.rfind(" ", 0, max_chars)
+        title = title[: cut if cut > max_chars // 2 else max_chars].rstrip()
+    return title
+
+
+def heuristic_title(query: str) -> str:
+    words = " ".join(query.split()).split(" ")
+    title = clean_title(" ".join(words[:TITLE_MAX_WORDS]))
+    return title[:1].upper() + title[1:]
+
+
+class SessionTitler:
+    def __init__(self, sessions: SessionStore, models: ModelRegistry, templates: PromptTemplates) -> None:
+        self._sessions = sessions
+        self._models = models
+        self._templates = templates
+
+    def needs_title(self, cm: ChatManage) -> bool:
+        session = self._sessions.session(cm.request.tenant_id, cm.request.session_id)
+        return session is not None and not session.title
+
+    async def generate(self, cm: ChatManage) -> str:
+        query = cm.request.query
+        try:
+            model = self._models.chat_model(cm.request.chat_model_id)
+        except UnknownModel:
+            return heuristic_title(query)
+        if model.model_id == ExtractiveChatModel.model_id:
+            return heuristic_title(query)
+        prompt = render_placeholders(
+            self._templates.get("generate_session_title", "default"), {"query": query, "language": cm.request.language}
+        )
+        try:
+            reply = await model.chat(
+                [ChatMessage("user", prompt)], ChatOptions(temperature=0.3, max_tokens=TITLE_MAX_TOKENS, thinking=False)
+            )
+        except Exception:
+            logger.warning("title generation failed", exc_info=True, extra={"session_id": cm.request.session_id})
+            return heuristic_title(query)
+        return clean_title(reply.content) or heuristic_title(query)
+
+    def start(self, cm: ChatManage) -> None:
+        """Begin generating while the turn runs (embedded runtime: one process for the whole turn)."""
+        if self.needs_title(cm):
+            cm.context.extras[_TASK_KEY] = asyncio.ensure_future(self.generate(cm))
+
+    async def finish(self, cm: ChatManage) -> None:
+        """Wait (bounded) for the title, store it and send it; a slow or failed title never delays much."""
+        task = cm.context.extras.pop(_TASK_KEY, None)
+        if task is None:
+            if not self.needs_title(cm):
+                return
+            task = asyncio.ensure_future(self.generate(cm))
+        try:
+            title = await asyncio.wait_for(task, timeout=TITLE_WAIT_S)
+        except (TimeoutError, asyncio.CancelledError):
+            return
+        except Exception:
+            logger.warning("title generation failed", exc_info=True, extra={"session_id": cm.request.session_id})
+            return
+        if not title:
+            return
+        self._sessions.set_title(cm.request.tenant_id, cm.request.session_id, title)
+        await emit(
+            cm,
+            BusEventType.SESSION_TITLE,
+            event_id(cm, "title"),
+            title,
+            done=True,
+            data={"session_id": cm.request.session_id, "title": title},
+        )
