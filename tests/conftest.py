@@ -43,6 +43,7 @@ def fresh_scripts(scripted: ScriptedModel) -> Iterator[None]:
     scripted.queue()  # nothing queued from an earlier test survives
     yield
     scripted._queue.clear()
+    scripted.understanding.clear()
     scripted.received.clear()
 
 

@@ -13,7 +13,7 @@ def test_empty_knowledge_base_gets_the_model_fallback(ragline, scripted):
     frames = ragline.chat(session, "What is the capital of Mongolia?")
     types = [f.type for f in frames]
     assert "references" not in types
-    result = next(f for f in frames if f.type == "tool_result")
+    result = next(f for f in frames if f.type == "tool_result" and f.extra["tool_name"] == "knowledge_search")
     assert result.extra["count"] == 0
     assert result.extra["candidate_count"] == 0
     answers = [f for f in frames if f.type == "answer"]

@@ -37,10 +37,18 @@ def test_rag_turn_streams_progress_references_answer_and_complete(ragline, scrip
     assert types[0] == "agent_query"
     assert types[-1] == "complete"
     assert [f.id for f in frames] == sorted(f.id for f in frames)
-    call = next(f for f in frames if f.type == "tool_call")
-    result = next(f for f in frames if f.type == "tool_result")
-    assert call.extra["tool_name"] == "knowledge_search"
-    assert result.extra["tool_name"] == "knowledge_search"
+    tools = [(f.type, f.extra["tool_name"]) for f in frames if f.type in ("tool_call", "tool_result")]
+    # Query understanding's window, then knowledge search's, each opened and closed once.
+    assert tools == [
+        ("tool_call", "query_understand"),
+        ("tool_result", "query_understand"),
+        ("tool_call", "knowledge_search"),
+        ("tool_result", "knowledge_search"),
+    ]
+    understood = next(f for f in frames if f.type == "tool_result")
+    assert understood.extra["rewrite_query"] == "What water temperature should I use for coffee?"
+    assert understood.extra["intent"] == "kb_search"
+    result = next(f for f in frames if f.type == "tool_result" and f.extra["tool_name"] == "knowledge_search")
     assert result.extra["count"] >= 1
     assert result.extra["candidate_count"] >= result.extra["count"]
     assert result.extra["search_source"] == "knowledge"

@@ -28,7 +28,7 @@ def test_resume_with_last_event_id_rebuilds_the_identical_answer(ragline, script
     message = ids["assistant_message_id"]
 
     # Read until the answer is under way, then drop the connection.
-    first = ragline.events(session, message, limit=6)
+    first = ragline.events(session, message, limit=9)
     assert any(f.type == "answer" for f in first), [f.type for f in first]
     last_id = first[-1].id
     rest = ragline.events(session, message, headers={"Last-Event-ID": str(last_id)})

@@ -110,6 +110,7 @@ def test_rag_turn_runs_one_task_per_stage(stack, scripted):
         assert stage in entered
     assert [(i.stage, i.phase) for i in stack.invocations if i.phase != "branch"] == [
         ("load_history", "run"),
+        ("query_understand", "run"),
         ("chunk_search_parallel", "plan"),
         ("chunk_search_parallel", "reduce"),
         ("chunk_rerank", "run"),
@@ -218,7 +219,7 @@ def test_a_retried_step_writes_no_duplicate_events(stack, scripted):
     assert stages.count(("filter_top_k", True)) == 1
     events = client.log(ids)
     types = _types(events)
-    assert types.count("tool_result") == 1
+    assert types.count("tool_result") == 2  # query understanding and knowledge search, once each
     assert types.count("references") == 1
     assert types.count("complete") == 1
     assert [e.seq for e in events] == list(range(len(events)))
@@ -251,7 +252,7 @@ def test_a_step_that_crashed_after_writing_events_rewrites_the_same_offsets(stac
     assert crashed, "the crash was not injected"
     events = client.log(ids)
     types = _types(events)
-    assert types.count("tool_result") == 1
+    assert types.count("tool_result") == 2  # query understanding and knowledge search, once each
     assert types.count("complete") == 1
     assert [e.seq for e in events] == list(range(len(events)))
 

@@ -54,6 +54,14 @@ class Received:
         return next((m["content"] for m in self.messages if m["role"] == "system"), "")
 
 
+def _echo_understanding(messages: list[dict[str, Any]]) -> Script:
+    """The latest user message returned unchanged as the rewrite, intent kb_search."""
+    text = str(messages[-1].get("content", ""))
+    marker = "Latest message:"
+    query = text[text.rfind(marker) + len(marker) :].strip() if marker in text else text.strip()
+    return Script.answer(json.dumps({"rewrite_query": query, "intent": "kb_search"}))
+
+
 class ScriptedModel:
     """Queued scripts answer requests that carry a system prompt (answers, fallbacks); requests without one
     (session titles) get ``title`` and never consume a queued script."""
@@ -63,21 +71,36 @@ class ScriptedModel:
         self._queue: deque[Script] = deque()
         self.default = default or Script.answer("The ", "answer ", "is ", "42.")
         self.title = Script.answer("Scripted title")
+        self.memory_extraction = Script.answer("[]")
+        # Query understanding requests: queued replies, else the question itself as a kb_search.
+        self.understanding: deque[Script] = deque()
         self.received: list[Received] = []
         self.app = self._build()
 
     @property
     def answers(self) -> list[Received]:
-        """The requests for answers (with a system prompt), in arrival order."""
-        return [r for r in self.received if r.system]
+        """The requests for answers (a system prompt that is not query understanding), in arrival order."""
+        return [r for r in self.received if r.system and '"rewrite_query"' not in r.system]
+
+    @property
+    def understandings(self) -> list[Received]:
+        return [r for r in self.received if '"rewrite_query"' in r.system]
 
     def queue(self, *scripts: Script) -> None:
         with self._lock:
             self._queue.extend(scripts)
 
     def _next(self, body: dict[str, Any]) -> Script:
-        if not any(m.get("role") == "system" for m in body.get("messages", [])):
+        messages = body.get("messages", [])
+        if any("notebook about the person" in str(m.get("content", "")) for m in messages):
+            return self.memory_extraction
+        if not any(m.get("role") == "system" for m in messages):
             return self.title
+        if any('"rewrite_query"' in str(m.get("content", "")) for m in messages if m.get("role") == "system"):
+            with self._lock:
+                if self.understanding:
+                    return self.understanding.popleft()
+            return _echo_understanding(messages)
         with self._lock:
             return self._queue.popleft() if self._queue else self.default
 

@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     chat_base_url: str | None = None
     chat_api_key: str | None = None
     chat_model: str | None = None
+    # "bedrock": chat_model is a Bedrock model id, called through Converse with the process's AWS credentials.
+    chat_provider: Literal["openai", "bedrock"] = "openai"
+    chat_region: str | None = None
+    chat_thinking_budget_tokens: int = 1024
     # "smollm2" for the packaged SmolLM2 GGUF, or a path to any GGUF file.
     llm: str | None = None
 
@@ -76,6 +80,7 @@ class ConversationConfig(BaseModel):
     faq_priority_enabled: bool = True
     faq_direct_answer_threshold: float = 0.9
     faq_score_boost: float = 1.2
+    memory_enabled: bool = False
     language: str = "English"
     summary: SummarySettings = Field(default_factory=SummarySettings)
 

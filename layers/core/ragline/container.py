@@ -6,12 +6,15 @@ The only module that names adapters; everything else receives ports.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ragline.config import AppConfig, PromptTemplates, Settings, load_config
 from ragline.ingest.service import IngestService
+from ragline.memory.extract import MemoryExtractor
+from ragline.memory.sqlite import SqliteMemoryStore
+from ragline.memory.store import MemoryStore
 from ragline.models.extractive import ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
 from ragline.pipeline.boosts import PluginMemoryAffinity, PluginWikiBoost
@@ -20,9 +23,12 @@ from ragline.pipeline.fallback import FallbackResponder
 from ragline.pipeline.filter_top_k import PluginFilterTopK
 from ragline.pipeline.into_chat_message import PluginIntoChatMessage
 from ragline.pipeline.load_history import PluginLoadHistory
+from ragline.pipeline.memory_recall import PluginMemoryRecall
 from ragline.pipeline.merge import PluginMerge
 from ragline.pipeline.orchestrator import Orchestrator
 from ragline.pipeline.plugin import EventManager
+from ragline.pipeline.query_understand import DEFAULT_HISTORY_MESSAGES as UNDERSTAND_HISTORY_MESSAGES
+from ragline.pipeline.query_understand import PluginQueryUnderstand
 from ragline.pipeline.rerank import PluginRerank
 from ragline.pipeline.search import PluginSearch
 from ragline.pipeline.search_parallel import PluginSearchParallel
@@ -42,6 +48,7 @@ from ragline.store.sessions import SqliteSessionStore
 from ragline.store.tenants import SqliteTenantStore
 from ragline.stream.base import StreamManager
 from ragline.stream.sqlite import SqliteStreamManager
+from ragline.types import ChatManage
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +69,17 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
         models.add_embedder(remote.model_id, lambda: remote, default=True)
 
     models.add_chat_model(ExtractiveChatModel.model_id, lambda: ExtractiveChatModel(word_delay_s=0.01), default=True)
-    if settings.chat_base_url and settings.chat_model:
+    if settings.chat_provider == "bedrock" and settings.chat_model:
+        from ragline.models.bedrock import BedrockChatModel
+
+        bedrock_model, region = settings.chat_model, settings.chat_region
+        budget = settings.chat_thinking_budget_tokens
+        models.add_chat_model(
+            f"bedrock:{bedrock_model}",
+            lambda: BedrockChatModel(bedrock_model, region_name=region, thinking_budget_tokens=budget),
+            default=True,
+        )
+    elif settings.chat_base_url and settings.chat_model:
         from ragline.models.openai_compatible import OpenAICompatibleChatModel
 
         base_url, model_name, key = settings.chat_base_url, settings.chat_model, settings.chat_api_key
@@ -115,6 +132,7 @@ def build_event_manager(
     models: ModelRegistry,
     rerank_models: RerankModelRegistry,
     citations: CitationHistory,
+    memories: MemoryStore,
 ) -> tuple[EventManager, PluginSearchParallel]:
     """Plugins register in the reference's container order: for one event, that order is the chain order
     (chunk_rerank: Rerank → WikiBoost → MemoryAffinity).
@@ -132,11 +150,35 @@ def build_event_manager(
     events.register(PluginChatCompletion(models, templates, summary.prompt_id))
     events.register(PluginChatCompletionStream(models, templates, summary.prompt_id))
     events.register(PluginFilterTopK())
+    events.register(PluginQueryUnderstand(models, sessions, templates, history_messages=UNDERSTAND_HISTORY_MESSAGES))
     events.register(PluginLoadHistory(sessions))
+    events.register(PluginMemoryRecall(memories, models))
     events.register(search_parallel)
     events.register(PluginWikiBoost(wiki_lookup(knowledge), config.rerank))
     events.register(PluginMemoryAffinity(citations, config.rerank.memory_affinity))
     return events, search_parallel
+
+
+def remember_after_turn(
+    memories: MemoryStore, models: ModelRegistry, templates: PromptTemplates
+) -> Callable[[ChatManage], Awaitable[None]]:
+    """After a completed turn that opted in: durable facts about the user become memories. A generative
+    model extracts them; the extractive default cannot, so a conservative heuristic does."""
+
+    async def remember(cm: ChatManage) -> None:
+        if not cm.request.memory_enabled:
+            return
+        chat_model = models.chat_model(cm.request.chat_model_id)
+        generative = chat_model.model_id != ExtractiveChatModel.model_id
+        extractor = MemoryExtractor(
+            memories,
+            models.embedder(),
+            chat_model if generative else None,
+            templates if generative else None,
+        )
+        await extractor.remember_turn(cm)
+
+    return remember
 
 
 def wiki_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
@@ -169,6 +211,7 @@ class Container:
     ingest: IngestService
     turns: TurnService
     search: SearchService
+    memories: MemoryStore
     db: Database | None = None
 
     @classmethod
@@ -185,13 +228,14 @@ class Container:
         engine: RetrieveEngine,
         models: ModelRegistry,
         citations: CitationHistory,
+        memories: MemoryStore,
         rerank_models: RerankModelRegistry | None = None,
         db: Database | None = None,
     ) -> Container:
         """The same pipeline over whichever adapters a runtime provides."""
         rerank_models = rerank_models if rerank_models is not None else build_rerank_models(settings, config)
         events, search_parallel = build_event_manager(
-            config, templates, knowledge, sessions, engine, models, rerank_models, citations
+            config, templates, knowledge, sessions, engine, models, rerank_models, citations, memories
         )
         fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
         return cls(
@@ -206,10 +250,16 @@ class Container:
             models=models,
             events=events,
             search_parallel=search_parallel,
-            orchestrator=Orchestrator(events, fallback, SessionTitler(sessions, models, templates)),
+            orchestrator=Orchestrator(
+                events,
+                fallback,
+                SessionTitler(sessions, models, templates),
+                after_turn=[remember_after_turn(memories, models, templates)],
+            ),
             ingest=IngestService(knowledge, engine, models, config.ingestion),
             turns=TurnService(config, templates, knowledge, sessions, stream),
             search=SearchService(events, knowledge, config),
+            memories=memories,
             db=db,
         )
 
@@ -236,6 +286,7 @@ class Container:
             engine=EmbeddedEngine(db),
             models=models or build_models(settings, config),
             citations=SqliteCitationHistory(db),
+            memories=SqliteMemoryStore(db),
             db=db,
         )
 

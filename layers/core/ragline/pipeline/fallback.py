@@ -71,6 +71,9 @@ class FallbackResponder:
         system = render_placeholders(
             self._templates.get("system_prompt", "default_chat"), {"language": cm.request.language}
         )
+        if cm.state.memory_prompt:
+            # What the assistant knows about the user matters most when the knowledge base has nothing.
+            system = f"{system.rstrip()}\n\n{cm.state.memory_prompt}"
         messages = [ChatMessage("system", system)]
         for round_ in cm.state.history:
             messages += [ChatMessage("user", round_.query), ChatMessage("assistant", round_.answer)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -63,10 +63,17 @@ def _tool_call_id(cm: ChatManage, tool: str) -> str:
 
 
 class Orchestrator:
-    def __init__(self, events: EventManager, fallback: FallbackResponder, titles: SessionTitler | None = None) -> None:
+    def __init__(
+        self,
+        events: EventManager,
+        fallback: FallbackResponder,
+        titles: SessionTitler | None = None,
+        after_turn: Sequence[Callable[[ChatManage], Awaitable[None]]] = (),
+    ) -> None:
         self._events = events
         self._fallback = fallback
         self._titles = titles
+        self._after_turn = list(after_turn)
 
     # Progress windows -----------------------------------------------------------------------------------
     @staticmethod
@@ -210,6 +217,9 @@ class Orchestrator:
         return await self.complete(cm)
 
     async def complete(self, cm: ChatManage) -> StageOutcome:
+        # A stop may have been requested from another process since the token last looked.
+        if cm.context.cancel is not None:
+            await cm.context.cancel.refresh()
         if cm.context.cancelled():
             return StageOutcome.STOPPED
         if self._titles is not None:
@@ -225,7 +235,21 @@ class Orchestrator:
             done=True,
             data={"total_steps": cm.state.steps_run, "total_duration_ms": total_ms},
         )
+        await self.after_turn(cm)
         return StageOutcome.COMPLETED
+
+    async def after_turn(self, cm: ChatManage) -> None:
+        """Work that follows a completed answer (memory extraction): never visible to the reader, never
+        failing the turn."""
+        for hook in self._after_turn:
+            try:
+                await hook(cm)
+            except Exception:
+                logger.warning(
+                    "after-turn work failed",
+                    exc_info=True,
+                    extra={"session_id": cm.request.session_id, "message_id": cm.request.assistant_message_id},
+                )
 
     async def run(self, cm: ChatManage, plan: Sequence[EventType]) -> StageOutcome:
         """The whole turn in this process: every stage, then the fallback or ``complete``."""

@@ -12,6 +12,8 @@ def build_plan(request: PipelineRequest) -> list[EventType]:
         return (
             PipelineBuilder()
             .add_if(has_history, EventType.LOAD_HISTORY)
+            .add_if(request.memory_enabled, EventType.MEMORY_RECALL)
+            .add(EventType.QUERY_UNDERSTAND)
             .add(EventType.CHUNK_SEARCH_PARALLEL)
             .add(EventType.CHUNK_RERANK)
             .add(EventType.CHUNK_MERGE)
@@ -23,6 +25,7 @@ def build_plan(request: PipelineRequest) -> list[EventType]:
     return (
         PipelineBuilder()
         .add_if(has_history, EventType.LOAD_HISTORY)
+        .add_if(request.memory_enabled, EventType.MEMORY_RECALL)
         .add(EventType.INTO_CHAT_MESSAGE)
         .add(EventType.CHAT_COMPLETION_STREAM)
         .build()
@@ -32,6 +35,8 @@ def build_plan(request: PipelineRequest) -> list[EventType]:
 # Every stage a plan can contain, in pipeline order: the serverless state machine is generated from it.
 FULL_STAGE_ORDER: tuple[EventType, ...] = (
     EventType.LOAD_HISTORY,
+    EventType.MEMORY_RECALL,
+    EventType.QUERY_UNDERSTAND,
     EventType.CHUNK_SEARCH_PARALLEL,
     EventType.CHUNK_RERANK,
     EventType.CHUNK_MERGE,

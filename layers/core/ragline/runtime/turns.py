@@ -46,6 +46,7 @@ class QuestionBody(BaseModel):
     enable_rewrite: bool | None = None
     enable_query_expansion: bool | None = None
     faq_priority_enabled: bool | None = None
+    memory_enabled: bool | None = None
     max_rounds: int | None = Field(default=None, ge=0, le=50)
     fallback_strategy: FallbackStrategy | None = None
     vector_threshold: float | None = Field(default=None, ge=0, le=1)
@@ -140,6 +141,7 @@ class TurnService:
         request_id: str,
         user_message_id: str,
         assistant_message_id: str,
+        user_id: str = "",
     ) -> PipelineRequest:
         conversation = self._config.conversation
         kb_ids = body.knowledge_base_ids if body.knowledge_base_ids is not None else session.knowledge_base_ids
@@ -153,6 +155,7 @@ class TurnService:
             request_id=request_id,
             session_id=session.id,
             tenant_id=session.tenant_id,
+            user_id=user_id,
             user_message_id=user_message_id,
             assistant_message_id=assistant_message_id,
             language=body.language or options.get("language") or conversation.language,
@@ -175,6 +178,7 @@ class TurnService:
             enable_rewrite=_pick(body.enable_rewrite, conversation.enable_rewrite),
             enable_query_expansion=_pick(body.enable_query_expansion, conversation.enable_query_expansion),
             faq_priority_enabled=_pick(body.faq_priority_enabled, conversation.faq_priority_enabled),
+            memory_enabled=_pick(body.memory_enabled, conversation.memory_enabled),
             faq_direct_answer_threshold=conversation.faq_direct_answer_threshold,
             faq_score_boost=conversation.faq_score_boost,
             web_search_enabled=body.web_search_enabled,
@@ -191,7 +195,7 @@ class TurnService:
             if self._knowledge.document(session.tenant_id, knowledge_id) is None:
                 raise UnknownKnowledgeBase("knowledge_ids", knowledge_id)
 
-    async def accept(self, session: Session, body: QuestionBody) -> AcceptedTurn:
+    async def accept(self, session: Session, body: QuestionBody, user_id: str = "") -> AcceptedTurn:
         """Validate, store both messages, open the log with ``agent_query``. Nothing is stored if
         validation fails."""
         self.validate_scope(session, body)
@@ -200,10 +204,10 @@ class TurnService:
             earlier = self._sessions.message_by_request(session.tenant_id, session.id, request_id)
             if earlier is not None:
                 user, assistant = earlier
-                request = self.build_request(session, body, request_id, user.id, assistant.id)
+                request = self.build_request(session, body, request_id, user.id, assistant.id, user_id)
                 return AcceptedTurn(session, request, build_plan(request), user, assistant, duplicate=True)
         user, assistant = self._sessions.create_turn(session, request_id, body.query)
-        request = self.build_request(session, body, request_id, user.id, assistant.id)
+        request = self.build_request(session, body, request_id, user.id, assistant.id, user_id)
         turn = AcceptedTurn(session, request, build_plan(request), user, assistant)
         await self._stream.append_event(
             turn.key,

@@ -16,6 +16,7 @@ from ragline.container import Container
 from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
 from ragline.ingest.faq import parse_entries, parse_faq_file
 from ragline.ingest.service import DocumentInput, IngestResult
+from ragline.memory.api import memory_router
 from ragline.runtime.search import SearchBody, SearchFailed, result_view
 from ragline.runtime.turns import AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
 from ragline.server.errors import ApiError, install_error_handlers, not_found
@@ -331,11 +332,11 @@ def create_app(
         return {"items": [result_view(r) for r in results]}
 
     # Questions, streams, stop --------------------------------------------------------------------------------
-    async def accept(session: Session, body: QuestionBody) -> AcceptedTurn:
+    async def accept(session: Session, body: QuestionBody, user_id: str = "") -> AcceptedTurn:
         if len(body.query) > config.limits.max_query_chars:
             raise ApiError(422, "query_too_long", f"query exceeds {config.limits.max_query_chars} characters", "query")
         try:
-            turn = await container.turns.accept(session, body)
+            turn = await container.turns.accept(session, body, user_id)
         except UnknownKnowledgeBase as exc:
             raise not_found(f"{exc.field[:-4].replace('_', ' ')} {exc.value}", exc.field) from None
         if not turn.duplicate:
@@ -343,18 +344,28 @@ def create_app(
         return turn
 
     @app.post("/api/v1/sessions/{session_id}/questions", status_code=202, tags=["chat"])
-    async def ask(session_id: str, body: QuestionBody, tenant: TenantDep) -> dict[str, str]:
+    async def ask(
+        session_id: str,
+        body: QuestionBody,
+        tenant: TenantDep,
+        x_user_id: Annotated[str, Header(max_length=200)] = "",
+    ) -> dict[str, str]:
         session = session_of(tenant, session_id)
-        ids = (await accept(session, body)).ids()
+        ids = (await accept(session, body, x_user_id)).ids()
         # In AWS the stream is served by another function (stream_reader's URL); embedded, by this server.
         ids["stream_url"] = stream_base_url.rstrip("/") + ids["stream_url"]
         return ids
 
     @app.post("/api/v1/knowledge-chat/{session_id}", tags=["chat"], response_class=JSONResponse)
-    async def knowledge_chat(session_id: str, body: QuestionBody, tenant: TenantDep) -> Any:
+    async def knowledge_chat(
+        session_id: str,
+        body: QuestionBody,
+        tenant: TenantDep,
+        x_user_id: Annotated[str, Header(max_length=200)] = "",
+    ) -> Any:
         """Ask and stream in one call (WeKnora-compatible)."""
         session = session_of(tenant, session_id)
-        turn = await accept(session, body)
+        turn = await accept(session, body, x_user_id)
         return sse_response(
             frames(
                 container.stream,
@@ -427,4 +438,6 @@ def create_app(
             return {"status": status, "message": "Message already completed"}
         return {"status": status, "message": "Generation stopped"}
 
+    # Long-term memory: list and delete one's memories (the user within the tenant is X-User-Id).
+    app.include_router(memory_router(lambda: container.memories, tenant_of))
     return app

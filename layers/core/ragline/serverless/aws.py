@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from ragline.config import Settings, load_config
 from ragline.container import Container, build_models
+from ragline.memory.dynamodb import DynamoMemoryStore
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.server.app import create_app
@@ -84,6 +85,8 @@ def build_aws_runtime(
     if models is None:
         ssm = session.client("ssm", endpoint_url=endpoint)
         settings = settings or Settings(
+            chat_provider=aws.chat_provider,
+            chat_region=aws.chat_region or None,
             chat_base_url=aws.chat_base_url or None,
             chat_model=aws.chat_model or None,
             chat_api_key=_secret(ssm, aws.chat_api_key_parameter),
@@ -110,6 +113,7 @@ def build_aws_runtime(
         engine=engine,
         models=models,
         citations=DynamoCitationHistory(sessions),
+        memories=DynamoMemoryStore(dynamodb.Table(aws.knowledge_table)),
     )
     state = StateStore(dynamodb.Table(aws.state_table), s3, aws.state_bucket, aws.event_ttl_seconds)
     launcher = StepFunctionsLauncher(sfn, aws.state_machine_arn, state, aws.workflow_type, start_guard=start_guard)

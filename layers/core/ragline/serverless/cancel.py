@@ -1,7 +1,8 @@
-"""Stop in the serverless runtime: the ``stop`` event in the log is the flag a running step polls.
+"""Stop in the serverless runtime: a flag item the stop route writes and a running step polls.
 
 StopExecution does not interrupt a Lambda that is already running (and EXPRESS workflows have no
-StopExecution at all), so the step that streams the model checks the log while it streams.
+StopExecution at all), so the step that streams the model checks the flag while it streams. (The log's
+last event is no flag: a step still writing after the stop would push the ``stop`` event down.)
 """
 
 from __future__ import annotations
@@ -10,23 +11,20 @@ import asyncio
 import contextlib
 
 from ragline.runtime.cancel import CancelToken
-from ragline.stream.base import StreamManager
-from ragline.types import ResponseType
+from ragline.serverless.state_store import StateStore
 
 
-class LogStopToken(CancelToken):
-    def __init__(self, log: StreamManager, key: str, interval_s: float = 0.5) -> None:
+class StopFlagToken(CancelToken):
+    def __init__(self, state: StateStore, turn: str, interval_s: float = 0.5) -> None:
         super().__init__()
-        self._log = log
-        self._key = key
+        self._state = state
+        self._turn = turn
         self._interval = interval_s
         self._task: asyncio.Task[None] | None = None
 
     async def refresh(self) -> bool:
-        if not self.cancelled:
-            last = await self._log.last_event(self._key)
-            if last is not None and last.type == ResponseType.STOP:
-                self.cancel("user_requested")
+        if not self.cancelled and await asyncio.to_thread(self._state.stop_requested, self._turn):
+            self.cancel("user_requested")
         return self.cancelled
 
     def start(self) -> None:

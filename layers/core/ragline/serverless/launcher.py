@@ -73,9 +73,12 @@ class StepFunctionsLauncher:
         self._state.set_execution(turn.key, arn)
 
     async def cancel(self, session_id: str, message_id: str) -> None:
+        turn = f"{session_id}#{message_id}"
+        # The flag first: the step streaming the model polls it (a running Lambda is not interrupted).
+        await asyncio.to_thread(self._state.request_stop, turn)
         if self._workflow_type != "STANDARD":
-            return  # EXPRESS has no StopExecution; the running step sees the stop event
-        arn = self._state.execution(f"{session_id}#{message_id}")
+            return  # EXPRESS has no StopExecution
+        arn = self._state.execution(turn)
         if arn is None:
             return
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -31,6 +33,8 @@ class AwsSettings(BaseSettings):
     opensearch_index: str = "ragline-chunks"
     neo4j_uri: str = ""
 
+    chat_provider: Literal["openai", "bedrock"] = "openai"
+    chat_region: str = ""
     chat_base_url: str = ""
     chat_model: str = ""
     # Name of an SSM SecureString parameter holding the chat API key; never the key itself.

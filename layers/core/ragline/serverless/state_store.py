@@ -4,7 +4,8 @@ Items in the state table (partition ``turn`` = the turn's stream key, sort ``ite
 - ``v#000003``: state version 3 (after the third state-changing step) with the outcome that produced it;
 - ``claim#...``: the log offset a step starts writing at, fixed on its first attempt;
 - ``branch#...``: one search branch's results, read by the reduce step;
-- ``execution``: the workflow execution ARN, for StopExecution.
+- ``execution``: the workflow execution ARN, for StopExecution;
+- ``stop``: present once the user stopped the turn.
 """
 
 from __future__ import annotations
@@ -146,6 +147,15 @@ class StateStore:
         if item is None:
             raise LookupError(f"branch result {item_name} of {turn} not found")
         return self._state_of(item)
+
+    def request_stop(self, turn: str) -> None:
+        """The flag a running step polls: StopExecution does not interrupt a Lambda already running."""
+        self._table.put_item(
+            Item={PARTITION: turn, SORT: "stop", "requested": True, TTL_ATTRIBUTE: int(time.time()) + self._ttl}
+        )
+
+    def stop_requested(self, turn: str) -> bool:
+        return self._get(turn, "stop") is not None
 
     def set_execution(self, turn: str, execution_arn: str) -> None:
         self._table.put_item(

@@ -42,7 +42,7 @@ FAILED = "failed"
 def possible_plans() -> list[list[EventType]]:
     """Every plan the builder can produce, over every combination of the flags it reads."""
     plans: list[list[EventType]] = []
-    for has_kb, web, rounds in itertools.product((True, False), (True, False), (0, 5)):
+    for has_kb, web, rounds, memory in itertools.product((True, False), (True, False), (0, 5), (True, False)):
         request = PipelineRequest(
             query="q",
             request_id="r",
@@ -51,6 +51,7 @@ def possible_plans() -> list[list[EventType]]:
             knowledge_base_ids=("kb",) if has_kb else (),
             web_search_enabled=web,
             max_rounds=rounds,
+            memory_enabled=memory,
         )
         plan = build_plan(request)
         if plan not in plans:

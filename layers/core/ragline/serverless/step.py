@@ -26,7 +26,7 @@ from ragline.event.bus import EventBus
 from ragline.pipeline.orchestrator import StageOutcome
 from ragline.pipeline.search_parallel import BranchResult, SearchBranch
 from ragline.runtime.plan import FULL_STAGE_ORDER
-from ragline.serverless.cancel import LogStopToken
+from ragline.serverless.cancel import StopFlagToken
 from ragline.serverless.state_store import StateRef, StateStore
 from ragline.stream.base import stream_key
 from ragline.stream.dynamodb import DynamoDBStreamManager, StageLog
@@ -107,7 +107,7 @@ class _StepRun:
 
     def __init__(self, step: StepInput, deps: StepDeps, start_seq: int) -> None:
         self.key = step.turn.key
-        self.cancel = LogStopToken(deps.log, self.key, deps.stop_poll_s)
+        self.cancel = StopFlagToken(deps.state, self.key, deps.stop_poll_s)
         stream_config = deps.container.config.stream
         self.handler = StreamHandler(
             StageLog(deps.log, start_seq),

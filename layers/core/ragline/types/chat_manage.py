@@ -118,6 +118,9 @@ class PipelineRequest(BaseModel):
     vlm_model_id: str = ""
     chat_model_supports_vision: bool = False
 
+    # Long-term memory across sessions (recall before answering, extraction after): opt-in per request.
+    memory_enabled: bool = False
+
     web_search_enabled: bool = False
     web_fetch_enabled: bool = False
     web_fetch_top_n: int = 3

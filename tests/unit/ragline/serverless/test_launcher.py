@@ -139,6 +139,8 @@ def test_plan_flags_follow_the_turns_plan():
     plan = execution_input(turn, StateRef(turn=turn.key, version=0))["plan"]
     assert plan == {
         "load_history": False,
+        "memory_recall": False,
+        "query_understand": False,
         "chunk_search_parallel": False,
         "chunk_rerank": False,
         "chunk_merge": False,

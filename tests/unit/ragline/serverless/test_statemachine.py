@@ -49,7 +49,10 @@ def test_only_droppable_stages_are_guarded_one_choice_per_block():
 
 
 def test_the_rag_stages_share_one_guard():
-    assert [s.value for s in guard_groups()[1]] == [
+    groups = [[s.value for s in group] for group in guard_groups()]
+    assert ["memory_recall"] in groups  # opted in per request: a guard of its own
+    assert [s.value for s in guard_groups()[2]] == [
+        "query_understand",
         "chunk_search_parallel",
         "chunk_rerank",
         "chunk_merge",
