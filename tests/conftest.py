@@ -89,13 +89,13 @@ class Ragline:
         return list(reply.json()["items"])
 
 
-def start_ragline(data_dir: Path, models: Any) -> tuple[ServerThread, Ragline]:
+def start_ragline(data_dir: Path, models: Any, **settings: Any) -> tuple[ServerThread, Ragline]:
     from ragline.bootstrap import ensure_default_tenant
     from ragline.config import Settings
     from ragline.container import Container
     from ragline.server.embedded import build_embedded_app
 
-    container = Container.embedded(Settings(data_dir=data_dir), models=models)
+    container = Container.embedded(Settings(data_dir=data_dir, **settings), models=models)
     _, key = ensure_default_tenant(container)
     server = ServerThread(build_embedded_app(container)).start()
     client = httpx.Client(base_url=server.url, headers={"X-API-Key": key}, timeout=httpx.Timeout(30.0))

@@ -72,6 +72,9 @@ class ScriptedModel:
         self.default = default or Script.answer("The ", "answer ", "is ", "42.")
         self.title = Script.answer("Scripted title")
         self.memory_extraction = Script.answer("[]")
+        self.entity_extraction = Script.answer("[]")
+        self.graph_extraction = Script.answer('{"entities": [], "relations": []}')
+        self.sql = Script.answer("NONE")
         # Query understanding requests: queued replies, else the question itself as a kb_search.
         self.understanding: deque[Script] = deque()
         self.received: list[Received] = []
@@ -92,8 +95,15 @@ class ScriptedModel:
 
     def _next(self, body: dict[str, Any]) -> Script:
         messages = body.get("messages", [])
-        if any("notebook about the person" in str(m.get("content", "")) for m in messages):
+        text = " ".join(str(m.get("content", "")) for m in messages)
+        if "notebook about the person" in text:
             return self.memory_extraction
+        if "named entities" in text and "question below is about" in text:
+            return self.entity_extraction
+        if "relations between them" in text:
+            return self.graph_extraction
+        if "You write SQL for DuckDB" in text:
+            return self.sql
         if not any(m.get("role") == "system" for m in messages):
             return self.title
         if any('"rewrite_query"' in str(m.get("content", "")) for m in messages if m.get("role") == "system"):

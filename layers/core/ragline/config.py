@@ -19,6 +19,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline.merge.config import MergeConfig
 from ragline.reranking.config import RerankConfig
+from ragline.web.fetch import WebFetchConfig
+from ragline.web.search import WebSearchConfig
 
 
 class Settings(BaseSettings):
@@ -46,6 +48,17 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
     embedding_model: str | None = None
+
+    # Web search: one provider from the environment (more in config.yaml: web_search.providers).
+    web_search_provider: Literal["searxng", "tavily", "brave"] | None = None
+    web_search_base_url: str | None = None
+    web_search_api_key: str | None = None
+
+    # The knowledge graph: off by default; Neo4j when NEO4J_URI/USER/PASSWORD are set, else SQLite.
+    graph_enabled: bool = False
+    neo4j_uri: str | None = Field(default=None, validation_alias="NEO4J_URI")
+    neo4j_user: str | None = Field(default=None, validation_alias="NEO4J_USER")
+    neo4j_password: str | None = Field(default=None, validation_alias="NEO4J_PASSWORD")
 
     # A rerank model: a Jina/Cohere-style /rerank endpoint, or a local ONNX cross-encoder directory.
     rerank_base_url: str | None = None
@@ -133,6 +146,8 @@ class AppConfig(BaseModel):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
     merge: MergeConfig = Field(default_factory=MergeConfig)
+    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
+    web_fetch: WebFetchConfig = Field(default_factory=WebFetchConfig)
     ingestion: IngestionConfig = Field(default_factory=IngestionConfig)
     stream: StreamConfig = Field(default_factory=StreamConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)

@@ -5,12 +5,16 @@ The only module that names adapters; everything else receives ports.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ragline.config import AppConfig, PromptTemplates, Settings, load_config
+from ragline.graph.extract import GraphExtractor
+from ragline.graph.ingest import GraphIndexer
+from ragline.graph.store import GraphNamespace, GraphStore
 from ragline.ingest.service import IngestService
 from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
@@ -19,6 +23,7 @@ from ragline.models.extractive import ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
 from ragline.pipeline.boosts import PluginMemoryAffinity, PluginWikiBoost
 from ragline.pipeline.chat_completion import PluginChatCompletion, PluginChatCompletionStream
+from ragline.pipeline.extract_entity import PluginExtractEntity
 from ragline.pipeline.fallback import FallbackResponder
 from ragline.pipeline.filter_top_k import PluginFilterTopK
 from ragline.pipeline.into_chat_message import PluginIntoChatMessage
@@ -31,8 +36,10 @@ from ragline.pipeline.query_understand import DEFAULT_HISTORY_MESSAGES as UNDERS
 from ragline.pipeline.query_understand import PluginQueryUnderstand
 from ragline.pipeline.rerank import PluginRerank
 from ragline.pipeline.search import PluginSearch
+from ragline.pipeline.search_entity import PluginSearchEntity
 from ragline.pipeline.search_parallel import PluginSearchParallel
 from ragline.pipeline.session_title import SessionTitler
+from ragline.pipeline.web_fetch import PluginWebFetch
 from ragline.reranking.citations import CitationHistory, SqliteCitationHistory
 from ragline.reranking.config import RerankModelSpec
 from ragline.reranking.providers import register_configured_models
@@ -44,11 +51,21 @@ from ragline.runtime.turns import TurnService
 from ragline.store.base import KnowledgeStore, SessionStore, TenantStore
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
+from ragline.store.models import Document, KnowledgeBase
 from ragline.store.sessions import SqliteSessionStore
 from ragline.store.tenants import SqliteTenantStore
 from ragline.stream.base import StreamManager
 from ragline.stream.sqlite import SqliteStreamManager
+from ragline.tables.ingest import TableIngestor
+from ragline.tables.store import FileTableStore, TableStore
 from ragline.types import ChatManage
+from ragline.web.search import (
+    WebSearchProviderKind,
+    WebSearchProviderSpec,
+    WebSearchRegistry,
+    register_configured_providers,
+)
+from ragline.web.service import WebSearchService
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +150,8 @@ def build_event_manager(
     rerank_models: RerankModelRegistry,
     citations: CitationHistory,
     memories: MemoryStore,
+    graph: GraphStore | None = None,
+    tables: TableStore | None = None,
 ) -> tuple[EventManager, PluginSearchParallel]:
     """Plugins register in the reference's container order: for one event, that order is the chain order
     (chunk_rerank: Rerank → WikiBoost → MemoryAffinity).
@@ -142,10 +161,21 @@ def build_event_manager(
     summary = config.conversation.summary
     events = EventManager()
     search = PluginSearch(knowledge, engine, models, config.retrieval)
-    search_parallel = PluginSearchParallel(search)
+    web = WebSearchService(
+        register_configured_providers(WebSearchRegistry(), config.web_search),
+        max_results=config.web_search.max_results,
+        choose=lambda cm: (cm.request.web_search_provider_id, ""),
+    )
+    entity_search = PluginSearchEntity(graph, knowledge) if graph is not None else None
+    search_parallel = PluginSearchParallel(search, entity_search=entity_search, web_search=web)
     events.register(search)
     events.register(PluginRerank(rerank_models, config.rerank))
+    events.register(PluginWebFetch(config.web_fetch))
     events.register(PluginMerge(knowledge, config.merge))
+    if tables is not None and importlib.util.find_spec("duckdb") is not None:
+        from ragline.pipeline.data_analysis import PluginDataAnalysis
+
+        events.register(PluginDataAnalysis(models, templates, tables))
     events.register(PluginIntoChatMessage(templates, summary.context_template_id))
     events.register(PluginChatCompletion(models, templates, summary.prompt_id))
     events.register(PluginChatCompletionStream(models, templates, summary.prompt_id))
@@ -153,6 +183,12 @@ def build_event_manager(
     events.register(PluginQueryUnderstand(models, sessions, templates, history_messages=UNDERSTAND_HISTORY_MESSAGES))
     events.register(PluginLoadHistory(sessions))
     events.register(PluginMemoryRecall(memories, models))
+    if graph is not None:
+        events.register(
+            PluginExtractEntity(GraphExtractor(models, templates), True, graph_extraction_lookup(knowledge), knowledge)
+        )
+    if entity_search is not None:
+        events.register(entity_search)
     events.register(search_parallel)
     events.register(PluginWikiBoost(wiki_lookup(knowledge), config.rerank))
     events.register(PluginMemoryAffinity(citations, config.rerank.memory_affinity))
@@ -179,6 +215,45 @@ def remember_after_turn(
         await extractor.remember_turn(cm)
 
     return remember
+
+
+def graph_extraction_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
+    def enabled(kb_id: str) -> bool:
+        kb = knowledge.knowledge_base_any_tenant(kb_id)
+        return bool(kb is not None and kb.graph_extraction_enabled)
+
+    return enabled
+
+
+def build_graph(settings: Settings, db: Database | None) -> GraphStore | None:
+    """Neo4j when it is configured, else the embedded SQLite graph; None when the graph is off."""
+    if not settings.graph_enabled:
+        return None
+    if settings.neo4j_uri and settings.neo4j_user and settings.neo4j_password:
+        from ragline.graph.neo4j import Neo4jGraphStore
+
+        return Neo4jGraphStore(settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password)
+    if db is not None:
+        from ragline.graph.sqlite import SqliteGraphStore
+
+        return SqliteGraphStore(db)
+    return None
+
+
+def web_search_config(settings: Settings, config: AppConfig) -> AppConfig:
+    """config.yaml's providers plus the one given by the environment, which becomes the default."""
+    if not settings.web_search_provider:
+        return config
+    spec = WebSearchProviderSpec(
+        id=settings.web_search_provider,
+        provider=WebSearchProviderKind(settings.web_search_provider),
+        base_url=settings.web_search_base_url or "",
+        api_key=settings.web_search_api_key or "",
+    )
+    web = config.web_search.model_copy(
+        update={"providers": [*config.web_search.providers, spec], "default_provider_id": spec.id}
+    )
+    return config.model_copy(update={"web_search": web})
 
 
 def wiki_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
@@ -212,6 +287,8 @@ class Container:
     turns: TurnService
     search: SearchService
     memories: MemoryStore
+    graph: GraphStore | None = None
+    graph_indexer: GraphIndexer | None = None
     db: Database | None = None
 
     @classmethod
@@ -229,13 +306,16 @@ class Container:
         models: ModelRegistry,
         citations: CitationHistory,
         memories: MemoryStore,
+        graph: GraphStore | None = None,
+        tables: TableStore | None = None,
         rerank_models: RerankModelRegistry | None = None,
         db: Database | None = None,
     ) -> Container:
         """The same pipeline over whichever adapters a runtime provides."""
+        config = web_search_config(settings, config)
         rerank_models = rerank_models if rerank_models is not None else build_rerank_models(settings, config)
         events, search_parallel = build_event_manager(
-            config, templates, knowledge, sessions, engine, models, rerank_models, citations, memories
+            config, templates, knowledge, sessions, engine, models, rerank_models, citations, memories, graph, tables
         )
         fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
         return cls(
@@ -256,10 +336,18 @@ class Container:
                 SessionTitler(sessions, models, templates),
                 after_turn=[remember_after_turn(memories, models, templates)],
             ),
-            ingest=IngestService(knowledge, engine, models, config.ingestion),
+            ingest=IngestService(
+                knowledge,
+                engine,
+                models,
+                config.ingestion,
+                tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
+            ),
             turns=TurnService(config, templates, knowledge, sessions, stream),
             search=SearchService(events, knowledge, config),
             memories=memories,
+            graph=graph,
+            graph_indexer=GraphIndexer(GraphExtractor(models, templates), graph) if graph is not None else None,
             db=db,
         )
 
@@ -287,7 +375,18 @@ class Container:
             models=models or build_models(settings, config),
             citations=SqliteCitationHistory(db),
             memories=SqliteMemoryStore(db),
+            graph=build_graph(settings, db),
+            tables=FileTableStore(settings.data_dir / "tables"),
             db=db,
+        )
+
+    async def index_graph(self, kb: KnowledgeBase, document: Document) -> None:
+        """Entities and relations of a new document, when its knowledge base extracts them."""
+        if self.graph_indexer is None or not kb.graph_extraction_enabled:
+            return
+        chunks = self.knowledge.chunks_of_document(kb.tenant_id, document.id)
+        await self.graph_indexer.index_document(
+            GraphNamespace(knowledge_base_id=kb.id, knowledge_id=document.id), chunks
         )
 
     def close(self) -> None:

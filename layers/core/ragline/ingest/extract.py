@@ -58,6 +58,8 @@ def decode_text(raw: bytes) -> str:
 
 def file_type_for(filename: str) -> str:
     suffix = Path(filename).suffix.lower()
+    if suffix in (".csv", ".tsv", ".xlsx"):
+        raise UnsupportedFileType(f"{suffix} files are tables: ingest them as table documents")
     if suffix in MARKDOWN_SUFFIXES or suffix in HTML_SUFFIXES:
         return "markdown"
     if suffix in TEXT_SUFFIXES or suffix in PDF_SUFFIXES or not suffix:

@@ -8,18 +8,26 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragline.config import IngestionConfig
 from ragline.ingest.chunker import plan_chunks
-from ragline.ingest.extract import SUPPORTED_SUFFIXES, Extracted, UnsupportedFile, extract
+from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
+from ragline.ingest.extract import Extracted, UnsupportedFile, extract
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
 from ragline.store.ids import new_id
 from ragline.store.models import Chunk, Document, FAQEntry, KnowledgeBase
+from ragline.tables.parse import TABLE_SUFFIXES, is_table_file
 from ragline.types import ChunkType
+
+if TYPE_CHECKING:  # the table ingestor builds on this module
+    from ragline.tables.ingest import TableIngestor
+
+SUPPORTED_SUFFIXES = TEXT_SUPPORTED_SUFFIXES | TABLE_SUFFIXES
 
 __all__ = ["SUPPORTED_SUFFIXES", "DocumentInput", "IngestResult", "IngestService", "UnsupportedFile"]
 
@@ -70,7 +78,9 @@ class IngestService:
         engine: RetrieveEngine,
         models: ModelRegistry,
         config: IngestionConfig,
+        tables: TableIngestor | None = None,
     ) -> None:
+        self._tables = tables
         self._knowledge = knowledge
         self._engine = engine
         self._models = models
@@ -226,7 +236,10 @@ class IngestService:
         chunk_type: str = ChunkType.TEXT,
         progress: Callable[[int, int], None] | None = None,
     ) -> IngestResult:
-        """An uploaded file: text extracted by its type (PDF pages are remembered per chunk)."""
+        """An uploaded file: text extracted by its type (PDF pages are remembered per chunk); tables
+        (CSV, TSV, Excel) become table documents (the first sheet's result is returned)."""
+        if self._tables is not None and is_table_file(filename):
+            return self._tables.ingest_table(kb, filename, raw, title=title, source=source, tags=tags)[0]
         extracted = extract(filename, raw)
         if not extracted.text.strip():
             raise UnsupportedFile("the file has no text")

@@ -18,6 +18,7 @@ from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, NextFn, Plugin, PluginEr
 from ragline.pipeline.search import PluginSearch, TargetGroup
 from ragline.retrieval.text import content_signature
 from ragline.types import ChatManage, EventType, SearchResult
+from ragline.web.service import WebSearchService
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ async def _noop() -> PluginError | None:
 class BranchKind(StrEnum):
     CHUNK = "chunk"
     ENTITY = "entity"
+    WEB = "web"
 
 
 class SearchBranch(BaseModel):
@@ -59,9 +61,15 @@ def remove_duplicates(results: list[SearchResult]) -> list[SearchResult]:
 
 
 class PluginSearchParallel:
-    def __init__(self, chunk_search: PluginSearch, entity_search: Plugin | None = None) -> None:
+    def __init__(
+        self,
+        chunk_search: PluginSearch,
+        entity_search: Plugin | None = None,
+        web_search: WebSearchService | None = None,
+    ) -> None:
         self._chunk_search = chunk_search
         self._entity_search = entity_search
+        self._web_search = web_search
 
     def activation_events(self) -> list[EventType]:
         return [EventType.CHUNK_SEARCH_PARALLEL]
@@ -72,6 +80,8 @@ class PluginSearchParallel:
         branches = [SearchBranch(kind=BranchKind.CHUNK, group=g) for g in self._chunk_search.plan_groups(cm)]
         if self._entity_search is not None and cm.state.entity:
             branches.append(SearchBranch(kind=BranchKind.ENTITY))
+        if self._web_search is not None and self._web_search.should_search(cm):
+            branches.append(SearchBranch(kind=BranchKind.WEB))
         return branches
 
     async def run_branch(self, cm: ChatManage, branch: SearchBranch) -> BranchResult:
@@ -88,6 +98,8 @@ class PluginSearchParallel:
                     error=error.message if error else "",
                     graph_result=cm.state.graph_result,
                 )
+            if branch.kind == BranchKind.WEB and self._web_search is not None:
+                return BranchResult(kind=branch.kind, results=await self._web_search.search(cm))
         except Exception as exc:
             logger.warning("search branch %s failed: %s", branch.kind, exc, extra={"stage": "chunk_search_parallel"})
             return BranchResult(kind=branch.kind, error=f"{type(exc).__name__}: {exc}")
@@ -103,6 +115,10 @@ class PluginSearchParallel:
         results = list(chunk_cm.state.search_result)
         candidates = chunk_cm.state.candidate_count
         for outcome in outcomes:
+            if outcome.kind == BranchKind.WEB:
+                # Web errors are logged by run_branch and otherwise ignored, as the seed swallows them.
+                results.extend(outcome.results)
+                candidates += len(outcome.results)
             if outcome.kind == BranchKind.ENTITY:
                 results.extend(outcome.results)
                 candidates += len(outcome.results)

@@ -16,8 +16,10 @@ def build_plan(request: PipelineRequest) -> list[EventType]:
             .add(EventType.QUERY_UNDERSTAND)
             .add(EventType.CHUNK_SEARCH_PARALLEL)
             .add(EventType.CHUNK_RERANK)
+            .add_if(request.web_search_enabled, EventType.WEB_FETCH)
             .add(EventType.CHUNK_MERGE)
             .add(EventType.FILTER_TOP_K)
+            .add_if(request.data_analysis_enabled, EventType.DATA_ANALYSIS)
             .add(EventType.INTO_CHAT_MESSAGE)
             .add(EventType.CHAT_COMPLETION_STREAM)
             .build()
@@ -39,8 +41,10 @@ FULL_STAGE_ORDER: tuple[EventType, ...] = (
     EventType.QUERY_UNDERSTAND,
     EventType.CHUNK_SEARCH_PARALLEL,
     EventType.CHUNK_RERANK,
+    EventType.WEB_FETCH,
     EventType.CHUNK_MERGE,
     EventType.FILTER_TOP_K,
+    EventType.DATA_ANALYSIS,
     EventType.INTO_CHAT_MESSAGE,
     EventType.CHAT_COMPLETION_STREAM,
 )

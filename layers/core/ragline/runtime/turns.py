@@ -42,11 +42,14 @@ class QuestionBody(BaseModel):
     knowledge_ids: list[str] | None = None
     tags: list[str] | None = Field(default=None, max_length=50)
     web_search_enabled: bool = False
+    web_search_provider_id: str | None = Field(default=None, max_length=100)
+    web_fetch_enabled: bool | None = None
     citation_enabled: bool | None = None
     enable_rewrite: bool | None = None
     enable_query_expansion: bool | None = None
     faq_priority_enabled: bool | None = None
     memory_enabled: bool | None = None
+    data_analysis_enabled: bool = False
     max_rounds: int | None = Field(default=None, ge=0, le=50)
     fallback_strategy: FallbackStrategy | None = None
     vector_threshold: float | None = Field(default=None, ge=0, le=1)
@@ -179,9 +182,12 @@ class TurnService:
             enable_query_expansion=_pick(body.enable_query_expansion, conversation.enable_query_expansion),
             faq_priority_enabled=_pick(body.faq_priority_enabled, conversation.faq_priority_enabled),
             memory_enabled=_pick(body.memory_enabled, conversation.memory_enabled),
+            data_analysis_enabled=body.data_analysis_enabled,
             faq_direct_answer_threshold=conversation.faq_direct_answer_threshold,
             faq_score_boost=conversation.faq_score_boost,
             web_search_enabled=body.web_search_enabled,
+            web_search_provider_id=body.web_search_provider_id or str(options.get("web_search_provider_id", "")),
+            web_fetch_enabled=_pick(body.web_fetch_enabled, body.web_search_enabled),
         )
 
     def validate_scope(self, session: Session, body: QuestionBody) -> None:

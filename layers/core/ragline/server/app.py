@@ -32,6 +32,7 @@ class KnowledgeBaseBody(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=2000)
     wiki_enabled: bool = False
+    graph_extraction_enabled: bool = False
 
 
 class DocumentBody(BaseModel):
@@ -76,6 +77,16 @@ def tenant_of(request: Request, x_api_key: Annotated[str | None, Header()] = Non
 
 
 TenantDep = Annotated[Tenant, Depends(tenant_of)]
+
+
+_background: set[asyncio.Task[None]] = set()
+
+
+def _in_background(work: Any) -> None:
+    """Keep a reference until the task ends (the loop holds only weak ones)."""
+    task = asyncio.ensure_future(work)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
 
 
 def _document_reply(result: IngestResult) -> JSONResponse:
@@ -130,6 +141,7 @@ def create_app(
                 container.models.default_embedder_id,
                 body.description,
                 wiki_enabled=body.wiki_enabled,
+                graph_extraction_enabled=body.graph_extraction_enabled,
             )
         except DuplicateName:
             raise ApiError(409, "duplicate_name", f"a knowledge base named {body.name!r} exists", "name") from None
@@ -199,6 +211,8 @@ def create_app(
             except UnsupportedFile as exc:
                 status = 415 if isinstance(exc, UnsupportedFileType) else 422
                 raise ApiError(status, "unsupported_file", str(exc), "file") from None
+            if not result.duplicate:
+                _in_background(container.index_graph(kb, result.document))
             return _document_reply(result)
         else:
             try:
@@ -220,6 +234,9 @@ def create_app(
             }
         item = DocumentInput(**kwargs, tags=body.tags, chunk_type=_chunk_type(body.kind))
         results = await asyncio.to_thread(container.ingest.ingest_many, kb, [item])
+        if not results[0].duplicate:
+            # A model call per chunk: the document is searchable now, its graph follows.
+            _in_background(container.index_graph(kb, results[0].document))
         return _document_reply(results[0])
 
     @app.post(

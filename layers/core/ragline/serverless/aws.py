@@ -13,7 +13,7 @@ import boto3
 from fastapi import FastAPI
 
 from ragline.config import Settings, load_config
-from ragline.container import Container, build_models
+from ragline.container import Container, build_graph, build_models
 from ragline.memory.dynamodb import DynamoMemoryStore
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
@@ -25,6 +25,7 @@ from ragline.serverless.step import StepDeps
 from ragline.store.base import KnowledgeStore
 from ragline.store.dynamodb import DynamoCitationHistory, DynamoKnowledgeStore, DynamoSessionStore, DynamoTenantStore
 from ragline.stream.dynamodb import DynamoDBStreamManager
+from ragline.tables.s3 import S3TableStore
 
 
 @dataclass
@@ -114,6 +115,11 @@ def build_aws_runtime(
         models=models,
         citations=DynamoCitationHistory(sessions),
         memories=DynamoMemoryStore(dynamodb.Table(aws.knowledge_table)),
+        # The graph in AWS is Neo4j (NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD); without it, off.
+        graph=build_graph(settings, None),
+        # Tables for data analysis live in the state bucket; the analysis itself needs DuckDB, which the
+        # Lambda layer leaves out (size): without it the stage is not registered.
+        tables=S3TableStore(s3, aws.state_bucket, "tables/"),
     )
     state = StateStore(dynamodb.Table(aws.state_table), s3, aws.state_bucket, aws.event_ttl_seconds)
     launcher = StepFunctionsLauncher(sfn, aws.state_machine_arn, state, aws.workflow_type, start_guard=start_guard)

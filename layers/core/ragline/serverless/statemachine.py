@@ -42,7 +42,8 @@ FAILED = "failed"
 def possible_plans() -> list[list[EventType]]:
     """Every plan the builder can produce, over every combination of the flags it reads."""
     plans: list[list[EventType]] = []
-    for has_kb, web, rounds, memory in itertools.product((True, False), (True, False), (0, 5), (True, False)):
+    flags = itertools.product((True, False), (True, False), (0, 5), (True, False), (True, False))
+    for has_kb, web, rounds, memory, analysis in flags:
         request = PipelineRequest(
             query="q",
             request_id="r",
@@ -52,6 +53,7 @@ def possible_plans() -> list[list[EventType]]:
             web_search_enabled=web,
             max_rounds=rounds,
             memory_enabled=memory,
+            data_analysis_enabled=analysis,
         )
         plan = build_plan(request)
         if plan not in plans:
@@ -65,27 +67,58 @@ def guarded_stages() -> list[EventType]:
     return [stage for stage in FULL_STAGE_ORDER if not all(stage in plan for plan in plans)]
 
 
-def guard_groups() -> list[list[EventType]]:
-    """Consecutive guarded stages that every plan keeps or drops together share one Choice.
+def _presence(stage: EventType, plans: list[list[EventType]]) -> tuple[bool, ...]:
+    return tuple(stage in plan for plan in plans)
 
-    A Standard workflow bills every state entered; the RAG stages (search, rerank, merge, top-k) are
-    present or absent as one block, so one Choice guards them all.
+
+def _implies(narrow: tuple[bool, ...], wide: tuple[bool, ...]) -> bool:
+    return all(w or not n for n, w in zip(narrow, wide, strict=True))
+
+
+def guard_blocks() -> list[list[EventType]]:
+    """Optional stages in blocks: a block opens at a guarded stage and takes the following guarded stages
+    that only ever run when it runs. A Standard workflow bills every state entered, so one Choice at the
+    block's head decides the whole block (the RAG stages are kept or dropped together); a stage inside
+    it with a narrower condition (web_fetch, only with web search) adds a Choice of its own.
     """
     plans = possible_plans()
     guarded = set(guarded_stages())
-
-    def presence(stage: EventType) -> tuple[bool, ...]:
-        return tuple(stage in plan for plan in plans)
-
-    groups: list[list[EventType]] = []
+    blocks: list[list[EventType]] = []
     for index, stage in enumerate(FULL_STAGE_ORDER):
         if stage not in guarded:
             continue
         previous = FULL_STAGE_ORDER[index - 1] if index else None
-        if groups and previous == groups[-1][-1] and presence(previous) == presence(stage):
-            groups[-1].append(stage)
+        if blocks and previous in blocks[-1] and _implies(_presence(stage, plans), _presence(blocks[-1][0], plans)):
+            blocks[-1].append(stage)
         else:
-            groups.append([stage])
+            blocks.append([stage])
+    return blocks
+
+
+def choice_stages() -> list[EventType]:
+    """The stages reached through a Choice: block heads, and stages narrower than their block."""
+    plans = possible_plans()
+    chosen: list[EventType] = []
+    for block in guard_blocks():
+        head = _presence(block[0], plans)
+        chosen.extend(stage for stage in block if stage == block[0] or _presence(stage, plans) != head)
+    return chosen
+
+
+def guard_groups() -> list[list[EventType]]:
+    """Each Choice and the stages it decides: a block head with the stages that share its condition, or a
+    narrower stage alone."""
+    plans = possible_plans()
+    groups: list[list[EventType]] = []
+    for block in guard_blocks():
+        head = _presence(block[0], plans)
+        head_group = [block[0]]
+        groups.append(head_group)
+        for stage in block[1:]:
+            if _presence(stage, plans) == head:
+                head_group.append(stage)
+            else:
+                groups.append([stage])
     return groups
 
 
@@ -224,33 +257,40 @@ def _terminal_task(phase: str, next_state: str | None, catch_to: str | None) -> 
 
 
 def build_definition(stages: tuple[EventType, ...] = FULL_STAGE_ORDER) -> dict[str, Any]:
-    groups = {group[0]: group for group in guard_groups()}
-    grouped = {stage for group in groups.values() for stage in group}
+    blocks = {block[0]: block for block in guard_blocks()}
+    block_of = {stage: block for block in blocks.values() for stage in block}
+    chosen = set(choice_stages())
 
     def entry(index: int) -> str | None:
-        """The state a stage is reached through: its group's Choice when it opens a group."""
+        """The state a stage is reached through from before it: its Choice, when it has one."""
         if index >= len(stages):
             return None
         stage = stages[index]
-        return f"{stage.value}?" if stage in groups else stage.value
+        return f"{stage.value}?" if stage in chosen else stage.value
+
+    def after(stage: EventType) -> str | None:
+        """Where a Choice goes when its stage does not run: past the whole block for a head, else on to
+        the next stage (which the block's head already decided)."""
+        last = block_of[stage][-1] if stage in blocks else stage
+        return entry(stages.index(last) + 1)
 
     states: dict[str, dict[str, Any]] = {}
     for index, stage in enumerate(stages):
         next_entry = entry(index + 1)
         name, stage_states = _stage_states(stage, next_entry, is_last=index + 1 == len(stages))
-        if stage in groups:
-            group = groups[stage]
-            after_group = entry(stages.index(group[-1]) + 1)
-            if after_group is None:
+        if stage in chosen:
+            skip_to = after(stage)
+            if skip_to is None:
                 raise ValueError("a plan cannot end with an optional stage: the workflow would end in a Choice")
+            decided = [s.value for s in block_of[stage]] if stage in blocks else [stage.value]
             states[f"{stage.value}?"] = {
                 "Type": "Choice",
-                "Comment": f"Runs {', '.join(s.value for s in group)} when the plan has them.",
+                "Comment": f"Runs {', '.join(decided)} when the plan has them." if stage in blocks else None,
                 "Choices": [{"Variable": f"$.plan.{stage.value}", "BooleanEquals": True, "Next": name}],
-                "Default": after_group,
+                "Default": skip_to,
             }
-        elif stage in grouped:
-            pass  # reached from the previous stage of its group
+            if stage not in blocks:
+                states[f"{stage.value}?"]["Comment"] = f"Runs {stage.value} when the plan has it."
         states.update(stage_states)
     first = entry(0)
     assert first is not None

@@ -23,7 +23,13 @@ class KnowledgeStore(Protocol):
     """Every read takes the tenant: another tenant's id reads as absent."""
 
     def create_knowledge_base(
-        self, tenant_id: str, name: str, embedding_model: str, description: str = "", wiki_enabled: bool = False
+        self,
+        tenant_id: str,
+        name: str,
+        embedding_model: str,
+        description: str = "",
+        wiki_enabled: bool = False,
+        graph_extraction_enabled: bool = False,
     ) -> KnowledgeBase: ...
 
     def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None: ...

@@ -119,6 +119,7 @@ CREATE TABLE IF NOT EXISTS stream_events (
 _ADDED_COLUMNS = (
     ("documents", "tags", "TEXT NOT NULL DEFAULT '[]'"),
     ("knowledge_bases", "wiki_enabled", "INTEGER NOT NULL DEFAULT 0"),
+    ("knowledge_bases", "graph_extraction_enabled", "INTEGER NOT NULL DEFAULT 0"),
 )
 
 

@@ -135,7 +135,13 @@ class DynamoKnowledgeStore:
         return contextlib.nullcontext()
 
     def create_knowledge_base(
-        self, tenant_id: str, name: str, embedding_model: str, description: str = "", wiki_enabled: bool = False
+        self,
+        tenant_id: str,
+        name: str,
+        embedding_model: str,
+        description: str = "",
+        wiki_enabled: bool = False,
+        graph_extraction_enabled: bool = False,
     ) -> KnowledgeBase:
         kb = KnowledgeBase(
             id=new_id(),
@@ -145,6 +151,7 @@ class DynamoKnowledgeStore:
             embedding_model=embedding_model,
             created_at=utc_now(),
             wiki_enabled=wiki_enabled,
+            graph_extraction_enabled=graph_extraction_enabled,
         )
         client, table = self._table.meta.client, self._table.name
         try:

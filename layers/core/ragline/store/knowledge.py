@@ -14,6 +14,7 @@ from ragline.store.models import Chunk, Document, DuplicateName, KnowledgeBase
 def _kb(row: object) -> KnowledgeBase:
     data = dict(row)  # type: ignore[call-overload]
     data["wiki_enabled"] = bool(data.get("wiki_enabled"))
+    data["graph_extraction_enabled"] = bool(data.get("graph_extraction_enabled"))
     return KnowledgeBase(**data)
 
 
@@ -43,7 +44,13 @@ class SqliteKnowledgeStore:
         self._db = db
 
     def create_knowledge_base(
-        self, tenant_id: str, name: str, embedding_model: str, description: str = "", wiki_enabled: bool = False
+        self,
+        tenant_id: str,
+        name: str,
+        embedding_model: str,
+        description: str = "",
+        wiki_enabled: bool = False,
+        graph_extraction_enabled: bool = False,
     ) -> KnowledgeBase:
         if self.knowledge_base_by_name(tenant_id, name) is not None:
             raise DuplicateName(name)
@@ -55,11 +62,21 @@ class SqliteKnowledgeStore:
             embedding_model=embedding_model,
             created_at=utc_now(),
             wiki_enabled=wiki_enabled,
+            graph_extraction_enabled=graph_extraction_enabled,
         )
         self._db.execute(
-            "INSERT INTO knowledge_bases (id, tenant_id, name, description, embedding_model, created_at, wiki_enabled)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (kb.id, kb.tenant_id, kb.name, kb.description, kb.embedding_model, kb.created_at, int(kb.wiki_enabled)),
+            "INSERT INTO knowledge_bases (id, tenant_id, name, description, embedding_model, created_at, wiki_enabled,"
+            " graph_extraction_enabled) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                kb.id,
+                kb.tenant_id,
+                kb.name,
+                kb.description,
+                kb.embedding_model,
+                kb.created_at,
+                int(kb.wiki_enabled),
+                int(kb.graph_extraction_enabled),
+            ),
         )
         return kb
 

@@ -34,6 +34,8 @@ class KnowledgeBase(BaseModel):
     created_at: str
     # Wiki pages (chunk_type wiki_page) of this knowledge base are boosted in rerank when this is on.
     wiki_enabled: bool = False
+    # Entities and relations are extracted from this knowledge base's documents for graph search.
+    graph_extraction_enabled: bool = False
 
 
 class Document(BaseModel):

@@ -122,6 +122,8 @@ class PipelineRequest(BaseModel):
     memory_enabled: bool = False
 
     web_search_enabled: bool = False
+    # The web search provider chosen for this session/agent ("" = the configured default).
+    web_search_provider_id: str = ""
     web_fetch_enabled: bool = False
     web_fetch_top_n: int = 3
 

@@ -143,8 +143,10 @@ def test_plan_flags_follow_the_turns_plan():
         "query_understand": False,
         "chunk_search_parallel": False,
         "chunk_rerank": False,
+        "web_fetch": False,
         "chunk_merge": False,
         "filter_top_k": False,
+        "data_analysis": False,
         "into_chat_message": True,
         "chat_completion_stream": True,
     }

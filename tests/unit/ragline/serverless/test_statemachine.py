@@ -6,7 +6,14 @@ import json
 from pathlib import Path
 
 from ragline.runtime.plan import FULL_STAGE_ORDER
-from ragline.serverless.statemachine import build_definition, guard_groups, guarded_stages, possible_plans, render
+from ragline.serverless.statemachine import (
+    build_definition,
+    guard_blocks,
+    guard_groups,
+    guarded_stages,
+    possible_plans,
+    render,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -35,11 +42,14 @@ def test_only_droppable_stages_are_guarded_one_choice_per_block():
     groups = guard_groups()
     assert heads == {group[0].value for group in groups}
     assert sorted(s for group in groups for s in group) == sorted(guarded_stages())
-    for group in groups:
-        choice = states[f"{group[0].value}?"]
-        # The Choice skips the whole block: to the first stage after its last one.
-        after = FULL_STAGE_ORDER[FULL_STAGE_ORDER.index(group[-1]) + 1]
+    for block in guard_blocks():
+        choice = states[f"{block[0].value}?"]
+        # The head's Choice skips the whole block: to the first stage after its last one.
+        after = FULL_STAGE_ORDER[FULL_STAGE_ORDER.index(block[-1]) + 1]
         assert choice["Default"] in (after.value, f"{after.value}?")
+    # A narrower stage inside a block skips itself only (the block's head decided the rest).
+    assert states["web_fetch?"]["Default"] == "chunk_merge"
+    for group in groups:
         for plan in possible_plans():
             assert len({stage in plan for stage in group}) == 1  # a block is kept or dropped as one
     always = [s for s in FULL_STAGE_ORDER if s not in guarded_stages()]
@@ -51,13 +61,14 @@ def test_only_droppable_stages_are_guarded_one_choice_per_block():
 def test_the_rag_stages_share_one_guard():
     groups = [[s.value for s in group] for group in guard_groups()]
     assert ["memory_recall"] in groups  # opted in per request: a guard of its own
-    assert [s.value for s in guard_groups()[2]] == [
+    assert ["web_fetch"] in groups  # only with web search: a guard inside the RAG block
+    assert [
         "query_understand",
         "chunk_search_parallel",
         "chunk_rerank",
         "chunk_merge",
         "filter_top_k",
-    ]
+    ] in groups
 
 
 def test_the_last_stage_ends_the_workflow():
