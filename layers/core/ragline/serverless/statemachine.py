@@ -294,6 +294,7 @@ def build_definition(stages: tuple[EventType, ...] = FULL_STAGE_ORDER) -> dict[s
         states.update(stage_states)
     first = entry(0)
     assert first is not None
+    _merge_choice_chains(states, first)
     states[FALLBACK] = _terminal_task("fallback", None, FAIL_TURN)
     states[FAIL_TURN] = _terminal_task("fail", FAILED, None)
     states[STOPPED] = {"Type": "Succeed", "Comment": "Stopped by the user; the stop route saved the answer."}
@@ -303,6 +304,28 @@ def build_definition(stages: tuple[EventType, ...] = FULL_STAGE_ORDER) -> dict[s
         "StartAt": first,
         "States": states,
     }
+
+
+def _merge_choice_chains(states: dict[str, dict[str, Any]], start: str) -> None:
+    """A Choice whose default is another Choice takes that Choice's rules after its own (evaluated only
+    when its own fail, exactly as entering the next Choice would), so skipping several optional blocks
+    in a row costs one billed transition, not one per block. A Choice no longer reached is removed."""
+    for state in states.values():
+        if state["Type"] != "Choice":
+            continue
+        while states[state["Default"]]["Type"] == "Choice":
+            following = states[state["Default"]]
+            state["Choices"] = [*state["Choices"], *following["Choices"]]
+            state["Default"] = following["Default"]
+        state.pop("Comment", None)
+    targets = {
+        target
+        for state in states.values()
+        for target in [state.get("Next"), state.get("Default"), *(c["Next"] for c in state.get("Choices", []))]
+        if target
+    }
+    for name in [n for n, st in states.items() if st["Type"] == "Choice" and n not in targets and n != start]:
+        del states[name]
 
 
 def render() -> str:

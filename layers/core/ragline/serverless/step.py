@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -105,12 +106,12 @@ def _reply(record: dict[str, Any], ref: StateRef) -> dict[str, Any]:
 class _StepRun:
     """The per-invocation runtime around one stage: log writer, handler, bus, stop polling."""
 
-    def __init__(self, step: StepInput, deps: StepDeps, start_seq: int) -> None:
+    def __init__(self, step: StepInput, deps: StepDeps, claim: Callable[[], Awaitable[int]]) -> None:
         self.key = step.turn.key
         self.cancel = StopFlagToken(deps.state, self.key, deps.stop_poll_s)
         stream_config = deps.container.config.stream
         self.handler = StreamHandler(
-            StageLog(deps.log, start_seq),
+            StageLog(deps.log, claim),
             self.key,
             cancel=self.cancel,
             batch_max_delay_ms=stream_config.batch_max_delay_ms,
@@ -135,9 +136,14 @@ class _StepRun:
         await self.cancel.close()
 
 
-async def _start_seq(deps: StepDeps, step: StepInput, name: str) -> int:
-    last = await deps.log.last_event(step.turn.key)
-    return deps.state.claim(step.turn.key, name, 0 if last is None else last.seq + 1)
+def _claimer(deps: StepDeps, step: StepInput, name: str) -> Callable[[], Awaitable[int]]:
+    """The step's first log offset, claimed when it writes its first event (a retry reads it back)."""
+
+    async def claim() -> int:
+        last = await deps.log.last_event(step.turn.key)
+        return await asyncio.to_thread(deps.state.claim, step.turn.key, name, 0 if last is None else last.seq + 1)
+
+    return claim
 
 
 async def run_step_async(step: StepInput, deps: StepDeps) -> dict[str, Any]:
@@ -164,9 +170,9 @@ async def _run_stage(step: StepInput, deps: StepDeps) -> dict[str, Any]:
     loaded = deps.state.load(ref)
     if loaded is None:
         raise LookupError(f"state {ref} not found")
-    start = await _start_seq(deps, step, f"{next_ref.version}:{stage.value}:{step.phase}")
+    claim = _claimer(deps, step, f"{next_ref.version}:{stage.value}:{step.phase}")
     record: dict[str, Any]
-    async with _StepRun(step, deps, start) as run:
+    async with _StepRun(step, deps, claim) as run:
         cm = ChatManage.load_json(loaded[0], run.context)
         if await run.cancel.refresh():
             outcome = StageOutcome.STOPPED
@@ -226,8 +232,7 @@ async def _run_fallback(step: StepInput, deps: StepDeps) -> dict[str, Any]:
     if latest is None:
         raise LookupError(f"no state for {step.turn.key}")
     ref, state_json = latest
-    start = await _start_seq(deps, step, "fallback")
-    async with _StepRun(step, deps, start) as run:
+    async with _StepRun(step, deps, _claimer(deps, step, "fallback")) as run:
         cm = ChatManage.load_json(state_json, run.context)
         outcome = StageOutcome.STOPPED if await run.cancel.refresh() else await deps.container.orchestrator.fallback(cm)
     if outcome == StageOutcome.COMPLETED:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -108,15 +109,20 @@ class StageLog(StreamManager):
     """The log as one pipeline step writes it: event ``i`` of the step goes to offset ``start + i``.
 
     ``start`` is claimed once per step (and read back on a retry), so a retried step rewrites the same
-    offsets; conditional writes make those repeats no-ops instead of duplicates.
+    offsets; conditional writes make those repeats no-ops instead of duplicates. The claim is made on the
+    first event: most stages write none, and then pay for no claim at all. ``start`` may be an int (tests)
+    or a coroutine function returning it.
     """
 
-    def __init__(self, log: DynamoDBStreamManager, start: int) -> None:
+    def __init__(self, log: DynamoDBStreamManager, start: int | Callable[[], Awaitable[int]]) -> None:
         self._log = log
-        self._next = start
+        self._claim = start if callable(start) else None
+        self._next = start if isinstance(start, int) else -1
         self.skipped = 0
 
     async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
+        if self._next < 0 and self._claim is not None:
+            self._next = await self._claim()
         seq = self._next
         self._next += 1
         written = await asyncio.to_thread(self._log.put_at, key, seq, event)

@@ -14,6 +14,7 @@ from ragline.serverless.statemachine import (
     possible_plans,
     render,
 )
+from ragline.types import EventType
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -42,11 +43,7 @@ def test_only_droppable_stages_are_guarded_one_choice_per_block():
     groups = guard_groups()
     assert heads == {group[0].value for group in groups}
     assert sorted(s for group in groups for s in group) == sorted(guarded_stages())
-    for block in guard_blocks():
-        choice = states[f"{block[0].value}?"]
-        # The head's Choice skips the whole block: to the first stage after its last one.
-        after = FULL_STAGE_ORDER[FULL_STAGE_ORDER.index(block[-1]) + 1]
-        assert choice["Default"] in (after.value, f"{after.value}?")
+    assert guard_blocks()
     # A narrower stage inside a block skips itself only (the block's head decided the rest).
     assert states["web_fetch?"]["Default"] == "chunk_merge"
     for group in groups:
@@ -128,3 +125,54 @@ def test_definition_is_valid_json_with_reachable_states():
                 reachable.add(target)
                 frontier.append(target)
     assert reachable == set(states)
+
+
+def walk(definition, plan_flags):
+    """The stages an execution runs for a plan: Choices evaluated, Tasks recorded (the parallel search's
+    plan/Map/reduce counted once), until the workflow ends."""
+    states = definition["States"]
+    name, ran, transitions = definition["StartAt"], [], 0
+    while True:
+        transitions += 1
+        state = states[name]
+        if state["Type"] == "Choice":
+            name = next(
+                (
+                    c["Next"]
+                    for c in state["Choices"]
+                    if plan_flags[c["Variable"].removeprefix("$.plan.")] is c["BooleanEquals"]
+                ),
+                state["Default"],
+            )
+            continue
+        stage = state.get("Parameters", {}).get("Payload", {}).get("stage") if state["Type"] == "Task" else None
+        if stage and stage not in ran:
+            ran.append(stage)
+        if state["Type"] == "Map":
+            transitions += 1  # one branch
+        if state.get("End") or state["Type"] in ("Succeed", "Fail"):
+            return ran, transitions
+        name = state["Next"]
+
+
+def test_every_plan_runs_exactly_its_stages_in_order():
+    definition = build_definition()
+    for plan in possible_plans():
+        flags = {stage.value: stage in plan for stage in FULL_STAGE_ORDER}
+        ran, _ = walk(definition, flags)
+        assert ran == [stage.value for stage in plan]
+
+
+def test_a_typical_rag_turn_enters_few_states():
+    """Billed transitions of a Standard workflow, for history + search without memory, web or analysis."""
+    plan = next(
+        p
+        for p in possible_plans()
+        if EventType.LOAD_HISTORY in p
+        and EventType.CHUNK_SEARCH_PARALLEL in p
+        and EventType.MEMORY_RECALL not in p
+        and EventType.WEB_FETCH not in p
+        and EventType.DATA_ANALYSIS not in p
+    )
+    _, transitions = walk(build_definition(), {stage.value: stage in plan for stage in FULL_STAGE_ORDER})
+    assert transitions <= 15
