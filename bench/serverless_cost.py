@@ -458,9 +458,10 @@ def run_turn(
     calls, invocations = meter.since(mark)
 
     problems = []
-    requests = scripted.received[model_requests:]
+    # One streamed answer per turn; query understanding (and a first turn's title) ask the model too.
+    requests = [r for r in scripted.received[model_requests:] if r in scripted.answers]
     if len(requests) != 1 or not requests[0].completed or not requests[0].body.get("stream"):
-        problems.append(f"{len(requests)} model requests (expected one streamed completion)")
+        problems.append(f"{len(requests)} answer requests (expected one streamed completion)")
     if execution["status"] != "SUCCEEDED":
         problems.append(f"execution {execution['status']}")
     if not frames or frames[-1].type != "complete":
