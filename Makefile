@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM ?=
 
-.PHONY: install run test unit lint asl bench clean
+.PHONY: install run test unit lint asl bench clean browser
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,26 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+# The browser tests (tests/e2e) drive Debian's Chromium through Playwright's Python driver (never
+# `playwright install`). Installed from the Debian packages when missing: as root, or through sudo.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then \
+		:; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "browser: no $(CHROMIUM) and no apt-get; the browser tests will be skipped"; \
+	else \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; \
+		elif command -v sudo >/dev/null 2>&1; then SUDO="sudo -n"; \
+		else echo "browser: not root and no sudo; the browser tests will be skipped"; exit 0; fi; \
+		echo "browser: installing Debian's chromium"; \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium \
+		|| { $$SUDO apt-get update -q && \
+		     $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; } \
+		|| echo "browser: could not install chromium; the browser tests will be skipped"; \
+	fi
+
+test: lint browser
 	$(BIN)/python -m pytest -q
 
 unit: install

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragline import __version__
@@ -25,6 +27,9 @@ from ragline.store.models import DuplicateName, KnowledgeBase, Session, Tenant
 from ragline.stream.base import stream_key
 from ragline.stream.replay import start_offset
 from ragline.types import ChunkType
+
+# The chat page: plain ES modules and CSS, served as they are (no build step).
+WEB_DIR = Path(__file__).with_name("web")
 
 
 class KnowledgeBaseBody(BaseModel):
@@ -457,4 +462,12 @@ def create_app(
 
     # Long-term memory: list and delete one's memories (the user within the tenant is X-User-Id).
     app.include_router(memory_router(lambda: container.memories, tenant_of))
+
+    # The chat page at / and its modules under /static/ (the page holds no key: it asks for one once).
+    app.mount("/static", StaticFiles(directory=WEB_DIR), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def chat_page() -> FileResponse:
+        return FileResponse(WEB_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
     return app

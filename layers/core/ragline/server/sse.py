@@ -31,7 +31,14 @@ async def frames(
     session_id: str,
     assistant_message_id: str,
 ) -> AsyncIterator[bytes]:
-    async for event in follow(stream, key, start, min_wait_s=config.poll_min_wait_s, max_wait_s=config.poll_max_wait_s):
+    async for event in follow(
+        stream,
+        key,
+        start,
+        min_wait_s=config.poll_min_wait_s,
+        max_wait_s=config.poll_max_wait_s,
+        max_duration_s=config.max_stream_seconds,
+    ):
         yield sse_frame(event, request_id=request_id, session_id=session_id, assistant_message_id=assistant_message_id)
 
 

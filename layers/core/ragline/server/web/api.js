@@ -1,0 +1,150 @@
+// Settings kept in localStorage (API key, API base URL, stream URL) and the JSON API client.
+//
+// The API key is typed once into the page and kept in this browser's localStorage; it is sent as the
+// X-API-Key header and never put in a URL (URLs end up in access logs and browser history).
+
+const STORE = { apiKey: 'ragline.apiKey', apiBase: 'ragline.apiBase', streamBase: 'ragline.streamBase' };
+
+function read(name) {
+  try {
+    return localStorage.getItem(name) || '';
+  } catch {
+    return '';
+  }
+}
+
+function write(name, value) {
+  if (value) localStorage.setItem(name, value);
+  else localStorage.removeItem(name);
+}
+
+const base = (url) => (url || '').trim().replace(/\/+$/, '');
+
+export const settings = {
+  get apiKey() {
+    return read(STORE.apiKey);
+  },
+  set apiKey(value) {
+    write(STORE.apiKey, (value || '').trim());
+  },
+  /** Where the JSON API is: empty for this page's own server; on AWS the stack's HttpApiUrl. */
+  get apiBase() {
+    return base(read(STORE.apiBase));
+  },
+  set apiBase(value) {
+    write(STORE.apiBase, base(value));
+  },
+  /** Where streams are read: empty for the API base; on AWS stream_reader's function URL. */
+  get streamBase() {
+    return base(read(STORE.streamBase));
+  },
+  set streamBase(value) {
+    write(STORE.streamBase, base(value));
+  },
+};
+
+export function apiUrl(path) {
+  return settings.apiBase + path;
+}
+
+/** A stream's URL: an absolute `stream_url` (AWS returns stream_reader's) as it is, a path on the stream base. */
+export function streamUrl(path) {
+  if (/^https?:\/\//i.test(path)) return path;
+  return (settings.streamBase || settings.apiBase) + path;
+}
+
+export class ApiError extends Error {
+  constructor(status, code, message, field) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.field = field || '';
+  }
+}
+
+let unauthorized = () => {};
+
+/** Called when the server answers 401: the page asks for the key again. */
+export function onUnauthorized(handler) {
+  unauthorized = handler;
+}
+
+export function authHeaders(extra = {}) {
+  return { 'X-API-Key': settings.apiKey, ...extra };
+}
+
+function errorFromBody(status, statusText, body) {
+  const error = (body && body.error) || {};
+  if (status === 401) unauthorized();
+  return new ApiError(status, error.code || 'http_error', error.message || `${status} ${statusText}`.trim(), error.field);
+}
+
+/** An ApiError from a failed fetch Response (`{"error": {"code", "message", "field"}}`). */
+export async function errorFrom(response) {
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  return errorFromBody(response.status, response.statusText, body);
+}
+
+export function networkError(url, cause) {
+  const where = url.startsWith('http') ? new URL(url).origin : 'the server';
+  return new ApiError(0, 'network_error', `Cannot reach ${where} (${cause && cause.message ? cause.message : cause}).`);
+}
+
+export async function api(method, path, body, { signal } = {}) {
+  const url = apiUrl(path);
+  const headers = authHeaders({ Accept: 'application/json' });
+  const init = { method, headers, signal, cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(url, init);
+  } catch (err) {
+    if (err.name === 'AbortError') throw err;
+    throw networkError(url, err);
+  }
+  if (!response.ok) throw await errorFrom(response);
+  return response.status === 204 ? null : response.json();
+}
+
+/**
+ * Uploads one file as multipart `file`. XMLHttpRequest, not fetch: only it reports upload progress.
+ * onProgress({phase: 'upload', loaded, total}) while sending, then onProgress({phase: 'indexing'}) until the
+ * server has chunked and indexed it (the reply comes after indexing).
+ */
+export function uploadFile(kbId, file, onProgress = () => {}) {
+  const url = apiUrl(`/api/v1/knowledge-bases/${encodeURIComponent(kbId)}/documents`);
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', url);
+    xhr.setRequestHeader('X-API-Key', settings.apiKey);
+    xhr.setRequestHeader('Accept', 'application/json');
+    xhr.upload.addEventListener('progress', (event) => {
+      onProgress({ phase: 'upload', loaded: event.loaded, total: event.lengthComputable ? event.total : file.size });
+    });
+    xhr.upload.addEventListener('load', () => onProgress({ phase: 'indexing' }));
+    xhr.addEventListener('load', () => {
+      let body = null;
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        body = null;
+      }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body);
+      else reject(errorFromBody(xhr.status, xhr.statusText, body));
+    });
+    xhr.addEventListener('error', () => reject(networkError(url, 'network error')));
+    xhr.addEventListener('abort', () => reject(new ApiError(0, 'aborted', 'Upload cancelled.')));
+    const form = new FormData();
+    form.append('file', file, file.name);
+    xhr.send(form);
+  });
+}

@@ -1,0 +1,84 @@
+"""Browser tests: the chat page in Debian's Chromium, driven by Playwright's Python driver.
+
+Playwright never downloads a browser here: it launches /usr/bin/chromium (``make test`` installs Debian's
+package when it is missing). Without it, or without the ``playwright`` package, the tests are skipped
+with the reason. Each test gets a new browser context (its own, empty localStorage and sessionStorage);
+the browser itself is started once per session with a fresh temporary profile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("RAGLINE_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "test-output" / "screenshots"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_scripts(fresh_scripts: None) -> None:
+    """No scripted reply or recorded request survives from one test to the next."""
+    return
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Chromium for one test module.
+
+    Playwright's sync API marks its event loop as running in this thread while it is started (and leaves
+    the closed loop marked after it stops): the rest of the suite (Mangum, asyncio.run) must not see it, so
+    it lives for a module at most and the mark is cleared after it.
+    """
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get install chromium)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the playwright package is missing (pip install -e '.[dev]')"
+    )
+    try:
+        with sync_api.sync_playwright() as playwright:
+            # Playwright passes a fresh temporary --user-data-dir to every browser it launches.
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            yield browser
+            browser.close()
+    finally:
+        asyncio._set_running_loop(None)
+
+
+class PageErrors(list[str]):
+    """Uncaught exceptions and console errors of the page; a test ends with none."""
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors = PageErrors()
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.errors = errors  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def screenshot(page: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path

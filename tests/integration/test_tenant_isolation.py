@@ -1,0 +1,363 @@
+"""Tenant isolation over HTTP, for every route of the API.
+
+Tenant A (the default tenant) owns a knowledge base, a document and its chunks, a session with a finished
+turn and a running one, and a memory. Tenant B is made with ``ragline tenant create`` (the CLI prints its
+key). For every route under /api/v1: no key (or an unknown key) answers 401; B's key on A's ids answers 404,
+as if they did not exist, and changes nothing; A's key on the same request succeeds, so the ids are real.
+Routes without an id in their path are checked for what they could leak (lists, names, ids in the body).
+
+``test_every_api_route_is_covered`` fails when a route is added without a probe here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.routing import APIRoute
+
+from tests.conftest import Ragline, start_ragline
+from tests.support.scripted_model import Script
+from tests.support.sse import read_frames
+
+DOCS = {"Guide": "# Guide\n\nThe reactor cools with heavy water. Heavy water slows neutrons down."}
+
+
+@dataclass
+class World:
+    a: Ragline  # tenant A's client (the default tenant)
+    b: httpx.Client  # tenant B's client
+    anonymous: httpx.Client
+    kb: str
+    document: str
+    chunk: str
+    session: str
+    user_message: str
+    message: str  # A's finished assistant message
+    memory: str
+    b_kb: str
+    b_session: str
+    scripted: Any
+
+    def owner(self, method: str, url: str, status: int, **kwargs: Any) -> httpx.Response:
+        reply = self.a.client.request(method, url, **kwargs)
+        assert reply.status_code == status, (method, url, reply.status_code, reply.text[:300])
+        return reply
+
+    def other(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """B's request, and the same without a key and with an unknown key."""
+        extra = kwargs.pop("headers", {})
+        for key in ({}, {"X-API-Key": "rl-not-a-key"}):
+            unauthorized = self.anonymous.request(method, url, headers={**extra, **key}, **kwargs)
+            assert unauthorized.status_code == 401, (method, url, key, unauthorized.text[:300])
+            assert unauthorized.json()["error"]["code"] == "unauthorized"
+        return self.b.request(method, url, headers=extra, **kwargs)
+
+    def denied(self, method: str, url: str, **kwargs: Any) -> None:
+        reply = self.other(method, url, **kwargs)
+        assert reply.status_code == 404, (method, url, reply.status_code, reply.text[:300])
+        assert reply.json()["error"]["code"] == "not_found"
+
+
+def _tenant_from_cli(data_dir: Path, name: str) -> str:
+    env = {**os.environ, "RAGLINE_DATA_DIR": str(data_dir), "RAGLINE_LOG_LEVEL": "ERROR"}
+    cli = Path(sys.executable).with_name("ragline")
+    done = subprocess.run(
+        [str(cli), "tenant", "create", name], env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith(f"tenant {name} ("), done.stdout
+    return lines[-1].strip()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, shared_models: Any, scripted: Any) -> Iterator[World]:
+    data_dir = tmp_path_factory.mktemp("isolation") / "data"
+    server, a = start_ragline(data_dir, shared_models)
+    b_key = _tenant_from_cli(data_dir, "tenant-b")
+    b = httpx.Client(base_url=a.url, headers={"X-API-Key": b_key}, timeout=30)
+    anonymous = httpx.Client(base_url=a.url, timeout=30)
+    try:
+        kb = a.create_kb("guide", DOCS)
+        document = a.client.get(f"/api/v1/knowledge-bases/{kb}/documents").json()["items"][0]["id"]
+        chunk = a.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{document}/chunks").json()["items"][0]["id"]
+        session = a.session([kb])
+        read_frames(a.client, "POST", f"/api/v1/knowledge-chat/{session}", json={"query": "How does it cool?"})
+        user_message, message = (m["id"] for m in a.messages(session))
+
+        from ragline.memory.models import new_memory
+
+        tenant_a = a.container.tenants.for_key(a.key)
+        memory = a.container.memories.add(new_memory(tenant_a.id, "", "The user runs a reactor.")).id
+        b_kb = b.post("/api/v1/knowledge-bases", json={"name": "b-kb"}).json()["id"]
+        b_session = b.post("/api/v1/sessions", json={"knowledge_base_ids": [b_kb]}).json()["id"]
+        yield World(
+            a, b, anonymous, kb, document, chunk, session, user_message, message, memory, b_kb, b_session, scripted
+        )
+    finally:
+        b.close()
+        anonymous.close()
+        a.client.close()
+        server.stop()
+        a.container.close()
+
+
+# One probe per route ------------------------------------------------------------------------------------------
+def _create_knowledge_base(w: World) -> None:
+    # Names are per tenant: B may use A's name, and learns nothing of A's knowledge base from it.
+    reply = w.other("POST", "/api/v1/knowledge-bases", json={"name": "guide"})
+    assert reply.status_code == 201, reply.text
+    assert reply.json()["id"] != w.kb
+    assert reply.json()["document_count"] == 0
+    w.owner("POST", "/api/v1/knowledge-bases", 409, json={"name": "guide"})
+
+
+def _list_knowledge_bases(w: World) -> None:
+    reply = w.other("GET", "/api/v1/knowledge-bases")
+    assert reply.status_code == 200
+    assert w.kb not in {kb["id"] for kb in reply.json()["items"]}
+    assert w.kb in {kb["id"] for kb in w.owner("GET", "/api/v1/knowledge-bases", 200).json()["items"]}
+
+
+def _get_knowledge_base(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}")
+    w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}", 200)
+
+
+def _upload_document(w: World) -> None:
+    url = f"/api/v1/knowledge-bases/{w.kb}/documents"
+    before = w.a.client.get(url).json()["items"]
+    w.denied("POST", url, json={"title": "Intrusion", "content": "Written by tenant B."})
+    w.denied("POST", url, files={"file": ("intrusion.md", b"# Intrusion\n\nWritten by tenant B.", "text/markdown")})
+    assert w.a.client.get(url).json()["items"] == before
+    w.owner("POST", url, 201, json={"title": "Owner's note", "content": "Heavy water is deuterium oxide."})
+
+
+def _import_faq(w: World) -> None:
+    url = f"/api/v1/knowledge-bases/{w.kb}/faq"
+    entry = {"standard_question": "What cools the reactor?", "answers": ["Heavy water."]}
+    w.denied("POST", url, json={"entries": [entry]})
+    w.owner("POST", url, 201, json={"entries": [entry]})
+
+
+def _list_documents(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/documents")
+    w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/documents", 200)
+
+
+def _list_chunks(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/documents/{w.document}/chunks")
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.b_kb}/documents/{w.document}/chunks")  # A's document, B's kb
+    w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/documents/{w.document}/chunks", 200)
+
+
+def _get_chunk(w: World) -> None:
+    w.denied("GET", f"/api/v1/chunks/{w.chunk}")
+    assert w.owner("GET", f"/api/v1/chunks/{w.chunk}", 200).json()["knowledge_base_id"] == w.kb
+
+
+def _create_session(w: World) -> None:
+    w.denied("POST", "/api/v1/sessions", json={"knowledge_base_ids": [w.kb]})
+    w.denied("POST", "/api/v1/sessions", json={"knowledge_base_ids": [w.b_kb, w.kb]})
+    w.owner("POST", "/api/v1/sessions", 201, json={"knowledge_base_ids": [w.kb]})
+
+
+def _list_sessions(w: World) -> None:
+    reply = w.other("GET", "/api/v1/sessions")
+    assert reply.status_code == 200
+    assert w.session not in {s["id"] for s in reply.json()["items"]}
+    assert w.session in {s["id"] for s in w.owner("GET", "/api/v1/sessions", 200).json()["items"]}
+
+
+def _get_session(w: World) -> None:
+    w.denied("GET", f"/api/v1/sessions/{w.session}")
+    w.owner("GET", f"/api/v1/sessions/{w.session}", 200)
+
+
+def _list_messages(w: World) -> None:
+    w.denied("GET", f"/api/v1/sessions/{w.session}/messages")
+    w.owner("GET", f"/api/v1/sessions/{w.session}/messages", 200)
+
+
+def _knowledge_search(w: World) -> None:
+    body = {"query": "heavy water", "knowledge_base_ids": [w.kb]}
+    w.denied("POST", "/api/v1/knowledge-search", json=body)
+    w.denied("POST", "/api/v1/knowledge-search", json={**body, "knowledge_base_ids": [w.b_kb, w.kb]})
+    assert w.owner("POST", "/api/v1/knowledge-search", 200, json=body).json()["items"]
+
+
+def _ask(w: World) -> None:
+    w.denied("POST", f"/api/v1/sessions/{w.session}/questions", json={"query": "Leak?"})
+    # B's own session cannot reach A's knowledge base or document through the request options.
+    url = f"/api/v1/sessions/{w.b_session}/questions"
+    w.denied("POST", url, json={"query": "Leak?", "knowledge_base_ids": [w.kb]})
+    w.denied("POST", url, json={"query": "Leak?", "knowledge_ids": [w.document]})
+    w.owner("POST", f"/api/v1/sessions/{w.session}/questions", 202, json={"query": "What slows neutrons?"})
+
+
+def _knowledge_chat(w: World) -> None:
+    w.denied("POST", f"/api/v1/knowledge-chat/{w.session}", json={"query": "Leak?"})
+    w.denied("POST", f"/api/v1/knowledge-chat/{w.b_session}", json={"query": "Leak?", "knowledge_base_ids": [w.kb]})
+    reply = w.owner("POST", f"/api/v1/knowledge-chat/{w.session}", 200, json={"query": "What slows neutrons?"})
+    assert "event: message" in reply.text
+
+
+def _message_events(w: World) -> None:
+    w.denied("GET", f"/api/v1/sessions/{w.session}/messages/{w.message}/events")
+    w.denied("GET", f"/api/v1/sessions/{w.b_session}/messages/{w.message}/events")  # A's message, B's session
+    w.denied("GET", f"/api/v1/sessions/{w.session}/messages/{w.message}/events", headers={"Last-Event-ID": "0"})
+    assert '"complete"' in w.owner("GET", f"/api/v1/sessions/{w.session}/messages/{w.message}/events", 200).text
+
+
+def _continue_stream(w: World) -> None:
+    w.denied("GET", f"/api/v1/sessions/continue-stream/{w.session}", params={"message_id": w.message})
+    w.denied("GET", f"/api/v1/sessions/continue-stream/{w.b_session}", params={"message_id": w.message})
+    reply = w.owner("GET", f"/api/v1/sessions/continue-stream/{w.session}", 200, params={"message_id": w.message})
+    assert '"complete"' in reply.text
+
+
+def _settled(w: World) -> None:
+    """Every turn of A's session has ended (no earlier probe's turn is left to take a queued script)."""
+    deadline = time.monotonic() + 15
+    while not all(m["is_completed"] for m in w.a.messages(w.session)):
+        assert time.monotonic() < deadline, "a turn did not end"
+        time.sleep(0.05)
+
+
+def _stop(w: World) -> None:
+    _settled(w)
+    w.scripted.queue(Script.answer(*[f"w{i} " for i in range(20)], delay=0.1))
+    running = w.a.ask(w.session, "And what slows neutrons?")["assistant_message_id"]
+    deadline = time.monotonic() + 15
+    while not (w.scripted.answers and w.scripted.answers[-1].pieces_sent >= 2):
+        assert time.monotonic() < deadline, "the answer did not start"
+        time.sleep(0.02)
+    # B cannot stop A's running turn, through A's session or its own.
+    w.denied("POST", f"/api/v1/sessions/{w.session}/stop", json={"message_id": running})
+    w.denied("POST", f"/api/v1/sessions/{w.b_session}/stop", json={"message_id": running})
+    assert not next(m for m in w.a.messages(w.session) if m["id"] == running)["is_completed"]
+    frames = read_frames(w.a.client, "GET", f"/api/v1/sessions/{w.session}/messages/{running}/events")
+    assert frames[-1].type == "complete"  # it ran to its end
+    reply = w.owner("POST", f"/api/v1/sessions/{w.session}/stop", 200, json={"message_id": running})
+    assert reply.json()["status"] == "already_completed"
+
+
+def _list_memories(w: World) -> None:
+    reply = w.other("GET", "/api/v1/memories")
+    assert reply.status_code == 200
+    assert reply.json()["items"] == []
+    assert [m["id"] for m in w.owner("GET", "/api/v1/memories", 200).json()["items"]] == [w.memory]
+
+
+def _delete_memory(w: World) -> None:
+    w.denied("DELETE", f"/api/v1/memories/{w.memory}")
+    assert [m["id"] for m in w.owner("GET", "/api/v1/memories", 200).json()["items"]] == [w.memory]
+
+
+def _delete_all_memories(w: World) -> None:
+    reply = w.other("DELETE", "/api/v1/memories")
+    assert reply.status_code == 200
+    assert reply.json() == {"deleted": 0}
+    assert [m["id"] for m in w.owner("GET", "/api/v1/memories", 200).json()["items"]] == [w.memory]
+
+
+# The owner's destructive calls come last (the memory probes run after the others).
+COVERED: dict[tuple[str, str], Callable[[World], None]] = {
+    ("POST", "/api/v1/knowledge-bases"): _create_knowledge_base,
+    ("GET", "/api/v1/knowledge-bases"): _list_knowledge_bases,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}"): _get_knowledge_base,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/documents"): _upload_document,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/faq"): _import_faq,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/documents"): _list_documents,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/documents/{document_id}/chunks"): _list_chunks,
+    ("GET", "/api/v1/chunks/{chunk_id}"): _get_chunk,
+    ("POST", "/api/v1/sessions"): _create_session,
+    ("GET", "/api/v1/sessions"): _list_sessions,
+    ("GET", "/api/v1/sessions/{session_id}"): _get_session,
+    ("GET", "/api/v1/sessions/{session_id}/messages"): _list_messages,
+    ("POST", "/api/v1/knowledge-search"): _knowledge_search,
+    ("POST", "/api/v1/sessions/{session_id}/questions"): _ask,
+    ("POST", "/api/v1/knowledge-chat/{session_id}"): _knowledge_chat,
+    ("GET", "/api/v1/sessions/{session_id}/messages/{message_id}/events"): _message_events,
+    ("GET", "/api/v1/sessions/continue-stream/{session_id}"): _continue_stream,
+    ("POST", "/api/v1/sessions/{session_id}/stop"): _stop,
+    ("GET", "/api/v1/memories"): _list_memories,
+    ("DELETE", "/api/v1/memories/{memory_id}"): _delete_memory,
+    ("DELETE", "/api/v1/memories"): _delete_all_memories,
+}
+# Routes whose path names no session, message, knowledge base, document, chunk or memory: probed above for
+# what they could leak (lists, names, ids in the body) rather than for a 404.
+NO_ID_ROUTES = {
+    ("POST", "/api/v1/knowledge-bases"),
+    ("GET", "/api/v1/knowledge-bases"),
+    ("POST", "/api/v1/sessions"),
+    ("GET", "/api/v1/sessions"),
+    ("POST", "/api/v1/knowledge-search"),
+    ("GET", "/api/v1/memories"),
+    ("DELETE", "/api/v1/memories"),
+}
+ID_PARAMETERS = {"kb_id", "document_id", "chunk_id", "session_id", "message_id", "memory_id"}
+
+
+def _flatten(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, APIRoute]]:
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield prefix + route.path, route
+        elif (inner := getattr(route, "original_router", None)) is not None:
+            # FastAPI 0.16x keeps an included router (the memory routes) as one entry of app.routes.
+            context = getattr(route, "include_context", None)
+            yield from _flatten(inner.routes, prefix + str(getattr(context, "prefix", "")))
+
+
+def api_routes(world: World) -> dict[tuple[str, str], APIRoute]:
+    """Every (method, path) the app serves under /api/, from its routes and, as a cross-check, its OpenAPI."""
+    from ragline.server.embedded import build_embedded_app
+
+    app = build_embedded_app(world.a.container)
+    routes = {
+        (method, path): route
+        for path, route in _flatten(app.routes)
+        if path.startswith("/api/")
+        for method in route.methods
+    }
+    documented = {
+        (method.upper(), path)
+        for path, operations in app.openapi()["paths"].items()
+        if path.startswith("/api/")
+        for method in operations
+    }
+    assert documented <= set(routes), f"routes the enumeration missed: {sorted(documented - set(routes))}"
+    return routes
+
+
+def test_every_api_route_is_covered(world: World) -> None:
+    routes = api_routes(world)
+    assert set(COVERED) == set(routes), (
+        f"routes without a tenant-isolation probe: {sorted(set(routes) - set(COVERED))}; "
+        f"probes for routes that are gone: {sorted(set(COVERED) - set(routes))}"
+    )
+    for key, route in routes.items():
+        names = {p.name for p in route.dependant.path_params} | {p.name for p in route.dependant.query_params}
+        # Every route names an id of a tenant's record, or is listed as having none.
+        assert bool(names & ID_PARAMETERS) != (key in NO_ID_ROUTES), (key, names)
+        # And every one of them resolves the caller's tenant from X-API-Key.
+        assert any(d.call.__name__ == "tenant_of" for d in _dependencies(route.dependant)), key
+
+
+def _dependencies(dependant: Any) -> Iterator[Any]:
+    for sub in dependant.dependencies:
+        yield sub
+        yield from _dependencies(sub)
+
+
+@pytest.mark.parametrize(("method", "path"), list(COVERED))
+def test_another_tenant_gets_404_and_no_key_gets_401(world: World, method: str, path: str) -> None:
+    COVERED[(method, path)](world)
