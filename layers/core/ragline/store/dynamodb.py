@@ -29,6 +29,8 @@ from ragline.store.models import (
     Tenant,
     generate_key,
     hash_key,
+    new_session,
+    new_turn,
 )
 
 # The item does not exist yet: creating it cannot overwrite anyone's record.
@@ -323,16 +325,7 @@ class DynamoSessionStore:
         title: str = "",
         options: dict[str, Any] | None = None,
     ) -> Session:
-        now = utc_now()
-        session = Session(
-            id=new_id(),
-            tenant_id=tenant_id,
-            title=title,
-            knowledge_base_ids=list(knowledge_base_ids),
-            options=options or {},
-            created_at=now,
-            updated_at=now,
-        )
+        session = new_session(tenant_id, knowledge_base_ids, title, options)
         item = session.model_dump()
         item["options"] = json.dumps(session.options)
         self._sessions.put_item(Item=item)
@@ -368,19 +361,7 @@ class DynamoSessionStore:
                 raise
 
     def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]:
-        now = utc_now()
-        user = Message(
-            id=new_id(),
-            session_id=session.id,
-            tenant_id=session.tenant_id,
-            request_id=request_id,
-            role="user",
-            content=query,
-            is_completed=True,
-            created_at=now,
-            updated_at=now,
-        )
-        assistant = user.model_copy(update={"id": new_id(), "role": "assistant", "content": "", "is_completed": False})
+        user, assistant = new_turn(session, request_id, query)
         client = self._messages.meta.client
         client.transact_write_items(
             TransactItems=[
@@ -399,7 +380,7 @@ class DynamoSessionStore:
                         "TableName": self._sessions.name,
                         "Key": _attrs({"tenant_id": session.tenant_id, "id": session.id}),
                         "UpdateExpression": "SET updated_at = :u",
-                        "ExpressionAttributeValues": _attrs({":u": now}),
+                        "ExpressionAttributeValues": _attrs({":u": user.created_at}),
                     }
                 },
             ]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from ragline.store.ids import utc_now
+from ragline.store.ids import new_id, utc_now
 
 
 class Tenant(BaseModel):
@@ -100,6 +101,39 @@ class Message(BaseModel):
     stop_reason: str = ""
     created_at: str
     updated_at: str
+
+
+def new_session(
+    tenant_id: str, knowledge_base_ids: Sequence[str], title: str = "", options: dict[str, Any] | None = None
+) -> Session:
+    now = utc_now()
+    return Session(
+        id=new_id(),
+        tenant_id=tenant_id,
+        title=title,
+        knowledge_base_ids=list(knowledge_base_ids),
+        options=options or {},
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def new_turn(session: Session, request_id: str, query: str) -> tuple[Message, Message]:
+    """The user message (complete) and the assistant message (pending) of one turn, not yet stored."""
+    now = utc_now()
+    user = Message(
+        id=new_id(),
+        session_id=session.id,
+        tenant_id=session.tenant_id,
+        request_id=request_id,
+        role="user",
+        content=query,
+        is_completed=True,
+        created_at=now,
+        updated_at=now,
+    )
+    assistant = user.model_copy(update={"id": new_id(), "role": "assistant", "content": "", "is_completed": False})
+    return user, assistant
 
 
 class FAQEntry(BaseModel):

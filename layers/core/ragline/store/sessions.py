@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragline.store.db import Database
-from ragline.store.ids import new_id, utc_now
-from ragline.store.models import Message, Session
+from ragline.store.ids import utc_now
+from ragline.store.models import Message, Session, new_session, new_turn
 
 
 def _session(row: Any) -> Session:
@@ -36,16 +36,7 @@ class SqliteSessionStore:
         title: str = "",
         options: dict[str, Any] | None = None,
     ) -> Session:
-        now = utc_now()
-        session = Session(
-            id=new_id(),
-            tenant_id=tenant_id,
-            title=title,
-            knowledge_base_ids=list(knowledge_base_ids),
-            options=options or {},
-            created_at=now,
-            updated_at=now,
-        )
+        session = new_session(tenant_id, knowledge_base_ids, title, options)
         self._db.execute(
             "INSERT INTO sessions (id, tenant_id, title, knowledge_base_ids, options, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -55,8 +46,8 @@ class SqliteSessionStore:
                 title,
                 json.dumps(session.knowledge_base_ids),
                 json.dumps(session.options),
-                now,
-                now,
+                session.created_at,
+                session.updated_at,
             ),
         )
         return session
@@ -79,19 +70,7 @@ class SqliteSessionStore:
 
     def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]:
         """The user message (complete) and the assistant message (pending) of one turn, atomically."""
-        now = utc_now()
-        user = Message(
-            id=new_id(),
-            session_id=session.id,
-            tenant_id=session.tenant_id,
-            request_id=request_id,
-            role="user",
-            content=query,
-            is_completed=True,
-            created_at=now,
-            updated_at=now,
-        )
-        assistant = user.model_copy(update={"id": new_id(), "role": "assistant", "content": "", "is_completed": False})
+        user, assistant = new_turn(session, request_id, query)
         with self._db.transaction() as conn:
             for message in (user, assistant):
                 conn.execute(
@@ -107,11 +86,11 @@ class SqliteSessionStore:
                         "[]",
                         int(message.is_completed),
                         "",
-                        now,
-                        now,
+                        message.created_at,
+                        message.updated_at,
                     ),
                 )
-            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session.id))
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (user.created_at, session.id))
         return user, assistant
 
     def complete_assistant_message(

@@ -10,6 +10,7 @@ from typing import Any
 from tests.unit.ragline.moto_env import MotoAws
 
 CLOCKED_MODULES = (
+    "ragline.store.models",
     "ragline.store.tenants",
     "ragline.store.knowledge",
     "ragline.store.sessions",

@@ -406,8 +406,7 @@ def test_create_turn_is_atomic(stores, monkeypatch):
     before = stores.sessions.session("t1", session.id)
     # The next turn's assistant message collides with an existing id: neither message may be stored.
     ids = iter(["fresh-user-id", assistant.id])
-    module = "ragline.store.dynamodb" if stores.backend == "dynamodb" else "ragline.store.sessions"
-    monkeypatch.setattr(f"{module}.new_id", lambda: next(ids))
+    monkeypatch.setattr("ragline.store.models.new_id", lambda: next(ids))
     with pytest.raises(Exception):  # noqa: B017, PT011 - IntegrityError in SQLite, a cancelled transaction in DynamoDB
         stores.sessions.create_turn(session, "req-2", "q2")
     assert stores.sessions.message("t1", session.id, "fresh-user-id") is None
