@@ -16,6 +16,7 @@ from ragline.config import IngestionConfig
 from ragline.ingest.chunker import plan_chunks
 from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
 from ragline.ingest.extract import Extracted, UnsupportedFile, extract
+from ragline.models.base import Embedder
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
@@ -69,6 +70,31 @@ def _page_metadata(item: DocumentInput, offset: int) -> dict[str, object]:
 def embedding_text(title: str, header: str, content: str) -> str:
     """What the embedding model reads: the passage with the title and section it belongs to."""
     return "\n".join(part for part in (title, header, content) if part)
+
+
+def embed_passages(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """The vectors of ``texts`` in one call; an empty (0, dimensions) matrix when there are none."""
+    if not texts:
+        return np.zeros((0, embedder.dimensions), dtype=np.float32)
+    return embedder.embed_documents(list(texts))
+
+
+def store_document(
+    knowledge: KnowledgeStore,
+    engine: RetrieveEngine,
+    kb: KnowledgeBase,
+    document: Document,
+    chunks: Sequence[Chunk],
+    indexed: Sequence[Chunk],
+    vectors: np.ndarray,
+) -> IngestResult:
+    """Writes a document with its ``chunks`` and indexes ``indexed`` (with their ``vectors``) in one scope:
+    where the backend can, neither is stored without the other."""
+    with knowledge.atomic():
+        knowledge.insert_document(document, chunks)
+        engine.index_chunks(kb.id, kb.embedding_model, indexed, vectors, document=document)
+    document.chunk_count = len(indexed)
+    return IngestResult(document, len(indexed))
 
 
 class IngestService:
@@ -138,19 +164,16 @@ class IngestService:
         offset = 0
         for item_prepared in prepared:
             count = len(item_prepared.children)
-            document = item_prepared.document
-            with self._knowledge.atomic():
-                self._knowledge.insert_document(document, [*item_prepared.parents, *item_prepared.children])
-                self._engine.index_chunks(
-                    kb.id,
-                    kb.embedding_model,
-                    item_prepared.children,
-                    matrix[offset : offset + count],
-                    document=document,
-                )
+            results[item_prepared.position] = store_document(
+                self._knowledge,
+                self._engine,
+                kb,
+                item_prepared.document,
+                [*item_prepared.parents, *item_prepared.children],
+                item_prepared.children,
+                matrix[offset : offset + count],
+            )
             offset += count
-            document.chunk_count = count
-            results[item_prepared.position] = IngestResult(document, count)
         for index, item in enumerate(items):
             if results[index] is None:
                 first = results[seen_hashes[hashlib.sha256(item.content.encode("utf-8")).hexdigest()]]
@@ -299,10 +322,5 @@ class IngestService:
             for i, entry in enumerate(entries)
         ]
         embedder = self._models.embedder(kb.embedding_model)
-        texts = ["\n".join([e.standard_question, *e.similar_questions]) for e in entries]
-        matrix = embedder.embed_documents(texts) if texts else np.zeros((0, embedder.dimensions), dtype=np.float32)
-        with self._knowledge.atomic():
-            self._knowledge.insert_document(document, chunks)
-            self._engine.index_chunks(kb.id, kb.embedding_model, chunks, matrix, document=document)
-        document.chunk_count = len(chunks)
-        return IngestResult(document, len(chunks))
+        matrix = embed_passages(embedder, ["\n".join([e.standard_question, *e.similar_questions]) for e in entries])
+        return store_document(self._knowledge, self._engine, kb, document, chunks, chunks, matrix)

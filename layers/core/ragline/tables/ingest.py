@@ -19,9 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from ragline.ingest.service import IngestResult, embedding_text
+from ragline.ingest.service import IngestResult, embed_passages, embedding_text, store_document
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
@@ -132,21 +130,17 @@ class TableIngestor:
             for index, passage in enumerate(item.chunks)
         ]
         embedder = self._models.embedder(kb.embedding_model)
-        texts = [embedding_text("", chunk.header, chunk.content) for chunk in chunks]
-        matrix = embedder.embed_documents(texts) if texts else np.zeros((0, embedder.dimensions), dtype=np.float32)
+        matrix = embed_passages(embedder, [embedding_text("", chunk.header, chunk.content) for chunk in chunks])
         # The CSV first: a document whose rows are missing would be found by search and fail analysis,
         # while a CSV without its document is only an unused file.
         self._tables.save(document.id, item.csv_bytes)
         try:
-            with self._knowledge.atomic():
-                self._knowledge.insert_document(document, chunks)
-                self._engine.index_chunks(kb.id, kb.embedding_model, chunks, matrix, document=document)
+            result = store_document(self._knowledge, self._engine, kb, document, chunks, chunks, matrix)
         except BaseException:
             self._tables.delete(document.id)
             raise
-        document.chunk_count = len(chunks)
         logger.info(
             "table ingested",
             extra={"document_id": document.id, "rows": item.table.row_count, "columns": len(item.table.columns)},
         )
-        return IngestResult(document, len(chunks))
+        return result
