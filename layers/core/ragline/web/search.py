@@ -235,21 +235,29 @@ class SearxngProvider(_HttpProvider):
         return _hits(body["results"], "content", None, _limit(max_results))
 
 
-class TavilyProvider(_HttpProvider):
-    """Tavily's Search endpoint. Its ``score`` is a relevance in [0, 1] and is kept."""
+class _KeyedProvider(_HttpProvider):
+    """A provider that needs an API key; ``base_url`` defaults to the service's public endpoint."""
 
-    name = "tavily"
+    default_base_url = ""
 
     def __init__(
         self,
         api_key: str,
-        base_url: str = TAVILY_BASE_URL,
+        base_url: str | None = None,
         *,
         settings: HttpProviderSettings | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, settings=settings, transport=transport)
+        super().__init__(base_url or self.default_base_url, settings=settings, transport=transport)
         self._api_key = api_key
+
+
+class TavilyProvider(_KeyedProvider):
+    """Tavily's Search endpoint. Its ``score`` is a relevance in [0, 1] and is kept."""
+
+    name = "tavily"
+
+    default_base_url = TAVILY_BASE_URL
 
     async def search(self, query: str, max_results: int) -> list[WebHit]:
         payload = {
@@ -278,21 +286,12 @@ class TavilyProvider(_HttpProvider):
         return detail if isinstance(detail, str) else ""
 
 
-class BraveProvider(_HttpProvider):
+class BraveProvider(_KeyedProvider):
     """Brave's Web Search API. It gives no relevance score: hits are scored by rank."""
 
     name = "brave"
 
-    def __init__(
-        self,
-        api_key: str,
-        base_url: str = BRAVE_BASE_URL,
-        *,
-        settings: HttpProviderSettings | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        super().__init__(base_url, settings=settings, transport=transport)
-        self._api_key = api_key
+    default_base_url = BRAVE_BASE_URL
 
     async def search(self, query: str, max_results: int) -> list[WebHit]:
         params = {"q": query, "count": str(_limit(max_results))}
@@ -418,8 +417,8 @@ def build_provider(spec: WebSearchProviderSpec) -> WebSearchProvider:
             raise ValueError(f"web search provider {spec.id!r}: SearXNG needs base_url")
         return SearxngProvider(spec.base_url, settings=settings)
     if spec.provider == WebSearchProviderKind.TAVILY:
-        return TavilyProvider(spec.api_key, spec.base_url or TAVILY_BASE_URL, settings=settings)
-    return BraveProvider(spec.api_key, spec.base_url or BRAVE_BASE_URL, settings=settings)
+        return TavilyProvider(spec.api_key, spec.base_url, settings=settings)
+    return BraveProvider(spec.api_key, spec.base_url, settings=settings)
 
 
 def register_configured_providers(registry: WebSearchRegistry, config: WebSearchConfig) -> WebSearchRegistry:
