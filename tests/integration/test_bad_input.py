@@ -116,7 +116,18 @@ def test_document_upload_errors(ragline):
     url = f"/api/v1/knowledge-bases/{kb}/documents"
     reply = ragline.client.post(url, json={"title": "t"})
     assert reply.status_code == 422
-    assert reply.json()["error"]["field"] == "content"
+    assert reply.json()["error"] == {"code": "missing_field", "message": "content is required", "field": "content"}
+    # The same error vocabulary as the routes FastAPI validates itself.
+    reply = ragline.client.post(url, json={"content": "c", "surprise": 1})
+    assert reply.status_code == 422
+    assert reply.json()["error"]["code"] == "unknown_field"
+    assert reply.json()["error"]["field"] == "surprise"
+    reply = ragline.client.post(url, json=["c"])
+    assert reply.status_code == 422
+    assert reply.json()["error"]["code"] == "invalid_body"
+    reply = ragline.client.post(url, files={"title": (None, "no file")})
+    assert reply.status_code == 422
+    assert reply.json()["error"] == {"code": "missing_field", "message": "file is required", "field": "file"}
     reply = ragline.client.post(url, json={"title": "t", "content": "   "})
     assert reply.status_code == 422
     reply = ragline.client.post(url, files={"file": ("x.exe", b"MZ\x00\x01", "application/octet-stream")})

@@ -72,6 +72,15 @@ def test_faq_csv_upload_and_bad_rows(ragline):
     assert wrong.status_code == 415
     empty = ragline.client.post(url, json={"entries": []})
     assert empty.status_code == 422
+    assert empty.json()["error"]["field"] == "entries"
+    missing = ragline.client.post(url, json={"title": "FAQ"})
+    assert missing.status_code == 422
+    assert missing.json()["error"] == {"code": "missing_field", "message": "entries is required", "field": "entries"}
+    unknown = ragline.client.post(url, json={"entries": [{"question": "q", "answer": "a"}], "extra": 1})
+    assert unknown.json()["error"]["code"] == "unknown_field"
+    invalid = ragline.client.post(url, content=b"{bad", headers={"Content-Type": "application/json"})
+    assert invalid.status_code == 400
+    assert invalid.json()["error"]["code"] == "invalid_json"
     chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{reply.json()['id']}/chunks").json()["items"]
     assert chunks[0]["metadata"]["similar_questions"] == ["office address", "where are you"]
     assert json.dumps(chunks[0]["metadata"]["answers"]) == json.dumps(["Main Street 1, Springfield"])

@@ -12,6 +12,7 @@ from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.datastructures import FormData
 
 from ragline import __version__
 from ragline.container import Container
@@ -21,7 +22,7 @@ from ragline.ingest.service import DocumentInput, IngestResult
 from ragline.memory.api import memory_router
 from ragline.runtime.search import SearchBody, SearchFailed, result_view
 from ragline.runtime.turns import AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
-from ragline.server.errors import ApiError, install_error_handlers, not_found
+from ragline.server.errors import ApiError, install_error_handlers, not_found, validation_error
 from ragline.server.sse import frames, sse_response
 from ragline.store.models import DuplicateName, KnowledgeBase, Session, Tenant
 from ragline.stream.base import stream_key
@@ -126,6 +127,16 @@ def create_app(
             raise not_found("knowledge base", "kb_id")
         return kb
 
+    async def read_upload(form: FormData, default_name: str) -> tuple[str, bytes]:
+        """The multipart ``file`` field's name and bytes, refused when missing or over the upload limit."""
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise ApiError(422, "missing_field", "file is required", "file")
+        raw = await upload.read()
+        if len(raw) > config.limits.max_upload_bytes:
+            raise ApiError(413, "file_too_large", f"file exceeds {config.limits.max_upload_bytes} bytes", "file")
+        return upload.filename or default_name, raw
+
     def session_of(tenant: Tenant, session_id: str) -> Session:
         session = container.sessions.session(tenant.id, session_id)
         if session is None:
@@ -191,13 +202,7 @@ def create_app(
         content_type = request.headers.get("content-type", "")
         if content_type.startswith("multipart/form-data"):
             form = await request.form(max_files=1)
-            upload = form.get("file")
-            if upload is None or isinstance(upload, str):
-                raise ApiError(422, "missing_field", "file is required", "file")
-            raw = await upload.read()
-            if len(raw) > config.limits.max_upload_bytes:
-                raise ApiError(413, "file_too_large", f"file exceeds {config.limits.max_upload_bytes} bytes", "file")
-            filename = upload.filename or "upload.txt"
+            filename, raw = await read_upload(form, "upload.txt")
             title = str(form.get("title") or "")
             tags = [t.strip() for t in str(form.get("tags") or "").split(",") if t.strip()]
             kind = str(form.get("kind") or "document")
@@ -223,12 +228,7 @@ def create_app(
             try:
                 body = DocumentBody.model_validate_json(await request.body())
             except ValidationError as exc:
-                first = exc.errors()[0]
-                if first["type"] == "json_invalid":
-                    raise ApiError(400, "invalid_json", "request body is not valid JSON") from None
-                field = ".".join(str(p) for p in first["loc"]) or None
-                code = "missing_field" if first["type"] == "missing" else "invalid_field"
-                raise ApiError(422, code, f"{field}: {first['msg']}", field) from None
+                raise validation_error(exc.errors()) from None
             if not body.content.strip():
                 raise ApiError(422, "empty_document", "content must not be empty", "content")
             kwargs: dict[str, Any] = {
@@ -266,26 +266,15 @@ def create_app(
         try:
             if request.headers.get("content-type", "").startswith("multipart/form-data"):
                 form = await request.form(max_files=1)
-                upload = form.get("file")
-                if upload is None or isinstance(upload, str):
-                    raise ApiError(422, "missing_field", "file is required", "file")
-                raw = await upload.read()
-                if len(raw) > config.limits.max_upload_bytes:
-                    raise ApiError(
-                        413, "file_too_large", f"file exceeds {config.limits.max_upload_bytes} bytes", "file"
-                    )
-                entries = parse_faq_file(upload.filename or "faq.json", raw)
+                filename, raw = await read_upload(form, "faq.json")
+                entries = parse_faq_file(filename, raw)
                 title = str(form.get("title") or "FAQ")
                 tags = [t.strip() for t in str(form.get("tags") or "").split(",") if t.strip()]
             else:
                 try:
                     body = FAQBody.model_validate_json(await request.body())
                 except ValidationError as exc:
-                    first = exc.errors()[0]
-                    if first["type"] == "json_invalid":
-                        raise ApiError(400, "invalid_json", "request body is not valid JSON") from None
-                    field = ".".join(str(p) for p in first["loc"]) or None
-                    raise ApiError(422, "invalid_field", f"{field}: {first['msg']}", field) from None
+                    raise validation_error(exc.errors()) from None
                 entries, title, tags = parse_entries(body.entries), body.title, body.tags
         except UnsupportedFile as exc:
             status = 415 if isinstance(exc, UnsupportedFileType) else 422

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -38,6 +39,25 @@ def _field_of(loc: Any) -> str | None:
     return ".".join(parts) or None
 
 
+def validation_error(errors: Sequence[Any]) -> ApiError:
+    """The error for a request body that failed validation, named by its first failing field. Used for
+    FastAPI's own validation and by routes that validate a body themselves (JSON or multipart)."""
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
+    if first.get("type") == "json_invalid":
+        return ApiError(400, "invalid_json", "request body is not valid JSON")
+    field = _field_of(first.get("loc", ()))
+    kind = first.get("type", "")
+    if kind == "missing":
+        code, message = "missing_field", f"{field} is required"
+    elif kind == "extra_forbidden":
+        code, message = "unknown_field", f"{field} is not a known field"
+    else:
+        code, message = "invalid_field", f"{field}: {first.get('msg', 'invalid value')}"
+    if field is None and kind in {"model_attributes_type", "model_type", "dict_type"}:
+        code, message = "invalid_body", "request body must be a JSON object"
+    return ApiError(422, code, message, field)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -45,21 +65,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
-        if first.get("type") == "json_invalid":
-            return JSONResponse(error_body("invalid_json", "request body is not valid JSON"), status_code=400)
-        field = _field_of(first.get("loc", ()))
-        kind = first.get("type", "")
-        if kind == "missing":
-            code, message = "missing_field", f"{field} is required"
-        elif kind == "extra_forbidden":
-            code, message = "unknown_field", f"{field} is not a known field"
-        else:
-            code, message = "invalid_field", f"{field}: {first.get('msg', 'invalid value')}"
-        if field is None and kind in {"model_attributes_type", "dict_type"}:
-            code, message = "invalid_body", "request body must be a JSON object"
-        return JSONResponse(error_body(code, message, field), status_code=422)
+        return await _api_error(request, validation_error(exc.errors()))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
