@@ -6,6 +6,7 @@ import pytest
 
 from ragline.store.db import Database
 from ragline.types import PipelineRequest
+from tests.unit.ragline.moto_env import moto_account
 
 
 @pytest.fixture
@@ -26,3 +27,16 @@ def make_request():
         return PipelineRequest(**values)
 
     return factory
+
+
+@pytest.fixture(scope="module")
+def aws_account():
+    """One moto account per test module (clients are slow to build)."""
+    with moto_account() as account:
+        yield account
+
+
+@pytest.fixture
+def aws(aws_account):
+    """An empty moto account with the template's tables and the state bucket."""
+    return aws_account.fresh()

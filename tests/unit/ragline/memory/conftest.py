@@ -1,9 +1,8 @@
-"""Fixtures of the memory tests: a ticking clock, moto with the template's tables, a store per backend."""
+"""Fixtures of the memory tests: a ticking clock and a store per backend (moto is the parent's ``aws``)."""
 
 import pytest
 
-from tests.unit.ragline.moto_env import moto_account
-from tests.unit.ragline.store.adapters import Clock
+from tests.unit.ragline.store.adapters import install_clock
 
 CLOCKED_MODULES = ("ragline.memory.models", "ragline.memory.store")
 BACKENDS = ["sqlite", "dynamodb"]
@@ -11,22 +10,7 @@ BACKENDS = ["sqlite", "dynamodb"]
 
 @pytest.fixture
 def clock(monkeypatch):
-    ticking = Clock()
-    for module in CLOCKED_MODULES:
-        monkeypatch.setattr(f"{module}.utc_now", ticking)
-    return ticking
-
-
-@pytest.fixture(scope="module")
-def aws_account():
-    with moto_account() as account:
-        yield account
-
-
-@pytest.fixture
-def aws(aws_account):
-    """An empty moto account with the template's tables."""
-    return aws_account.fresh()
+    return install_clock(monkeypatch, CLOCKED_MODULES)
 
 
 @pytest.fixture

@@ -29,6 +29,14 @@ class Clock:
         return self.now.isoformat(timespec="milliseconds")
 
 
+def install_clock(monkeypatch: Any, modules: tuple[str, ...]) -> Clock:
+    """A ticking clock in place of ``utc_now`` in each of ``modules``."""
+    ticking = Clock()
+    for module in modules:
+        monkeypatch.setattr(f"{module}.utc_now", ticking)
+    return ticking
+
+
 @dataclass
 class Stores:
     """The three store ports of one backend."""
