@@ -69,6 +69,15 @@ def group_targets(targets: list[SearchTarget], bases: dict[str, KnowledgeBase]) 
     return list(groups.values())
 
 
+def target_documents(knowledge: KnowledgeStore, tenant_id: str, target: SearchTarget) -> list[str]:
+    """The documents a narrowed target allows: its documents, and (or) those carrying its tags."""
+    ids = list(target.knowledge_ids)
+    if target.tag_ids:
+        tagged = set(knowledge.document_ids_with_tags(tenant_id, target.knowledge_base_id, list(target.tag_ids)))
+        ids = [i for i in ids if i in tagged] if ids else sorted(tagged)
+    return ids
+
+
 class PluginSearch:
     def __init__(
         self,
@@ -168,7 +177,7 @@ class PluginSearch:
             base.knowledge_base_ids = list(group.whole_bases)
             results.extend(hybrid_search(self._engine, base, self._config))
         for target in group.constrained:
-            knowledge_ids = self._scope(cm, target)
+            knowledge_ids = target_documents(self._knowledge, cm.request.tenant_id, target)
             if not knowledge_ids:
                 continue  # the tags name no document: nothing in this scope
             scoped = RetrieveParams(
@@ -193,18 +202,6 @@ class PluginSearch:
             results = self._expand(cm, group, results)
         return drop_negative_faq(results, [request.query, query])
 
-    def _scope(self, cm: ChatManage, target: SearchTarget) -> list[str]:
-        """The documents a narrowed target allows: its documents, and (or) those carrying its tags."""
-        ids = list(target.knowledge_ids)
-        if target.tag_ids:
-            tagged = set(
-                self._knowledge.document_ids_with_tags(
-                    cm.request.tenant_id, target.knowledge_base_id, list(target.tag_ids)
-                )
-            )
-            ids = [i for i in ids if i in tagged] if ids else sorted(tagged)
-        return ids
-
     def _expand(self, cm: ChatManage, group: TargetGroup, first: list[SearchResult]) -> list[SearchResult]:
         """Keyword-only searches for the query's local variants, to fill a short first recall.
 
@@ -221,7 +218,7 @@ class PluginSearch:
             if group.whole_bases:
                 params.append(self._keyword_params(cm, variant, list(group.whole_bases), []))
             for target in group.constrained:
-                scope = self._scope(cm, target)
+                scope = target_documents(self._knowledge, cm.request.tenant_id, target)
                 if scope:
                     params.append(self._keyword_params(cm, variant, [target.knowledge_base_id], scope))
         if not params:

@@ -24,10 +24,10 @@ from typing import Any
 
 from ragline.graph.store import GraphHit, GraphStore
 from ragline.pipeline.plugin import NextFn, PluginError
-from ragline.pipeline.search import resolve_targets
+from ragline.pipeline.search import resolve_targets, target_documents
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Chunk, Document
-from ragline.types import ChatManage, EventType, MatchType, SearchResult, SearchTarget
+from ragline.types import ChatManage, EventType, MatchType, SearchResult
 
 logger = logging.getLogger(__name__)
 
@@ -200,23 +200,11 @@ class PluginSearchEntity:
             if not target.is_constrained:
                 scope[kb_id] = None
                 continue
-            allowed = self._documents_of(cm, target)
+            allowed = target_documents(self._knowledge, cm.request.tenant_id, target)
             current = scope.setdefault(kb_id, set())
             if current is not None:
                 current.update(allowed)
         return {kb_id: None if docs is None else frozenset(docs) for kb_id, docs in scope.items()}
-
-    def _documents_of(self, cm: ChatManage, target: SearchTarget) -> set[str]:
-        """As chunk search narrows a target: its documents, and (or) those carrying its tags."""
-        allowed = set(target.knowledge_ids)
-        if target.tag_ids:
-            tagged = set(
-                self._knowledge.document_ids_with_tags(
-                    cm.request.tenant_id, target.knowledge_base_id, list(target.tag_ids)
-                )
-            )
-            allowed = allowed & tagged if allowed else tagged
-        return allowed
 
     def _results(self, cm: ChatManage, hits: list[GraphHit], scope: Scope, documents: _Documents) -> list[SearchResult]:
         entity_of: dict[str, str] = {}
