@@ -48,7 +48,6 @@ import logging
 import math
 import os
 import platform
-import socket
 import statistics
 import sys
 import tempfile
@@ -65,6 +64,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # tests.support, as pytest's pythonpath = ["."] gives it
+
+from bench.stats import percentile  # noqa: E402
 
 RESULTS_DIR = ROOT / "bench" / "results"
 TEMPLATE = ROOT / "template.yaml"
@@ -585,22 +586,6 @@ def run_workflow(
 # Append → client latency on the moto-server path ----------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q / 100
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
 @dataclass
 class Latency:
     label: str
@@ -624,10 +609,10 @@ def measure_latency(models: Any, meter: Meter, scenarios: list[tuple[str, int, f
     from ragline.stream.base import stream_key
     from ragline.types import ResponseType, StreamEvent
     from tests.support.aws import create_tables_from_template
-    from tests.support.servers import ServerThread
+    from tests.support.servers import ServerThread, free_port
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the moto server's access log
-    port = _free_port()
+    port = free_port()
     moto_server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     moto_server.start()
     endpoint = f"http://127.0.0.1:{port}"

@@ -34,7 +34,6 @@ import json
 import os
 import platform
 import queue
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -60,6 +59,13 @@ from ragline.stream.base import StreamManager, stream_key
 from ragline.stream.replay import follow
 from ragline.stream.sqlite import SqliteStreamManager
 from ragline.types import ResponseType, StreamEvent
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # bench.stats and tests.support, as pytest's pythonpath = ["."] gives them
+
+from bench.stats import percentile  # noqa: E402
+from tests.support.servers import ServerThread  # noqa: E402
 
 T = TypeVar("T")
 
@@ -124,45 +130,26 @@ def build_app(manager: StreamManager, config: StreamConfig) -> FastAPI:
     return app
 
 
-class ServerThread:
-    """uvicorn on a free 127.0.0.1 port in a daemon thread; ``stop()`` shuts it down and joins."""
+class BenchServer(ServerThread):
+    """The shared test server, plus a way to run coroutines on its event loop (where turns write)."""
 
     def __init__(self, app: FastAPI) -> None:
+        super().__init__(app)
         self._app = app
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, name="uvicorn", daemon=True
-        )
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         loop: asyncio.AbstractEventLoop = self._app.state.loop
         return loop
 
-    def start(self) -> ServerThread:
-        self._thread.start()
-        deadline = time.monotonic() + 20
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        return self
-
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
-        """Run ``coro`` on the server's event loop (where the embedded runtime's turns write) and wait."""
+        """Run ``coro`` on the server's event loop and wait."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=15)
-        self._sock.close()
+    def stop(self, timeout: float = 15) -> None:
+        super().stop(timeout)
         if self._thread.is_alive():
-            print("warning: uvicorn thread did not stop within 15 s", file=sys.stderr)
+            print(f"warning: uvicorn thread did not stop within {timeout:.0f} s", file=sys.stderr)
 
 
 # The reader process ----------------------------------------------------------------------------------------
@@ -279,19 +266,8 @@ class Row:
     notes: list[str] = field(default_factory=list)
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q / 100
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
 def latency_scenario(
-    server: ServerThread, manager: StreamManager, label: str, route: str, readers: int, events: int, spacing_s: float
+    server: BenchServer, manager: StreamManager, label: str, route: str, readers: int, events: int, spacing_s: float
 ) -> Row:
     key = stream_key("bench-session", f"{route}-{readers}-{uuid.uuid4().hex[:8]}")
     url = f"{server.url}/{route}/{quote(key, safe='')}"
@@ -323,7 +299,7 @@ def latency_scenario(
     return row
 
 
-def replay_scenarios(server: ServerThread, manager: StreamManager, repeats: int) -> list[Row]:
+def replay_scenarios(server: BenchServer, manager: StreamManager, repeats: int) -> list[Row]:
     key = stream_key("bench-session", f"replay-{uuid.uuid4().hex[:8]}")
     started = time.monotonic()
     answer_chars = server.run(append_long_answer(manager, key, REPLAY_CHUNKS), timeout=120)
@@ -419,7 +395,7 @@ def main() -> None:
         db = Database(Path(tmp) / "ragline.db")
         manager = SqliteStreamManager(db)
         config = StreamConfig()
-        server = ServerThread(build_app(manager, config)).start()
+        server = BenchServer(build_app(manager, config)).start()
         try:
             for label, route in (("wake-on-append (follow)", "follow"), ("poll every 100 ms", "poll")):
                 for readers in (1, args.many):

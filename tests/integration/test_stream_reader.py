@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -13,14 +12,8 @@ import pytest
 
 from ragline.stream.base import stream_key
 from ragline.types import ResponseType, StreamEvent
-from tests.support.servers import ServerThread
+from tests.support.servers import ServerThread, free_port
 from tests.support.sse import answer_text, read_frames
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -33,7 +26,7 @@ def moto_server(monkeypatch):
         "AWS_DEFAULT_REGION": "us-east-1",
     }.items():
         monkeypatch.setenv(name, value)
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     url = f"http://127.0.0.1:{port}"

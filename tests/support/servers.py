@@ -32,7 +32,14 @@ class ServerThread:
             time.sleep(0.01)
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10) -> None:
         self._server.should_exit = True
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=timeout)
         self._sock.close()
+
+
+def free_port() -> int:
+    """A 127.0.0.1 port free at the time of the call, for servers that bind it themselves (moto)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
