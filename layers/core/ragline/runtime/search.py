@@ -6,11 +6,11 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.config import AppConfig
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, EventManager, PluginError
-from ragline.runtime.turns import UnknownKnowledgeBase, tag_targets
+from ragline.runtime.turns import Query, UnknownKnowledgeBase, tag_targets
 from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, EventType, PipelineRequest, SearchResult
 
@@ -21,7 +21,7 @@ SEARCH_STAGES = (EventType.CHUNK_SEARCH_PARALLEL, EventType.CHUNK_RERANK, EventT
 class SearchBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1)
+    query: Query
     knowledge_base_ids: list[str] = Field(min_length=1)
     knowledge_ids: list[str] | None = None
     tags: list[str] | None = Field(default=None, max_length=50)
@@ -31,13 +31,6 @@ class SearchBody(BaseModel):
     keyword_threshold: float | None = Field(default=None, ge=0, le=1)
     rerank_model_id: str | None = None
     enable_query_expansion: bool | None = None
-
-    @field_validator("query")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("query must not be empty")
-        return value
 
 
 class SearchFailed(Exception):

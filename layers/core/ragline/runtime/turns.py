@@ -10,9 +10,9 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ragline.config import AppConfig, PromptTemplates
 from ragline.runtime.plan import build_plan
@@ -32,12 +32,22 @@ from ragline.types import (
 from ragline.types.chat_manage import SummaryConfig
 
 
+def _not_blank_query(value: str) -> str:
+    if not value.strip():
+        raise ValueError("query must not be empty")
+    return value
+
+
+# A question as the HTTP API takes it: at least one character that is not whitespace.
+Query = Annotated[str, Field(min_length=1), AfterValidator(_not_blank_query)]
+
+
 class QuestionBody(BaseModel):
     """The body of ``POST /sessions/{sid}/questions``: the query and the seed's request options."""
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1)
+    query: Query
     knowledge_base_ids: list[str] | None = None
     knowledge_ids: list[str] | None = None
     tags: list[str] | None = Field(default=None, max_length=50)
@@ -60,13 +70,6 @@ class QuestionBody(BaseModel):
     max_completion_tokens: int | None = Field(default=None, ge=1, le=32768)
     language: str | None = Field(default=None, max_length=40)
     request_id: str | None = Field(default=None, max_length=100)
-
-    @field_validator("query")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("query must not be empty")
-        return value
 
 
 def tag_targets(kb_ids: Sequence[str], tags: list[str], knowledge_ids: list[str]) -> tuple[SearchTarget, ...]:
