@@ -34,7 +34,6 @@ from __future__ import annotations
 import html
 import logging
 import re
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -45,6 +44,7 @@ from urllib.parse import urldefrag, urlsplit
 import httpx
 from pydantic import BaseModel, Field
 
+from ragline.registry import LazyRegistry
 from ragline.types import ChunkType, MatchType, SearchResult
 from ragline.web.ssrf import WEB_SCHEMES
 
@@ -321,44 +321,15 @@ class BraveProvider(_KeyedProvider):
 # --- choosing a provider
 
 
-ProviderFactory = Callable[[], WebSearchProvider]
-
-
-class WebSearchRegistry:
+class WebSearchRegistry(LazyRegistry[WebSearchProvider]):
     """Provider id → factory, built on first use. The default answers requests whose agent and tenant name
-    no provider; with no default and no named provider the web branch has nothing to run."""
+    no provider; with no default and no named provider the web branch has nothing to run. ``get`` raises
+    :class:`UnknownWebSearchProvider` when no factory has that id."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._factories: dict[str, ProviderFactory] = {}
-        self._providers: dict[str, WebSearchProvider] = {}
-        self.default_id = ""
-
-    def add(self, provider_id: str, factory: ProviderFactory, default: bool = False) -> None:
-        """Register a factory; the first one added is the default unless a later one says ``default``."""
-        with self._lock:
-            self._factories[provider_id] = factory
-            self._providers.pop(provider_id, None)
-            if default or not self.default_id:
-                self.default_id = provider_id
-
-    def has(self, provider_id: str) -> bool:
-        return provider_id in self._factories
-
-    def ids(self) -> list[str]:
-        return list(self._factories)
-
-    def get(self, provider_id: str) -> WebSearchProvider:
-        """The provider, built once; :class:`UnknownWebSearchProvider` when no factory has that id."""
-        with self._lock:
-            provider = self._providers.get(provider_id)
-            if provider is None:
-                factory = self._factories.get(provider_id)
-                if factory is None:
-                    raise UnknownWebSearchProvider(provider_id or "-", "no such web search provider")
-                provider = factory()
-                self._providers[provider_id] = provider
-            return provider
+        super().__init__(
+            lambda provider_id: UnknownWebSearchProvider(provider_id or "-", "no such web search provider")
+        )
 
     def resolve(
         self, *, agent_provider_id: str = "", tenant_provider_id: str = ""
