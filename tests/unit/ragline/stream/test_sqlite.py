@@ -1,5 +1,4 @@
 import asyncio
-import time
 
 from ragline.store.db import Database
 from ragline.stream.sqlite import SqliteStreamManager
@@ -10,87 +9,6 @@ KEY = "sess#msg"
 
 def event(i: int, type=ResponseType.ANSWER, done=False, **extra) -> StreamEvent:
     return StreamEvent(id=f"e{i}", type=type, content=f"c{i}", done=done, **extra)
-
-
-def test_seq_is_gap_free_from_zero(db):
-    async def scenario():
-        manager = SqliteStreamManager(db)
-        stored = [await manager.append_event(KEY, event(i)) for i in range(6)]
-        return stored, await manager.get_events(KEY)
-
-    stored, events = asyncio.run(scenario())
-    assert [e.seq for e in stored] == list(range(6))
-    assert [e.seq for e in events] == list(range(6))
-    assert [e.content for e in events] == [f"c{i}" for i in range(6)]
-
-
-def test_events_round_trip_all_fields(db):
-    original = StreamEvent(
-        id="refs",
-        type=ResponseType.REFERENCES,
-        content="ü ünïcode 中文",
-        done=True,
-        timestamp=123456,
-        data={"count": 2, "nested": {"a": [1, 2]}},
-        knowledge_references=[{"id": "c1", "score": 0.5}],
-    )
-
-    async def scenario():
-        manager = SqliteStreamManager(db)
-        await manager.append_event(KEY, original)
-        return (await manager.get_events(KEY))[0]
-
-    read = asyncio.run(scenario())
-    assert read == original.model_copy(update={"seq": 0})
-
-
-def test_get_events_from_offset(db):
-    async def scenario():
-        manager = SqliteStreamManager(db)
-        for i in range(5):
-            await manager.append_event(KEY, event(i))
-        return (
-            await manager.get_events(KEY, 3),
-            await manager.get_events(KEY, 5),
-            await manager.get_events(KEY, -1),
-            await manager.get_events("other#key"),
-        )
-
-    from_three, at_end, negative, other = asyncio.run(scenario())
-    assert [e.seq for e in from_three] == [3, 4]
-    assert at_end == []
-    assert [e.seq for e in negative] == [0, 1, 2, 3, 4]
-    assert other == []
-
-
-def test_keys_are_independent(db):
-    async def scenario():
-        manager = SqliteStreamManager(db)
-        await manager.append_event("a#1", event(0))
-        await manager.append_event("a#1", event(1))
-        return await manager.append_event("b#1", event(2))
-
-    assert asyncio.run(scenario()).seq == 0
-
-
-def test_last_event_and_has_events(db):
-    async def scenario():
-        manager = SqliteStreamManager(db)
-        before = (await manager.last_event(KEY), await manager.has_events(KEY))
-        for i in range(3):
-            await manager.append_event(KEY, event(i))
-        await manager.append_event(KEY, event(3, ResponseType.COMPLETE, done=True))
-        return before, await manager.last_event(KEY), await manager.has_events(KEY), await manager.has_events("x#y")
-
-    (last_before, has_before), last, has, has_other = asyncio.run(scenario())
-    assert last_before is None
-    assert has_before is False
-    assert last is not None
-    assert last.seq == 3
-    assert last.type == ResponseType.COMPLETE
-    assert last.id == "e3"
-    assert has is True
-    assert has_other is False
 
 
 def test_log_survives_a_new_manager_and_connection(tmp_path):
@@ -178,40 +96,3 @@ def test_two_managers_concurrently_from_threads(tmp_path):
     # each writer's own events keep their order
     assert results[0] == sorted(results[0])
     assert results[1] == sorted(results[1])
-
-
-def test_wait_for_append_wakes_waiter(db):
-    async def scenario():
-        manager = SqliteStreamManager(db)
-        started = time.monotonic()
-        waiter = asyncio.create_task(manager.wait_for_append(KEY, -1, timeout=5.0))
-        await asyncio.sleep(0.02)
-        assert not waiter.done()
-        await manager.append_event(KEY, event(0))
-        woken = await asyncio.wait_for(waiter, 1.0)
-        return woken, time.monotonic() - started
-
-    woken, elapsed = asyncio.run(scenario())
-    assert woken is True
-    assert elapsed < 1.0
-
-
-def test_wait_for_append_times_out(db):
-    async def scenario():
-        manager = SqliteStreamManager(db)
-        await manager.append_event("other#key", event(0))
-        started = time.monotonic()
-        return await manager.wait_for_append(KEY, -1, timeout=0.05), time.monotonic() - started
-
-    woken, elapsed = asyncio.run(scenario())
-    assert woken is False
-    assert elapsed >= 0.04
-
-
-def test_wait_for_append_is_not_woken_by_an_older_seq(db):
-    async def scenario():
-        manager = SqliteStreamManager(db)
-        await manager.append_event(KEY, event(0))
-        return await manager.wait_for_append(KEY, 0, timeout=0.05)
-
-    assert asyncio.run(scenario()) is False
