@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,8 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import CHROMIUM, screenshot
+from tests.support.documents import DRINKS as DOCS
+from tests.support.polling import wait_until
 from tests.support.scripted_model import Piece, Script
 
 pytestmark = pytest.mark.skipif(
@@ -26,14 +27,6 @@ pytestmark = pytest.mark.skipif(
     reason=f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get install chromium)",
 )
 
-DOCS = {
-    "Coffee brewing": (
-        "# Coffee brewing\n\n## Water\n\nBrew coffee with water between 90 and 96 degrees Celsius. "
-        "Boiling water extracts bitter compounds.\n\n## Grind\n\nEspresso needs a fine grind; a French press "
-        "needs a coarse grind."
-    ),
-    "Tea basics": "# Tea\n\nGreen tea is brewed at 70 to 80 degrees Celsius for two to three minutes.",
-}
 QUESTION = "What water temperature should I use for coffee?"
 WORDS = [f"word{i} " for i in range(30)]
 
@@ -56,16 +49,6 @@ LAST_TURN = """() => {
     answerAt: turn.dataset.answerAt ?? null,
   };
 }"""
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.03) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not met in time")
 
 
 def last_turn(page: Any) -> dict[str, Any] | None:

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import re
 
+from tests.support.documents import DRINKS as DOCS
 from tests.support.scripted_model import Piece, Script
 from tests.support.sse import answer_text
-
-DOCS = {
-    "Coffee brewing": (
-        "# Coffee brewing\n\n## Water\n\nBrew coffee with water between 90 and 96 degrees Celsius. "
-        "Boiling water extracts bitter compounds.\n\n## Grind\n\nEspresso needs a fine grind; a French press "
-        "needs a coarse grind."
-    ),
-    "Tea basics": "# Tea\n\nGreen tea is brewed at 70 to 80 degrees Celsius for two to three minutes.",
-}
 
 
 def test_rag_turn_streams_progress_references_answer_and_complete(ragline, scripted):

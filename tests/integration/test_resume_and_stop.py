@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
+from tests.support.polling import wait_until
 from tests.support.scripted_model import Script
 from tests.support.sse import answer_text
 
@@ -11,14 +13,7 @@ DOCS = {"Guide": "# Guide\n\nThe reactor cools with heavy water. Heavy water slo
 WORDS = [f"word{i} " for i in range(40)]
 
 
-def _wait_for(predicate, timeout=15.0, interval=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not met in time")
+_wait_for = partial(wait_until, timeout=15.0, interval=0.02)
 
 
 def test_resume_with_last_event_id_rebuilds_the_identical_answer(ragline, scripted):

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+# Two short Markdown documents about brewing: the knowledge base of the turn and chat-page tests.
+DRINKS = {
+    "Coffee brewing": (
+        "# Coffee brewing\n\n## Water\n\nBrew coffee with water between 90 and 96 degrees Celsius. "
+        "Boiling water extracts bitter compounds.\n\n## Grind\n\nEspresso needs a fine grind; a French press "
+        "needs a coarse grind."
+    ),
+    "Tea basics": "# Tea\n\nGreen tea is brewed at 70 to 80 degrees Celsius for two to three minutes.",
+}
+
 
 def make_pdf(pages: list[str], title: str = "") -> bytes:
     """A minimal valid PDF with one text line per page (Helvetica), xref offsets computed."""
