@@ -164,6 +164,7 @@ def scale_latency(target_chunks: int, data: SciFact, workdir: Path) -> dict[str,
     from ragline.bootstrap import ensure_default_tenant, ensure_knowledge_base
     from ragline.config import Settings
     from ragline.container import Container
+    from ragline.ingest.service import store_document
     from ragline.runtime.search import SearchBody
     from ragline.store.ids import new_id
     from ragline.store.models import Chunk, Document
@@ -178,7 +179,6 @@ def scale_latency(target_chunks: int, data: SciFact, workdir: Path) -> dict[str,
     needed_docs = target_chunks // per_doc
     if have < needed_docs:
         print(f"  building {target_chunks} chunks for the latency run ...", file=sys.stderr)
-        model = kb.embedding_model
         for d in range(have, needed_docs):
             doc = Document(id=new_id(), tenant_id=tenant.id, knowledge_base_id=kb.id, title=f"synthetic {d}")
             chunks = [
@@ -194,9 +194,7 @@ def scale_latency(target_chunks: int, data: SciFact, workdir: Path) -> dict[str,
             ]
             vectors = rng.standard_normal((per_doc, 384)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            with container.knowledge.atomic():
-                container.knowledge.insert_document(doc, chunks)
-                container.engine.index_chunks(kb.id, model, chunks, vectors, document=doc)
+            store_document(container.knowledge, container.engine, kb, doc, chunks, chunks, vectors)
     latencies = []
     queries = list(data.queries.values())[:100]
 
