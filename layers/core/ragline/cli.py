@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragline.config import Settings
+from ragline.modelcontext.citations import replace_citations
 
 app = typer.Typer(
     help="ragline: knowledge-base question answering with streamed, resumable answers.",
@@ -126,9 +126,6 @@ def tenant_create(name: Annotated[str, typer.Argument(help="Tenant name.")]) -> 
 class AnswerPrinter:
     """Renders a stream of StreamResponse frames for a terminal: progress, answer, numbered citations."""
 
-    _KB_TAG = re.compile(r'<kb doc="([^"]*)" chunk_id="([^"]*)"(?: kb_id="[^"]*")? />')
-    _WEB_TAG = re.compile(r'<web url="([^"]*)" title="([^"]*)" />')
-
     def __init__(self, out: Console) -> None:
         self.out = out
         self.citations: dict[str, tuple[int, str]] = {}
@@ -141,8 +138,11 @@ class AnswerPrinter:
         return f"[{self.citations[key][0]}]"
 
     def render_text(self, text: str) -> str:
-        text = self._KB_TAG.sub(lambda m: self._cite(m.group(2), m.group(1)), text)
-        return self._WEB_TAG.sub(lambda m: self._cite(m.group(1), f"{m.group(2)} <{m.group(1)}>"), text)
+        return replace_citations(
+            text,
+            lambda doc, chunk_id, _kb_id: self._cite(chunk_id, doc),
+            lambda url, title: self._cite(url, f"{title} <{url}>"),
+        )
 
     def handle(self, frame: dict[str, Any]) -> None:
         kind, content, data = frame.get("response_type"), frame.get("content", ""), frame.get("data") or {}

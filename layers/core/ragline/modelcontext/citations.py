@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
 from ragline.modelcontext.registry import SourceRegistry
 from ragline.modelcontext.resources import held_alias_start
@@ -69,20 +70,29 @@ _KB_TAG = re.compile(r'<kb\s+doc="([^"]*)"\s+chunk_id="([^"]*)"(?:\s+kb_id="([^"
 _WEB_TAG = re.compile(r'<web\s+url="([^"]*)"\s+title="([^"]*)"\s*/>')
 
 
+def replace_citations(text: str, chunk: Callable[[str, str, str], str], web: Callable[[str, str], str]) -> str:
+    """Every expanded citation in ``text`` replaced: ``<kb …/>`` by ``chunk(doc, chunk_id, kb_id)`` and
+    ``<web …/>`` by ``web(url, title)``, their attributes HTML-unescaped."""
+
+    def kb_tag(match: re.Match[str]) -> str:
+        return chunk(html.unescape(match.group(1)), html.unescape(match.group(2)), html.unescape(match.group(3) or ""))
+
+    def web_tag(match: re.Match[str]) -> str:
+        return web(html.unescape(match.group(1)), html.unescape(match.group(2)))
+
+    return _WEB_TAG.sub(web_tag, _KB_TAG.sub(kb_tag, text))
+
+
 def fold_citations(text: str, registry: SourceRegistry) -> str:
     """An earlier answer as the model reads it again: its expanded citations back to aliases of this
     registry (so the model keeps citing the same sources the same way), or nothing when citations are off."""
     if not registry.citations_enabled:
-        return _WEB_TAG.sub("", _KB_TAG.sub("", text))
-
-    def chunk(match: re.Match[str]) -> str:
-        doc, chunk_id, kb_id = html.unescape(match.group(1)), html.unescape(match.group(2)), match.group(3) or ""
-        return f'<ref id="{registry.register_chunk_id(chunk_id, doc, html.unescape(kb_id))}"/>'
-
-    def web(match: re.Match[str]) -> str:
-        return f'<ref id="{registry.register_web(html.unescape(match.group(1)), html.unescape(match.group(2)))}"/>'
-
-    return _WEB_TAG.sub(web, _KB_TAG.sub(chunk, text))
+        return replace_citations(text, lambda *_: "", lambda *_: "")
+    return replace_citations(
+        text,
+        lambda doc, chunk_id, kb_id: f'<ref id="{registry.register_chunk_id(chunk_id, doc, kb_id)}"/>',
+        lambda url, title: f'<ref id="{registry.register_web(url, title)}"/>',
+    )
 
 
 class StreamDecoder:
