@@ -39,28 +39,57 @@ class SearchFailed(Exception):
         self.error = error
 
 
-def result_view(result: SearchResult) -> dict[str, Any]:
+class SearchScores(BaseModel):
+    """Every score that ranked a hit: retrieval (vector, keyword), rerank (base, model) and composite."""
+
+    vector: float | None = None
+    keyword: float | None = None
+    base: float | None = None
+    model: float | None = None
+    composite: float | None = None
+
+
+class SearchHit(BaseModel):
     """What a caller needs to judge a hit: the passage, its document and every score that ranked it."""
+
+    id: str
+    knowledge_id: str
+    knowledge_base_id: str
+    knowledge_title: str
+    header: str
+    chunk_index: int
+    chunk_type: str
+    content: str
+    match_type: str
+    score: float
+    scores: SearchScores
+
+
+def search_hit(result: SearchResult) -> SearchHit:
     metadata = result.metadata
-    return {
-        "id": result.id,
-        "knowledge_id": result.knowledge_id,
-        "knowledge_base_id": result.knowledge_base_id,
-        "knowledge_title": result.knowledge_title,
-        "header": result.header,
-        "chunk_index": result.chunk_index,
-        "chunk_type": result.chunk_type,
-        "content": result.content,
-        "match_type": result.match_type,
-        "score": result.score,
-        "scores": {
-            "vector": result.vector_score,
-            "keyword": result.keyword_score,
-            "base": _number(metadata.get("base_score")),
-            "model": _number(metadata.get("model_score")),
-            "composite": _number(metadata.get("composite_score")),
-        },
-    }
+    return SearchHit(
+        id=result.id,
+        knowledge_id=result.knowledge_id,
+        knowledge_base_id=result.knowledge_base_id,
+        knowledge_title=result.knowledge_title,
+        header=result.header,
+        chunk_index=result.chunk_index,
+        chunk_type=result.chunk_type,
+        content=result.content,
+        match_type=result.match_type,
+        score=result.score,
+        scores=SearchScores(
+            vector=result.vector_score,
+            keyword=result.keyword_score,
+            base=_number(metadata.get("base_score")),
+            model=_number(metadata.get("model_score")),
+            composite=_number(metadata.get("composite_score")),
+        ),
+    )
+
+
+def result_view(result: SearchResult) -> dict[str, Any]:
+    return search_hit(result).model_dump()
 
 
 def _number(value: str | None) -> float | None:

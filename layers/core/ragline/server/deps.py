@@ -1,0 +1,91 @@
+"""What the routes depend on: the container, the launcher, the caller's tenant, and lookups that 404."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Request
+from starlette.datastructures import FormData
+
+from ragline.container import Container
+from ragline.runtime.turns import TurnLauncher
+from ragline.server.errors import ApiError, not_found
+from ragline.store.models import KnowledgeBase, Session, Tenant
+
+
+def container_of(request: Request) -> Container:
+    container: Container = request.app.state.container
+    return container
+
+
+def launcher_of(request: Request) -> TurnLauncher:
+    launcher: TurnLauncher = request.app.state.launcher
+    return launcher
+
+
+def stream_base_url_of(request: Request) -> str:
+    """Where answers stream from: this server (``""``), or in AWS stream_reader's function URL."""
+    base: str = request.app.state.stream_base_url
+    return base.rstrip("/")
+
+
+ContainerDep = Annotated[Container, Depends(container_of)]
+LauncherDep = Annotated[TurnLauncher, Depends(launcher_of)]
+StreamBaseDep = Annotated[str, Depends(stream_base_url_of)]
+
+
+def tenant_of(request: Request, x_api_key: Annotated[str | None, Header()] = None) -> Tenant:
+    """The caller's tenant from ``X-API-Key``; every route depends on it."""
+    tenant = container_of(request).tenants.for_key(x_api_key or "")
+    if tenant is None:
+        raise ApiError(401, "unauthorized", "a valid X-API-Key header is required", "X-API-Key")
+    return tenant
+
+
+TenantDep = Annotated[Tenant, Depends(tenant_of)]
+# The user within the tenant (long-term memory is per user); name the parameter ``x_user_id``.
+UserIdHeader = Annotated[str, Header(max_length=200)]
+
+
+def knowledge_base_of(container: Container, tenant: Tenant, kb_id: str) -> KnowledgeBase:
+    kb = container.knowledge.knowledge_base(tenant.id, kb_id)
+    if kb is None:
+        raise not_found("knowledge base", "kb_id")
+    return kb
+
+
+def session_of(container: Container, tenant: Tenant, session_id: str) -> Session:
+    session = container.sessions.session(tenant.id, session_id)
+    if session is None:
+        raise not_found("session", "session_id")
+    return session
+
+
+async def read_upload(container: Container, form: FormData, default_name: str) -> tuple[str, bytes]:
+    """The multipart ``file`` field's name and bytes, refused when missing or over the upload limit."""
+    upload = form.get("file")
+    if upload is None or isinstance(upload, str):
+        raise ApiError(422, "missing_field", "file is required", "file")
+    raw = await upload.read()
+    limit = container.config.limits.max_upload_bytes
+    if len(raw) > limit:
+        raise ApiError(413, "file_too_large", f"file exceeds {limit} bytes", "file")
+    return upload.filename or default_name, raw
+
+
+def check_query_length(container: Container, query: str) -> None:
+    limit = container.config.limits.max_query_chars
+    if len(query) > limit:
+        raise ApiError(422, "query_too_long", f"query exceeds {limit} characters", "query")
+
+
+_background: set[asyncio.Task[None]] = set()
+
+
+def in_background(work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` after the reply, keeping a reference until it ends (the loop holds only weak ones)."""
+    task = asyncio.ensure_future(work)
+    _background.add(task)
+    task.add_done_callback(_background.discard)

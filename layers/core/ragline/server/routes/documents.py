@@ -1,0 +1,168 @@
+"""Documents of a knowledge base: upload a file or text, import FAQ entries, list."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ragline.container import Container
+from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
+from ragline.ingest.faq import parse_entries, parse_faq_file
+from ragline.ingest.service import DocumentInput, IngestResult
+from ragline.server.deps import ContainerDep, TenantDep, in_background, knowledge_base_of, read_upload
+from ragline.server.errors import ApiError, validation_error
+from ragline.server.views import Items
+from ragline.store.models import Document, KnowledgeBase
+from ragline.types import ChunkType
+
+router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}", tags=["knowledge"])
+
+
+class DocumentBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(default="", max_length=500)
+    content: str = Field(min_length=1)
+    file_type: str = Field(default="markdown", pattern="^(markdown|text)$")
+    description: str = Field(default="", max_length=2000)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    kind: Literal["document", "wiki"] = "document"
+
+
+class FAQBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    entries: list[dict[str, Any]] = Field(min_length=1)
+    title: str = Field(default="FAQ", max_length=500)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+
+
+class DocumentView(Document):
+    """A stored document; ``duplicate`` when the same content was already there (status 200, not 201)."""
+
+    duplicate: bool = False
+
+
+def _chunk_type(kind: str) -> str:
+    return ChunkType.WIKI_PAGE if kind == "wiki" else ChunkType.TEXT
+
+
+def _file_upload_body(json_schema: dict[str, Any], *, json_first: bool = False) -> dict[str, Any]:
+    """OpenAPI for a body that is either a multipart ``file`` or JSON (the route reads it itself)."""
+    multipart = {"schema": {"type": "object", "properties": {"file": {"type": "string", "format": "binary"}}}}
+    json = {"schema": json_schema}
+    content = {"application/json": json, "multipart/form-data": multipart}
+    if not json_first:
+        content = {"multipart/form-data": multipart, "application/json": json}
+    return {"requestBody": {"content": content, "required": True}}
+
+
+def _tags_field(value: object) -> list[str]:
+    return [t.strip() for t in str(value or "").split(",") if t.strip()]
+
+
+def _document_reply(result: IngestResult, response: Response) -> DocumentView:
+    response.status_code = 200 if result.duplicate else 201
+    view = result.document.model_dump()
+    view["chunk_count"] = result.chunk_count
+    return DocumentView(**view, duplicate=result.duplicate)
+
+
+def _index_graph_later(container: Container, kb: KnowledgeBase, result: IngestResult) -> None:
+    if not result.duplicate:
+        # A model call per chunk: the document is searchable now, its graph follows.
+        in_background(container.index_graph(kb, result.document))
+
+
+@router.post(
+    "/documents",
+    status_code=201,
+    responses={200: {"model": DocumentView, "description": "The same content was already stored"}},
+    openapi_extra=_file_upload_body(DocumentBody.model_json_schema()),
+)
+async def upload_document(
+    kb_id: str, request: Request, response: Response, tenant: TenantDep, container: ContainerDep
+) -> DocumentView:
+    """A file (multipart ``file``) or text (JSON ``{"title", "content"}``); indexed before the reply."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        form = await request.form(max_files=1)
+        filename, raw = await read_upload(container, form, "upload.txt")
+        kind = str(form.get("kind") or "document")
+        if kind not in ("document", "wiki"):
+            raise ApiError(422, "invalid_field", "kind must be document or wiki", "kind")
+        try:
+            result = await asyncio.to_thread(
+                container.ingest.ingest_bytes,
+                kb,
+                filename,
+                raw,
+                title=str(form.get("title") or ""),
+                tags=_tags_field(form.get("tags")),
+                chunk_type=_chunk_type(kind),
+            )
+        except UnsupportedFile as exc:
+            status = 415 if isinstance(exc, UnsupportedFileType) else 422
+            raise ApiError(status, "unsupported_file", str(exc), "file") from None
+    else:
+        try:
+            body = DocumentBody.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise validation_error(exc.errors()) from None
+        if not body.content.strip():
+            raise ApiError(422, "empty_document", "content must not be empty", "content")
+        item = DocumentInput(
+            content=body.content,
+            title=body.title,
+            file_type=body.file_type,
+            description=body.description,
+            tags=body.tags,
+            chunk_type=_chunk_type(body.kind),
+        )
+        result = (await asyncio.to_thread(container.ingest.ingest_many, kb, [item]))[0]
+    _index_graph_later(container, kb, result)
+    return _document_reply(result, response)
+
+
+@router.post(
+    "/faq",
+    status_code=201,
+    responses={200: {"model": DocumentView, "description": "The same entries were already stored"}},
+    openapi_extra=_file_upload_body(FAQBody.model_json_schema(), json_first=True),
+)
+async def import_faq(
+    kb_id: str, request: Request, response: Response, tenant: TenantDep, container: ContainerDep
+) -> DocumentView:
+    """FAQ entries (standard question, similar and negative questions, answers) as JSON, or a JSON/CSV file."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    try:
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            form = await request.form(max_files=1)
+            filename, raw = await read_upload(container, form, "faq.json")
+            entries = parse_faq_file(filename, raw)
+            title = str(form.get("title") or "FAQ")
+            tags = _tags_field(form.get("tags"))
+        else:
+            try:
+                body = FAQBody.model_validate_json(await request.body())
+            except ValidationError as exc:
+                raise validation_error(exc.errors()) from None
+            entries, title, tags = parse_entries(body.entries), body.title, body.tags
+    except UnsupportedFile as exc:
+        status = 415 if isinstance(exc, UnsupportedFileType) else 422
+        raise ApiError(status, "invalid_faq", str(exc), "entries") from None
+    result = await asyncio.to_thread(container.ingest.ingest_faq, kb, entries, title=title, tags=tags)
+    return _document_reply(result, response)
+
+
+@router.get("/documents")
+async def list_documents(
+    kb_id: str,
+    tenant: TenantDep,
+    container: ContainerDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: int = 0,
+) -> Items[Document]:
+    kb = knowledge_base_of(container, tenant, kb_id)
+    return Items(items=container.knowledge.documents(tenant.id, kb.id, limit=limit, offset=max(0, offset)))
