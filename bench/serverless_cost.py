@@ -426,7 +426,7 @@ def run_turn(
     reply = client.post(f"/api/v1/sessions/{session_id}/questions", json={"query": question})
     if reply.status_code != 202:
         raise RuntimeError(f"ask: {reply.status_code} {reply.text}")
-    ids = reply.json()
+    ids = reply.json()["data"]
     first_answer: float | None = None
     frames = []
     # The client of tests/support/sse.read_frames, with the first answer frame timed.
@@ -541,14 +541,14 @@ def run_workflow(
             with httpx.Client(base_url=server.url, headers={"X-API-Key": key}, timeout=120) as client:
                 reply = client.post("/api/v1/knowledge-bases", json={"name": "drinks"})
                 reply.raise_for_status()
-                kb_id = reply.json()["id"]
+                kb_id = reply.json()["data"]["id"]
                 for title, content in DOCS.items():
                     client.post(
                         f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": title, "content": content}
                     ).raise_for_status()
                 reply = client.post("/api/v1/sessions", json={"knowledge_base_ids": [kb_id]})
                 reply.raise_for_status()
-                session_id = reply.json()["id"]
+                session_id = reply.json()["data"]["id"]
                 machine = stack.sfn.describe_state_machine(stateMachineArn=stack.state_machine_arn)
                 info["machine_type"] = machine["type"]
                 stream = stack.container.config.stream

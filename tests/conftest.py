@@ -57,7 +57,7 @@ class Ragline:
     def create_kb(self, name: str, docs: dict[str, str] | None = None) -> str:
         reply = self.client.post("/api/v1/knowledge-bases", json={"name": name})
         assert reply.status_code == 201, reply.text
-        kb_id = str(reply.json()["id"])
+        kb_id = str(reply.json()["data"]["id"])
         for title, content in (docs or {}).items():
             added = self.client.post(
                 f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": title, "content": content}
@@ -68,7 +68,7 @@ class Ragline:
     def session(self, kb_ids: list[str]) -> str:
         reply = self.client.post("/api/v1/sessions", json={"knowledge_base_ids": kb_ids})
         assert reply.status_code == 201, reply.text
-        return str(reply.json()["id"])
+        return str(reply.json()["data"]["id"])
 
     def chat(self, session_id: str, query: str, **options: Any) -> list[Frame]:
         return read_frames(
@@ -78,7 +78,7 @@ class Ragline:
     def ask(self, session_id: str, query: str, **options: Any) -> dict[str, Any]:
         reply = self.client.post(f"/api/v1/sessions/{session_id}/questions", json={"query": query, **options})
         assert reply.status_code == 202, reply.text
-        return dict(reply.json())
+        return dict(reply.json()["data"])
 
     def events(self, session_id: str, message_id: str, **kwargs: Any) -> list[Frame]:
         return read_frames(self.client, "GET", f"/api/v1/sessions/{session_id}/messages/{message_id}/events", **kwargs)
@@ -86,7 +86,7 @@ class Ragline:
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         reply = self.client.get(f"/api/v1/sessions/{session_id}/messages")
         assert reply.status_code == 200, reply.text
-        return list(reply.json()["items"])
+        return list(reply.json()["data"])
 
 
 def start_ragline(data_dir: Path, models: Any, **settings: Any) -> tuple[ServerThread, Ragline]:

@@ -162,7 +162,7 @@ def test_ask_streams_references_before_the_answer_and_chips_open_the_cited_chunk
     assert "Coffee brewing" in chip.inner_text()
     chip.click()
     page.wait_for_selector('#source-dialog[open][data-state="loaded"]')
-    chunk = ragline.client.get(f"/api/v1/chunks/{chunk_id}").json()
+    chunk = ragline.client.get(f"/api/v1/chunks/by-id/{chunk_id}").json()["data"]
     assert page.locator("#source-dialog").get_attribute("data-chunk-id") == chunk_id
     assert page.locator("#source-text").inner_text() == chunk["content"]
     assert "90 and 96 degrees" in chunk["content"]
@@ -273,7 +273,7 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
     page.click("#kb-create button[type=submit]")
     page.wait_for_selector("#kb-upload")
     kb_id = wait_until(lambda: re.search(r"^#/kb/([^/]+)$", page.evaluate("location.hash"))).group(1)
-    bases = ragline.client.get("/api/v1/knowledge-bases").json()["items"]
+    bases = ragline.client.get("/api/v1/knowledge-bases").json()["data"]
     assert [(b["id"], b["name"]) for b in bases] == [(kb_id, "handbook")]
     assert "handbook" in page.locator("#kb-list").inner_text()
 
@@ -291,7 +291,7 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
     page.set_input_files("#kb-files", str(notes))
     page.click("#kb-upload button[type=submit]")
     page.wait_for_selector('.upload-row[data-state="done"]')
-    documents = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents").json()["items"]
+    documents = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents").json()["data"]
     assert [d["filename"] for d in documents] == ["field-notes.md"]
     chunk_count = documents[0]["chunk_count"]
     assert chunk_count >= 1
@@ -305,13 +305,13 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
     assert "field-notes.md" in row.inner_text()
     row.locator("button.link").click()
     page.wait_for_selector("#chunks .chunk")
-    chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{documents[0]['id']}/chunks").json()
+    chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{documents[0]['id']}/chunks").json()["data"]
     shown = page.locator("#chunks .chunk")
-    assert shown.count() == len(chunks["items"])
+    assert shown.count() == len(chunks)
     assert [shown.nth(i).locator(".chunk-text").inner_text() for i in range(shown.count())] == [
-        c["content"] for c in chunks["items"]
+        c["content"] for c in chunks
     ]
-    assert any("Descale it every three months" in c["content"] for c in chunks["items"])
+    assert any("Descale it every three months" in c["content"] for c in chunks)
     screenshot(page, "4-knowledge-base-documents-chunks")
     assert_no_page_errors(page)
 
@@ -358,7 +358,7 @@ def test_the_key_is_asked_once_kept_in_local_storage_and_never_in_the_page(ragli
 
     # The page works with the CLI tenant's key: its own knowledge base, a question, an answer.
     tenant = httpx.Client(base_url=ragline.url, headers={"X-API-Key": key}, timeout=30)
-    own_kb = tenant.post("/api/v1/knowledge-bases", json={"name": "own"}).json()["id"]
+    own_kb = tenant.post("/api/v1/knowledge-bases", json={"name": "own"}).json()["data"]["id"]
     tenant.post(f"/api/v1/knowledge-bases/{own_kb}/documents", json={"title": "Tea", "content": DOCS["Tea basics"]})
     page.reload()
     page.wait_for_selector(f'#kb-choice input[value="{own_kb}"]:checked')
@@ -366,7 +366,7 @@ def test_the_key_is_asked_once_kept_in_local_storage_and_never_in_the_page(ragli
     done = wait_until(lambda: (s := last_turn(page)) and s["state"] != "streaming" and s)
     assert done["state"] == "complete"
     assert done["raw"] == "The answer is 42."
-    sessions = tenant.get("/api/v1/sessions").json()["items"]
+    sessions = tenant.get("/api/v1/sessions").json()["data"]
     assert len(sessions) == 1
     assert session_of(page) == sessions[0]["id"]
     screenshot(page, "5b-api-key-stored-tenant-answer")
@@ -431,7 +431,7 @@ def test_errors_truncation_and_fallback_show_in_place(ragline, scripted, page):
     assert badge.inner_text() == "Fallback answer"
     assert "0 passages" in page.locator('.turn .tool[data-tool="knowledge_search"]').inner_text()
     session = session_of(page)
-    assert ragline.client.get(f"/api/v1/sessions/{session}").json()["knowledge_base_ids"] == [empty]
+    assert ragline.client.get(f"/api/v1/sessions/{session}").json()["data"]["knowledge_base_ids"] == [empty]
     screenshot(page, "6b-fallback-badge")
     assert_no_page_errors(page)
 

@@ -34,7 +34,9 @@ def test_bad_question_bodies(ragline, session, body, status, code, field):
     reply = ragline.client.post(f"/api/v1/sessions/{session}/questions", json=body)
     assert reply.status_code == status, reply.text
     error = reply.json()["error"]
-    assert error["code"] == code
+    assert reply.json()["success"] is False
+    assert error["type"] == code
+    assert error["code"] == {404: 1003, 422: 1010}[status]
     assert error["field"] == field
     assert error["message"]
     _no_messages(ragline, session)
@@ -51,7 +53,7 @@ def test_malformed_json(ragline, session, raw):
         f"/api/v1/sessions/{session}/questions", content=raw, headers={"Content-Type": "application/json"}
     )
     assert reply.status_code == 400, reply.text
-    assert reply.json()["error"]["code"] == "invalid_json"
+    assert reply.json()["error"]["type"] == "invalid_json"
     _no_messages(ragline, session)
 
 
@@ -82,7 +84,7 @@ def test_missing_or_wrong_api_key(ragline, session):
 
 def test_another_tenants_ids_answer_404(ragline, session):
     ids = ragline.ask(session, "apples?")
-    kb_id = ragline.client.get("/api/v1/knowledge-bases").json()["items"][0]["id"]
+    kb_id = ragline.client.get("/api/v1/knowledge-bases").json()["data"][0]["id"]
     _, other = ragline.container.tenants.create("other")
     h = {"X-API-Key": other}
     message = ids["assistant_message_id"]
@@ -107,8 +109,8 @@ def test_another_tenants_ids_answer_404(ragline, session):
     # A session of the other tenant cannot name this tenant's knowledge base either.
     reply = ragline.client.post("/api/v1/sessions", json={"knowledge_base_ids": [kb_id]}, headers=h)
     assert reply.status_code == 404
-    assert ragline.client.get("/api/v1/knowledge-bases", headers=h).json()["items"] == []
-    assert ragline.client.get("/api/v1/sessions", headers=h).json()["items"] == []
+    assert ragline.client.get("/api/v1/knowledge-bases", headers=h).json()["data"] == []
+    assert ragline.client.get("/api/v1/sessions", headers=h).json()["data"] == []
 
 
 def test_document_upload_errors(ragline):
@@ -116,18 +118,28 @@ def test_document_upload_errors(ragline):
     url = f"/api/v1/knowledge-bases/{kb}/documents"
     reply = ragline.client.post(url, json={"title": "t"})
     assert reply.status_code == 422
-    assert reply.json()["error"] == {"code": "missing_field", "message": "content is required", "field": "content"}
+    assert reply.json()["error"] == {
+        "code": 1010,
+        "type": "missing_field",
+        "message": "content is required",
+        "field": "content",
+    }
     # The same error vocabulary as the routes FastAPI validates itself.
     reply = ragline.client.post(url, json={"content": "c", "surprise": 1})
     assert reply.status_code == 422
-    assert reply.json()["error"]["code"] == "unknown_field"
+    assert reply.json()["error"]["type"] == "unknown_field"
     assert reply.json()["error"]["field"] == "surprise"
     reply = ragline.client.post(url, json=["c"])
     assert reply.status_code == 422
-    assert reply.json()["error"]["code"] == "invalid_body"
+    assert reply.json()["error"]["type"] == "invalid_body"
     reply = ragline.client.post(url, files={"title": (None, "no file")})
     assert reply.status_code == 422
-    assert reply.json()["error"] == {"code": "missing_field", "message": "file is required", "field": "file"}
+    assert reply.json()["error"] == {
+        "code": 1010,
+        "type": "missing_field",
+        "message": "file is required",
+        "field": "file",
+    }
     reply = ragline.client.post(url, json={"title": "t", "content": "   "})
     assert reply.status_code == 422
     reply = ragline.client.post(url, files={"file": ("x.exe", b"MZ\x00\x01", "application/octet-stream")})
@@ -135,7 +147,7 @@ def test_document_upload_errors(ragline):
     assert reply.json()["error"]["field"] == "file"
     reply = ragline.client.post(url, content=b"{bad", headers={"Content-Type": "application/json"})
     assert reply.status_code == 400
-    assert ragline.client.get(f"{url}").json()["items"] == []
+    assert ragline.client.get(f"{url}").json()["data"] == []
 
 
 def test_document_upload_by_file_and_duplicate(ragline):
@@ -144,13 +156,13 @@ def test_document_upload_by_file_and_duplicate(ragline):
     body = b"# Pears\n\nPears ripen off the tree.\n\n## Storage\n\nKeep them cold."
     first = ragline.client.post(url, files={"file": ("pears.md", body, "text/markdown")})
     assert first.status_code == 201, first.text
-    assert first.json()["chunk_count"] >= 1
-    assert first.json()["title"] == "Pears"
+    assert first.json()["data"]["chunk_count"] >= 1
+    assert first.json()["data"]["title"] == "Pears"
     again = ragline.client.post(url, files={"file": ("pears-copy.md", body, "text/markdown")})
     assert again.status_code == 200
-    assert again.json()["duplicate"] is True
-    assert again.json()["id"] == first.json()["id"]
-    chunks = ragline.client.get(f"{url}/{first.json()['id']}/chunks").json()["items"]
+    assert again.json()["data"]["duplicate"] is True
+    assert again.json()["data"]["id"] == first.json()["data"]["id"]
+    chunks = ragline.client.get(f"{url}/{first.json()['data']['id']}/chunks").json()["data"]
     assert any("Keep them cold." in c["content"] for c in chunks)
     assert ragline.client.post("/api/v1/knowledge-bases", json={"name": "docs"}).status_code == 409
 
@@ -163,12 +175,12 @@ def test_pdf_and_html_uploads_are_extracted(ragline):
     pdf = make_pdf(["Turbines spin at 3000 rpm in Europe", "Page two covers condensers"], "Plant manual")
     reply = ragline.client.post(url, files={"file": ("manual.pdf", pdf, "application/pdf")})
     assert reply.status_code == 201, reply.text
-    assert reply.json()["title"] == "Plant manual"
-    chunks = ragline.client.get(f"{url}/{reply.json()['id']}/chunks").json()["items"]
+    assert reply.json()["data"]["title"] == "Plant manual"
+    chunks = ragline.client.get(f"{url}/{reply.json()['data']['id']}/chunks").json()["data"]
     assert {c["metadata"].get("page") for c in chunks} >= {1}
     html = ragline.client.post(url, files={"file": ("guide.html", HTML.encode(), "text/html")})
     assert html.status_code == 201, html.text
-    assert html.json()["title"] == "Brewing guide"
+    assert html.json()["data"]["title"] == "Brewing guide"
     scanned = ragline.client.post(url, files={"file": ("scan.pdf", make_pdf([""]), "application/pdf")})
     assert scanned.status_code == 422
     assert "no text layer" in scanned.json()["error"]["message"]

@@ -24,10 +24,10 @@ def test_faq_json_import_and_faq_priority_in_the_prompt(ragline, scripted):
     kb = ragline.create_kb("help", {"Accounts": "# Accounts\n\nAccounts are created by an administrator."})
     reply = ragline.client.post(f"/api/v1/knowledge-bases/{kb}/faq", json={"entries": FAQ, "title": "Help FAQ"})
     assert reply.status_code == 201, reply.text
-    assert reply.json()["chunk_count"] == 2
+    assert reply.json()["data"]["chunk_count"] == 2
     again = ragline.client.post(f"/api/v1/knowledge-bases/{kb}/faq", json={"entries": FAQ, "title": "Help FAQ"})
     assert again.status_code == 200
-    assert again.json()["duplicate"] is True
+    assert again.json()["data"]["duplicate"] is True
 
     scripted.queue(Script.answer("Use Settings.", ' <ref id="c1"/>'))
     frames = ragline.chat(ragline.session([kb]), "How do I reset my password?")
@@ -46,11 +46,11 @@ def test_negative_questions_exclude_the_faq(ragline):
     ragline.client.post(f"/api/v1/knowledge-bases/{kb}/faq", json={"entries": FAQ}).raise_for_status()
     hits = ragline.client.post(
         "/api/v1/knowledge-search", json={"query": "How do I reset my router?", "knowledge_base_ids": [kb]}
-    ).json()["items"]
+    ).json()["data"]
     assert all("reset my password" not in h["content"] for h in hits)
     hits = ragline.client.post(
         "/api/v1/knowledge-search", json={"query": "how do i reset my password", "knowledge_base_ids": [kb]}
-    ).json()["items"]
+    ).json()["data"]
     assert "reset my password" in hits[0]["content"].lower()
 
 
@@ -75,13 +75,20 @@ def test_faq_csv_upload_and_bad_rows(ragline):
     assert empty.json()["error"]["field"] == "entries"
     missing = ragline.client.post(url, json={"title": "FAQ"})
     assert missing.status_code == 422
-    assert missing.json()["error"] == {"code": "missing_field", "message": "entries is required", "field": "entries"}
+    assert missing.json()["error"] == {
+        "code": 1010,
+        "type": "missing_field",
+        "message": "entries is required",
+        "field": "entries",
+    }
     unknown = ragline.client.post(url, json={"entries": [{"question": "q", "answer": "a"}], "extra": 1})
-    assert unknown.json()["error"]["code"] == "unknown_field"
+    assert unknown.json()["error"]["type"] == "unknown_field"
     invalid = ragline.client.post(url, content=b"{bad", headers={"Content-Type": "application/json"})
     assert invalid.status_code == 400
-    assert invalid.json()["error"]["code"] == "invalid_json"
-    chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{reply.json()['id']}/chunks").json()["items"]
+    assert invalid.json()["error"]["type"] == "invalid_json"
+    chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{reply.json()['data']['id']}/chunks").json()[
+        "data"
+    ]
     assert chunks[0]["metadata"]["similar_questions"] == ["office address", "where are you"]
     assert json.dumps(chunks[0]["metadata"]["answers"]) == json.dumps(["Main Street 1, Springfield"])
 
@@ -97,21 +104,21 @@ def test_tags_narrow_the_search(ragline):
     ).raise_for_status()
     search = "/api/v1/knowledge-search"
     both = ragline.client.post(search, json={"query": "days of paid leave", "knowledge_base_ids": [kb]}).json()
-    assert {h["knowledge_title"] for h in both["items"]} == {"Leave EU", "Leave US"}
+    assert {h["knowledge_title"] for h in both["data"]} == {"Leave EU", "Leave US"}
     eu = ragline.client.post(search, json={"query": "days of paid leave", "knowledge_base_ids": [kb], "tags": ["eu"]})
-    assert {h["knowledge_title"] for h in eu.json()["items"]} == {"Leave EU"}
+    assert {h["knowledge_title"] for h in eu.json()["data"]} == {"Leave EU"}
     none = ragline.client.post(
         search, json={"query": "days of paid leave", "knowledge_base_ids": [kb], "tags": ["apac"]}
     )
-    assert none.json()["items"] == []
-    docs = ragline.client.get(url).json()["items"]
+    assert none.json()["data"] == []
+    docs = ragline.client.get(url).json()["data"]
     assert {d["title"]: d["tags"] for d in docs} == {"Leave EU": ["eu"], "Leave US": ["us"]}
 
 
 def test_wiki_pages_are_chunks_of_type_wiki_page(ragline):
     reply = ragline.client.post("/api/v1/knowledge-bases", json={"name": "wiki", "wiki_enabled": True})
-    assert reply.json()["wiki_enabled"] is True
-    kb = reply.json()["id"]
+    assert reply.json()["data"]["wiki_enabled"] is True
+    kb = reply.json()["data"]["id"]
     page = ragline.client.post(
         f"/api/v1/knowledge-bases/{kb}/documents",
         json={
@@ -121,5 +128,7 @@ def test_wiki_pages_are_chunks_of_type_wiki_page(ragline):
         },
     )
     assert page.status_code == 201, page.text
-    chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{page.json()['id']}/chunks").json()["items"]
+    chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{page.json()['data']['id']}/chunks").json()[
+        "data"
+    ]
     assert {c["chunk_type"] for c in chunks} == {"wiki_page"}

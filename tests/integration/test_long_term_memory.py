@@ -13,7 +13,7 @@ DOCS = {"Espresso": "# Espresso\n\nEspresso needs a fine grind and water at abou
 def _memories(ragline, user):
     reply = ragline.client.get("/api/v1/memories", headers={"X-User-Id": user})
     assert reply.status_code == 200, reply.text
-    return reply.json()["items"]
+    return reply.json()["data"]
 
 
 def test_memory_is_extracted_recalled_listed_and_deleted(ragline, scripted):
@@ -59,4 +59,4 @@ def test_memory_is_extracted_recalled_listed_and_deleted(ragline, scripted):
     assert _memories(ragline, "ana") == []
     missing = ragline.client.delete(f"/api/v1/memories/{memory['id']}", headers={"X-User-Id": "ana"})
     assert missing.status_code == 404
-    assert missing.json()["error"]["code"] == "not_found"
+    assert missing.json()["error"]["type"] == "not_found"

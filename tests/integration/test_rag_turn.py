@@ -152,7 +152,7 @@ def test_knowledge_search_returns_ranked_passages_with_scores(ragline):
         "/api/v1/knowledge-search", json={"query": "green tea temperature", "knowledge_base_ids": [kb], "top_k": 2}
     )
     assert reply.status_code == 200, reply.text
-    items = reply.json()["items"]
+    items = reply.json()["data"]
     assert 1 <= len(items) <= 2
     assert items[0]["knowledge_title"] == "Tea basics"
     assert items[0]["scores"]["vector"] is not None
@@ -160,7 +160,7 @@ def test_knowledge_search_returns_ranked_passages_with_scores(ragline):
     keyword_only = ragline.client.post(
         "/api/v1/knowledge-search",
         json={"query": "green tea temperature", "knowledge_base_ids": [kb], "retrievers": "keyword"},
-    ).json()["items"]
+    ).json()["data"]
     assert all(i["scores"]["vector"] is None for i in keyword_only)
     missing = ragline.client.post("/api/v1/knowledge-search", json={"query": "x", "knowledge_base_ids": ["nope"]})
     assert missing.status_code == 404
@@ -177,7 +177,7 @@ def test_the_first_turn_titles_the_session_before_complete(ragline, scripted):
     assert title.content == "Coffee water temperature"
     assert title.extra["session_id"] == session
     assert types.index("session_title") < types.index("complete") == len(types) - 1
-    assert ragline.client.get(f"/api/v1/sessions/{session}").json()["title"] == "Coffee water temperature"
+    assert ragline.client.get(f"/api/v1/sessions/{session}").json()["data"]["title"] == "Coffee water temperature"
     second = ragline.chat(session, "And for tea?")
     assert "session_title" not in [f.type for f in second]
 

@@ -70,7 +70,7 @@ def test_stop_without_a_client_cancels_generation_and_keeps_the_partial_answer(r
     _wait_for(lambda: scripted.answers and scripted.answers[-1].pieces_sent >= 5)
     stop = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": message})
     assert stop.status_code == 200, stop.text
-    assert stop.json()["status"] == "stopped"
+    assert stop.json()["data"]["status"] == "stopped"
 
     frames = ragline.events(session, message)
     types = [f.type for f in frames]
@@ -95,7 +95,7 @@ def test_stop_without_a_client_cancels_generation_and_keeps_the_partial_answer(r
 
     again = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": message})
     assert again.status_code == 200
-    assert again.json()["status"] == "already_completed"
+    assert again.json()["data"]["status"] == "already_completed"
 
 
 def test_stop_while_a_client_is_reading_ends_its_stream(ragline, scripted):

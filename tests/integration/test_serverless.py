@@ -41,7 +41,7 @@ class Client:
     def kb(self, docs):
         reply = self.http.post("/api/v1/knowledge-bases", json={"name": "drinks"})
         assert reply.status_code == 201, reply.text
-        kb_id = reply.json()["id"]
+        kb_id = reply.json()["data"]["id"]
         for title, content in docs.items():
             added = self.http.post(
                 f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": title, "content": content}
@@ -52,18 +52,18 @@ class Client:
     def session(self, kb_ids):
         reply = self.http.post("/api/v1/sessions", json={"knowledge_base_ids": kb_ids})
         assert reply.status_code == 201, reply.text
-        return reply.json()["id"]
+        return reply.json()["data"]["id"]
 
     def ask(self, session, query, **options):
         reply = self.http.post(f"/api/v1/sessions/{session}/questions", json={"query": query, **options})
         assert reply.status_code == 202, reply.text
-        return reply.json()
+        return reply.json()["data"]
 
     def log(self, ids):
         return self.stack.runtime.log.events_sync(stream_key(ids["session_id"], ids["assistant_message_id"]))
 
     def assistant(self, ids):
-        messages = self.http.get(f"/api/v1/sessions/{ids['session_id']}/messages").json()["items"]
+        messages = self.http.get(f"/api/v1/sessions/{ids['session_id']}/messages").json()["data"]
         return next(m for m in messages if m["id"] == ids["assistant_message_id"])
 
 

@@ -58,13 +58,13 @@ class World:
         for key in ({}, {"X-API-Key": "rl-not-a-key"}):
             unauthorized = self.anonymous.request(method, url, headers={**extra, **key}, **kwargs)
             assert unauthorized.status_code == 401, (method, url, key, unauthorized.text[:300])
-            assert unauthorized.json()["error"]["code"] == "unauthorized"
+            assert unauthorized.json()["error"]["type"] == "unauthorized"
         return self.b.request(method, url, headers=extra, **kwargs)
 
     def denied(self, method: str, url: str, **kwargs: Any) -> None:
         reply = self.other(method, url, **kwargs)
         assert reply.status_code == 404, (method, url, reply.status_code, reply.text[:300])
-        assert reply.json()["error"]["code"] == "not_found"
+        assert reply.json()["error"]["type"] == "not_found"
 
 
 def _tenant_from_cli(data_dir: Path, name: str) -> str:
@@ -87,8 +87,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, shared_models: Any, scripted
     anonymous = httpx.Client(base_url=a.url, timeout=30)
     try:
         kb = a.create_kb("guide", DOCS)
-        document = a.client.get(f"/api/v1/knowledge-bases/{kb}/documents").json()["items"][0]["id"]
-        chunk = a.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{document}/chunks").json()["items"][0]["id"]
+        document = a.client.get(f"/api/v1/knowledge-bases/{kb}/documents").json()["data"][0]["id"]
+        chunk = a.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{document}/chunks").json()["data"][0]["id"]
         session = a.session([kb])
         read_frames(a.client, "POST", f"/api/v1/knowledge-chat/{session}", json={"query": "How does it cool?"})
         user_message, message = (m["id"] for m in a.messages(session))
@@ -97,8 +97,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, shared_models: Any, scripted
 
         tenant_a = a.container.tenants.for_key(a.key)
         memory = a.container.memories.add(new_memory(tenant_a.id, "", "The user runs a reactor.")).id
-        b_kb = b.post("/api/v1/knowledge-bases", json={"name": "b-kb"}).json()["id"]
-        b_session = b.post("/api/v1/sessions", json={"knowledge_base_ids": [b_kb]}).json()["id"]
+        b_kb = b.post("/api/v1/knowledge-bases", json={"name": "b-kb"}).json()["data"]["id"]
+        b_session = b.post("/api/v1/sessions", json={"knowledge_base_ids": [b_kb]}).json()["data"]["id"]
         yield World(
             a, b, anonymous, kb, document, chunk, session, user_message, message, memory, b_kb, b_session, scripted
         )
@@ -115,16 +115,16 @@ def _create_knowledge_base(w: World) -> None:
     # Names are per tenant: B may use A's name, and learns nothing of A's knowledge base from it.
     reply = w.other("POST", "/api/v1/knowledge-bases", json={"name": "guide"})
     assert reply.status_code == 201, reply.text
-    assert reply.json()["id"] != w.kb
-    assert reply.json()["document_count"] == 0
+    assert reply.json()["data"]["id"] != w.kb
+    assert reply.json()["data"]["document_count"] == 0
     w.owner("POST", "/api/v1/knowledge-bases", 409, json={"name": "guide"})
 
 
 def _list_knowledge_bases(w: World) -> None:
     reply = w.other("GET", "/api/v1/knowledge-bases")
     assert reply.status_code == 200
-    assert w.kb not in {kb["id"] for kb in reply.json()["items"]}
-    assert w.kb in {kb["id"] for kb in w.owner("GET", "/api/v1/knowledge-bases", 200).json()["items"]}
+    assert w.kb not in {kb["id"] for kb in reply.json()["data"]}
+    assert w.kb in {kb["id"] for kb in w.owner("GET", "/api/v1/knowledge-bases", 200).json()["data"]}
 
 
 def _get_knowledge_base(w: World) -> None:
@@ -134,10 +134,10 @@ def _get_knowledge_base(w: World) -> None:
 
 def _upload_document(w: World) -> None:
     url = f"/api/v1/knowledge-bases/{w.kb}/documents"
-    before = w.a.client.get(url).json()["items"]
+    before = w.a.client.get(url).json()["data"]
     w.denied("POST", url, json={"title": "Intrusion", "content": "Written by tenant B."})
     w.denied("POST", url, files={"file": ("intrusion.md", b"# Intrusion\n\nWritten by tenant B.", "text/markdown")})
-    assert w.a.client.get(url).json()["items"] == before
+    assert w.a.client.get(url).json()["data"] == before
     w.owner("POST", url, 201, json={"title": "Owner's note", "content": "Heavy water is deuterium oxide."})
 
 
@@ -160,8 +160,66 @@ def _list_chunks(w: World) -> None:
 
 
 def _get_chunk(w: World) -> None:
-    w.denied("GET", f"/api/v1/chunks/{w.chunk}")
-    assert w.owner("GET", f"/api/v1/chunks/{w.chunk}", 200).json()["knowledge_base_id"] == w.kb
+    w.denied("GET", f"/api/v1/chunks/by-id/{w.chunk}")
+    assert w.owner("GET", f"/api/v1/chunks/by-id/{w.chunk}", 200).json()["data"]["knowledge_base_id"] == w.kb
+
+
+def _list_knowledge_chunks(w: World) -> None:
+    w.denied("GET", f"/api/v1/chunks/{w.document}")
+    assert w.chunk in {c["id"] for c in w.owner("GET", f"/api/v1/chunks/{w.document}", 200).json()["data"]}
+
+
+def _hybrid_search(method: str) -> Callable[[World], None]:
+    def probe(w: World) -> None:
+        url = f"/api/v1/knowledge-bases/{w.kb}/hybrid-search"
+        w.denied(method, url, json={"query_text": "heavy water"})
+        # B's own knowledge base cannot reach A's through knowledge_base_ids.
+        w.denied(
+            method,
+            f"/api/v1/knowledge-bases/{w.b_kb}/hybrid-search",
+            json={"query_text": "heavy water", "knowledge_base_ids": [w.kb]},
+        )
+        assert w.owner(method, url, 200, json={"query_text": "heavy water"}).json()["data"]
+
+    return probe
+
+
+def _list_knowledge(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/knowledge")
+    assert w.document in {
+        d["id"] for d in w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/knowledge", 200).json()["data"]
+    }
+
+
+def _get_knowledge(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge/{w.document}")
+    w.owner("GET", f"/api/v1/knowledge/{w.document}", 200)
+
+
+def _get_knowledge_batch(w: World) -> None:
+    # A batch names ids in the query: another tenant's ids are left out, never shown.
+    reply = w.other("GET", "/api/v1/knowledge/batch", params={"ids": [w.document]})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["data"] == []
+    owner = w.owner("GET", "/api/v1/knowledge/batch", 200, params={"ids": [w.document]})
+    assert [d["id"] for d in owner.json()["data"]] == [w.document]
+
+
+def _create_knowledge_from_file(w: World) -> None:
+    url = f"/api/v1/knowledge-bases/{w.kb}/knowledge/file"
+    w.denied("POST", url, files={"file": ("intrusion.md", b"# Intrusion\n\nWritten by tenant B.", "text/markdown")})
+    w.owner("POST", url, 200, files={"file": ("owner.md", b"# Owner\n\nHeavy water moderates.", "text/markdown")})
+
+
+def _create_manual_knowledge(w: World) -> None:
+    url = f"/api/v1/knowledge-bases/{w.kb}/knowledge/manual"
+    w.denied("POST", url, json={"title": "Intrusion", "content": "Written by tenant B."})
+    w.owner("POST", url, 200, json={"title": "Owner's page", "content": "Deuterium is heavy hydrogen."})
+
+
+def _load_messages(w: World) -> None:
+    w.denied("GET", f"/api/v1/messages/{w.session}/load")
+    assert w.message in {m["id"] for m in w.owner("GET", f"/api/v1/messages/{w.session}/load", 200).json()["data"]}
 
 
 def _create_session(w: World) -> None:
@@ -173,8 +231,8 @@ def _create_session(w: World) -> None:
 def _list_sessions(w: World) -> None:
     reply = w.other("GET", "/api/v1/sessions")
     assert reply.status_code == 200
-    assert w.session not in {s["id"] for s in reply.json()["items"]}
-    assert w.session in {s["id"] for s in w.owner("GET", "/api/v1/sessions", 200).json()["items"]}
+    assert w.session not in {s["id"] for s in reply.json()["data"]}
+    assert w.session in {s["id"] for s in w.owner("GET", "/api/v1/sessions", 200).json()["data"]}
 
 
 def _get_session(w: World) -> None:
@@ -191,7 +249,7 @@ def _knowledge_search(w: World) -> None:
     body = {"query": "heavy water", "knowledge_base_ids": [w.kb]}
     w.denied("POST", "/api/v1/knowledge-search", json=body)
     w.denied("POST", "/api/v1/knowledge-search", json={**body, "knowledge_base_ids": [w.b_kb, w.kb]})
-    assert w.owner("POST", "/api/v1/knowledge-search", 200, json=body).json()["items"]
+    assert w.owner("POST", "/api/v1/knowledge-search", 200, json=body).json()["data"]
 
 
 def _ask(w: World) -> None:
@@ -207,7 +265,19 @@ def _knowledge_chat(w: World) -> None:
     w.denied("POST", f"/api/v1/knowledge-chat/{w.session}", json={"query": "Leak?"})
     w.denied("POST", f"/api/v1/knowledge-chat/{w.b_session}", json={"query": "Leak?", "knowledge_base_ids": [w.kb]})
     reply = w.owner("POST", f"/api/v1/knowledge-chat/{w.session}", 200, json={"query": "What slows neutrons?"})
-    assert "event: message" in reply.text
+    assert "event:message" in reply.text
+
+
+def _agent_chat(w: World) -> None:
+    w.denied("POST", f"/api/v1/agent-chat/{w.session}", json={"query": "Leak?", "agent_enabled": True})
+    w.denied("POST", f"/api/v1/agent-chat/{w.b_session}", json={"query": "Leak?", "knowledge_base_ids": [w.kb]})
+    w.denied(
+        "POST",
+        f"/api/v1/agent-chat/{w.b_session}",
+        json={"query": "Leak?", "mentioned_items": [{"id": w.kb, "type": "kb"}]},
+    )
+    reply = w.owner("POST", f"/api/v1/agent-chat/{w.session}", 200, json={"query": "What slows neutrons?"})
+    assert '"agent_mode":"off"' in reply.text
 
 
 def _message_events(w: World) -> None:
@@ -247,26 +317,26 @@ def _stop(w: World) -> None:
     frames = read_frames(w.a.client, "GET", f"/api/v1/sessions/{w.session}/messages/{running}/events")
     assert frames[-1].type == "complete"  # it ran to its end
     reply = w.owner("POST", f"/api/v1/sessions/{w.session}/stop", 200, json={"message_id": running})
-    assert reply.json()["status"] == "already_completed"
+    assert reply.json()["data"]["status"] == "already_completed"
 
 
 def _list_memories(w: World) -> None:
     reply = w.other("GET", "/api/v1/memories")
     assert reply.status_code == 200
-    assert reply.json()["items"] == []
-    assert [m["id"] for m in w.owner("GET", "/api/v1/memories", 200).json()["items"]] == [w.memory]
+    assert reply.json()["data"] == []
+    assert [m["id"] for m in w.owner("GET", "/api/v1/memories", 200).json()["data"]] == [w.memory]
 
 
 def _delete_memory(w: World) -> None:
     w.denied("DELETE", f"/api/v1/memories/{w.memory}")
-    assert [m["id"] for m in w.owner("GET", "/api/v1/memories", 200).json()["items"]] == [w.memory]
+    assert [m["id"] for m in w.owner("GET", "/api/v1/memories", 200).json()["data"]] == [w.memory]
 
 
 def _delete_all_memories(w: World) -> None:
     reply = w.other("DELETE", "/api/v1/memories")
     assert reply.status_code == 200
-    assert reply.json() == {"deleted": 0}
-    assert [m["id"] for m in w.owner("GET", "/api/v1/memories", 200).json()["items"]] == [w.memory]
+    assert reply.json()["data"] == {"deleted": 0}
+    assert [m["id"] for m in w.owner("GET", "/api/v1/memories", 200).json()["data"]] == [w.memory]
 
 
 # The owner's destructive calls come last (the memory probes run after the others).
@@ -278,7 +348,16 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/api/v1/knowledge-bases/{kb_id}/faq"): _import_faq,
     ("GET", "/api/v1/knowledge-bases/{kb_id}/documents"): _list_documents,
     ("GET", "/api/v1/knowledge-bases/{kb_id}/documents/{document_id}/chunks"): _list_chunks,
-    ("GET", "/api/v1/chunks/{chunk_id}"): _get_chunk,
+    ("GET", "/api/v1/chunks/by-id/{chunk_id}"): _get_chunk,
+    ("GET", "/api/v1/chunks/{knowledge_id}"): _list_knowledge_chunks,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/hybrid-search"): _hybrid_search("POST"),
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/hybrid-search"): _hybrid_search("GET"),
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/knowledge"): _list_knowledge,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/file"): _create_knowledge_from_file,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/manual"): _create_manual_knowledge,
+    ("GET", "/api/v1/knowledge/batch"): _get_knowledge_batch,
+    ("GET", "/api/v1/knowledge/{knowledge_id}"): _get_knowledge,
+    ("GET", "/api/v1/messages/{session_id}/load"): _load_messages,
     ("POST", "/api/v1/sessions"): _create_session,
     ("GET", "/api/v1/sessions"): _list_sessions,
     ("GET", "/api/v1/sessions/{session_id}"): _get_session,
@@ -286,6 +365,7 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/api/v1/knowledge-search"): _knowledge_search,
     ("POST", "/api/v1/sessions/{session_id}/questions"): _ask,
     ("POST", "/api/v1/knowledge-chat/{session_id}"): _knowledge_chat,
+    ("POST", "/api/v1/agent-chat/{session_id}"): _agent_chat,
     ("GET", "/api/v1/sessions/{session_id}/messages/{message_id}/events"): _message_events,
     ("GET", "/api/v1/sessions/continue-stream/{session_id}"): _continue_stream,
     ("POST", "/api/v1/sessions/{session_id}/stop"): _stop,
@@ -304,7 +384,7 @@ NO_ID_ROUTES = {
     ("GET", "/api/v1/memories"),
     ("DELETE", "/api/v1/memories"),
 }
-ID_PARAMETERS = {"kb_id", "document_id", "chunk_id", "session_id", "message_id", "memory_id"}
+ID_PARAMETERS = {"kb_id", "document_id", "knowledge_id", "chunk_id", "session_id", "message_id", "memory_id", "ids"}
 
 
 def _flatten(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, APIRoute]]:

@@ -108,8 +108,8 @@ def test_graph_extraction_at_ingestion_and_entity_search(graph_ragline, scripted
     reply = graph_ragline.client.post(
         "/api/v1/knowledge-bases", json={"name": "history", "graph_extraction_enabled": True}
     )
-    kb = reply.json()["id"]
-    assert reply.json()["graph_extraction_enabled"] is True
+    kb = reply.json()["data"]["id"]
+    assert reply.json()["data"]["graph_extraction_enabled"] is True
     graph_ragline.client.post(
         f"/api/v1/knowledge-bases/{kb}/documents",
         json={"title": "Notes", "content": "# Notes\n\nShe published the first algorithm meant for a machine in 1843."},
@@ -127,6 +127,7 @@ def test_graph_extraction_at_ingestion_and_entity_search(graph_ragline, scripted
     frames = graph_ragline.chat(graph_ragline.session([kb]), "Who was Ada Lovelace?", vector_threshold=0.95)
     assert frames[-1].type == "complete", [f.type for f in frames]
     references = next(f for f in frames if f.type == "references").data["knowledge_references"]
+    # match_type 6: WeKnora's "graph".
     assert [(r["match_type"], r["content"]) for r in references] == [
-        ("graph", "She published the first algorithm meant for a machine in 1843.")
+        (6, "She published the first algorithm meant for a machine in 1843.")
     ]

@@ -190,13 +190,13 @@ async def _ask_http(url: str, key: str, query: str, kb: str | None) -> AsyncIter
 
     headers = {"X-API-Key": key}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=httpx.Timeout(30, read=120)) as client:
-        bases = (await client.get("/api/v1/knowledge-bases")).raise_for_status().json()["items"]
+        bases = (await client.get("/api/v1/knowledge-bases")).raise_for_status().json()["data"]
         kb_ids = [b["id"] for b in bases if kb is None or b["name"] == kb]
         if kb is not None and not kb_ids:
             raise typer.BadParameter(f"no knowledge base named {kb!r}")
         session = (await client.post("/api/v1/sessions", json={"knowledge_base_ids": kb_ids})).raise_for_status()
         async with aconnect_sse(
-            client, "POST", f"/api/v1/knowledge-chat/{session.json()['id']}", json={"query": query}
+            client, "POST", f"/api/v1/knowledge-chat/{session.json()['data']['id']}", json={"query": query}
         ) as source:
             async for sse in source.aiter_sse():
                 yield json.loads(sse.data)

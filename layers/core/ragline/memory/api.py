@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from ragline.memory.models import Memory
 from ragline.memory.store import MemoryStore
 from ragline.server.errors import not_found
-from ragline.server.views import Items
+from ragline.server.views import Envelope
 from ragline.store.models import Tenant
 
 MEMORIES_PATH = "/api/v1/memories"
@@ -62,19 +62,24 @@ def memory_router(
     UserDep = Annotated[str, Header(alias="X-User-Id", max_length=MAX_USER_ID_LENGTH)]
 
     @router.get("")
-    async def list_memories(store: StoreDep, tenant: TenantDep, user_id: UserDep = "") -> Items[MemoryView]:
+    async def list_memories(store: StoreDep, tenant: TenantDep, user_id: UserDep = "") -> Envelope[list[MemoryView]]:
         memories = await asyncio.to_thread(store.list, tenant.id, user_id)
-        return Items(items=[MemoryView.of(m) for m in memories])
+        return Envelope(data=[MemoryView.of(m) for m in memories])
 
     @router.delete("/{memory_id}")
-    async def delete_memory(memory_id: str, store: StoreDep, tenant: TenantDep, user_id: UserDep = "") -> MemoryDeleted:
+    async def delete_memory(
+        memory_id: str, store: StoreDep, tenant: TenantDep, user_id: UserDep = ""
+    ) -> Envelope[MemoryDeleted]:
         # Another user's memory is not in this user's store: it reads as absent, never as forbidden.
         if not await asyncio.to_thread(store.delete, tenant.id, user_id, memory_id):
             raise not_found("memory", "memory_id")
-        return MemoryDeleted(id=memory_id, deleted=True)
+        return Envelope(data=MemoryDeleted(id=memory_id, deleted=True))
 
     @router.delete("")
-    async def delete_all_memories(store: StoreDep, tenant: TenantDep, user_id: UserDep = "") -> MemoriesDeleted:
-        return MemoriesDeleted(deleted=await asyncio.to_thread(store.delete_all, tenant.id, user_id))
+    async def delete_all_memories(
+        store: StoreDep, tenant: TenantDep, user_id: UserDep = ""
+    ) -> Envelope[MemoriesDeleted]:
+        deleted = await asyncio.to_thread(store.delete_all, tenant.id, user_id)
+        return Envelope(data=MemoriesDeleted(deleted=deleted))
 
     return router

@@ -35,6 +35,9 @@ class ModelRegistry:
     def has_embedder(self, model_id: str) -> bool:
         return self._embedders.has(model_id)
 
+    def has_chat_model(self, model_id: str) -> bool:
+        return self._chat_models.has(model_id)
+
     def embedder(self, model_id: str = "") -> Embedder:
         return self._embedders.get(model_id or self.default_embedder_id)
 

@@ -55,6 +55,8 @@ class SessionTitler:
         self._templates = templates
 
     def needs_title(self, cm: ChatManage) -> bool:
+        if not cm.request.title_enabled:
+            return False
         session = self._sessions.session(cm.request.tenant_id, cm.request.session_id)
         return session is not None and not session.title
 

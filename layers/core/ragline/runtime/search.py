@@ -12,7 +12,7 @@ from ragline.config import AppConfig
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, EventManager, PluginError
 from ragline.runtime.turns import Query, UnknownKnowledgeBase, tag_targets
 from ragline.store.base import KnowledgeStore
-from ragline.types import ChatManage, EventType, PipelineRequest, SearchResult
+from ragline.types import ChatManage, EventType, PipelineRequest, SearchResult, SearchTarget, SearchTargetType
 
 # The stages of a chat turn that decide which passages it sees, in order; absent ones are skipped.
 SEARCH_STAGES = (EventType.CHUNK_SEARCH_PARALLEL, EventType.CHUNK_RERANK, EventType.FILTER_TOP_K)
@@ -111,7 +111,10 @@ class SearchService:
             tenant_id=tenant_id,
             knowledge_base_ids=tuple(body.knowledge_base_ids),
             knowledge_ids=tuple(body.knowledge_ids or ()),
-            search_targets=tag_targets(body.knowledge_base_ids, body.tags or [], body.knowledge_ids or []),
+            search_targets=(
+                tag_targets(body.knowledge_base_ids, body.tags or [], body.knowledge_ids or [])
+                or self._document_targets(tenant_id, body)
+            ),
             # Recall enough candidates for the requested depth: the chat default is the floor.
             embedding_top_k=max(body.top_k, conversation.embedding_top_k),
             rerank_top_k=body.top_k,
@@ -131,6 +134,20 @@ class SearchService:
                 if body.enable_query_expansion is None
                 else body.enable_query_expansion
             ),
+        )
+
+    def _document_targets(self, tenant_id: str, body: SearchBody) -> tuple[SearchTarget, ...]:
+        """``knowledge_ids`` narrow a search to those documents (of the knowledge bases named); a chat turn,
+        by contrast, searches its knowledge bases and the documents named besides."""
+        by_kb: dict[str, list[str]] = {}
+        for knowledge_id in dict.fromkeys(body.knowledge_ids or ()):
+            document = self._knowledge.document(tenant_id, knowledge_id)
+            if document is None or document.knowledge_base_id not in body.knowledge_base_ids:
+                raise UnknownKnowledgeBase("knowledge_ids", knowledge_id)
+            by_kb.setdefault(document.knowledge_base_id, []).append(knowledge_id)
+        return tuple(
+            SearchTarget(type=SearchTargetType.KNOWLEDGE, knowledge_base_id=kb_id, knowledge_ids=tuple(ids))
+            for kb_id, ids in by_kb.items()
         )
 
     async def search(self, tenant_id: str, body: SearchBody) -> list[SearchResult]:

@@ -6,11 +6,12 @@ plugs in as a :class:`TurnLauncher`.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Protocol, TypeVar
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -31,6 +32,8 @@ from ragline.types import (
 )
 from ragline.types.chat_manage import SummaryConfig
 
+logger = logging.getLogger(__name__)
+
 
 def _not_blank_query(value: str) -> str:
     if not value.strip():
@@ -42,8 +45,46 @@ def _not_blank_query(value: str) -> str:
 Query = Annotated[str, Field(min_length=1), AfterValidator(_not_blank_query)]
 
 
+class MentionedItem(BaseModel):
+    """A knowledge base or a document @-mentioned in WeKnora's chat box: it joins the search scope."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1, max_length=200)
+    name: str = ""
+    type: Literal["kb", "file", "tag"] = "kb"
+    kb_type: str = ""
+
+
+class ImageAttachment(BaseModel):
+    """An image sent with a question, in WeKnora's shape: a ``data:`` URI, or a URL and a caption."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    data: str = ""
+    url: str = ""
+    caption: str = ""
+
+
+def mentioned_scope(
+    kb_ids: Sequence[str], knowledge_ids: Sequence[str], mentioned: Sequence[MentionedItem]
+) -> tuple[list[str], list[str]]:
+    """Knowledge bases and documents named, with the mentioned ones added (in order, once each)."""
+    kbs = [*kb_ids, *(m.id for m in mentioned if m.type == "kb")]
+    files = [*knowledge_ids, *(m.id for m in mentioned if m.type == "file")]
+    return list(dict.fromkeys(kbs)), list(dict.fromkeys(files))
+
+
+# WeKnora's chat fields that ragline accepts and does not act on (a debug line says so): agents, the
+# suggestion that led to the question, the client's channel.
+IGNORED_QUESTION_FIELDS = ("agent_id", "suggestion_attribution", "channel")
+# What the first event of a turn says when agent mode was asked for.
+AGENT_MODE_OFF = {"agent_enabled": False, "agent_mode": "off"}
+
+
 class QuestionBody(BaseModel):
-    """The body of ``POST /sessions/{sid}/questions``: the query and the seed's request options."""
+    """The body of ``POST /sessions/{sid}/questions`` and WeKnora's chat routes: the query, the seed's
+    request options and WeKnora's request fields."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -70,6 +111,30 @@ class QuestionBody(BaseModel):
     max_completion_tokens: int | None = Field(default=None, ge=1, le=32768)
     language: str | None = Field(default=None, max_length=40)
     request_id: str | None = Field(default=None, max_length=100)
+    # WeKnora's request fields.
+    mentioned_items: list[MentionedItem] | None = Field(default=None, max_length=100)
+    # The answering model (a chat model id of this deployment; WeKnora's "summary model").
+    summary_model_id: str | None = Field(default=None, max_length=200)
+    disable_title: bool = False
+    # Agent mode is not implemented: the question runs the knowledge-chat pipeline and the reply says so.
+    agent_enabled: bool = False
+    agent_id: str | None = Field(default=None, max_length=200)
+    images: list[ImageAttachment] | None = Field(default=None, max_length=10)
+    channel: str | None = Field(default=None, max_length=40)
+    suggestion_attribution: dict[str, Any] | None = None
+
+    def scope(self, session: Session) -> tuple[list[str], list[str]]:
+        """The knowledge bases (the session's unless named) and documents this question searches."""
+        kb_ids = self.knowledge_base_ids if self.knowledge_base_ids is not None else session.knowledge_base_ids
+        return mentioned_scope(kb_ids, self.knowledge_ids or [], self.mentioned_items or [])
+
+
+def request_images(body: QuestionBody) -> tuple[str, ...]:
+    """The images a question carries into the pipeline. The seam for image questions (issue 14): WeKnora's
+    ``images`` are accepted and validated, and not yet passed on."""
+    if body.images:
+        logger.debug("question images accepted but not yet used (%d)", len(body.images))
+    return ()
 
 
 def tag_targets(kb_ids: Sequence[str], tags: list[str], knowledge_ids: list[str]) -> tuple[SearchTarget, ...]:
@@ -150,7 +215,7 @@ class TurnService:
         user_id: str = "",
     ) -> PipelineRequest:
         conversation = self._config.conversation
-        kb_ids = body.knowledge_base_ids if body.knowledge_base_ids is not None else session.knowledge_base_ids
+        kb_ids, knowledge_ids = body.scope(session)
         summary = conversation.summary
         fallback_response = self._templates.entry("fallback", conversation.fallback_prompt_id).get(
             "response", conversation.fallback_response
@@ -166,8 +231,8 @@ class TurnService:
             assistant_message_id=assistant_message_id,
             language=body.language or options.get("language") or conversation.language,
             knowledge_base_ids=tuple(kb_ids),
-            knowledge_ids=tuple(body.knowledge_ids or ()),
-            search_targets=tag_targets(kb_ids, body.tags or [], body.knowledge_ids or []),
+            knowledge_ids=tuple(knowledge_ids),
+            search_targets=tag_targets(kb_ids, body.tags or [], knowledge_ids),
             vector_threshold=_pick(body.vector_threshold, conversation.vector_threshold),
             keyword_threshold=_pick(body.keyword_threshold, conversation.keyword_threshold),
             embedding_top_k=_pick(body.embedding_top_k, conversation.embedding_top_k),
@@ -191,23 +256,35 @@ class TurnService:
             web_search_enabled=body.web_search_enabled,
             web_search_provider_id=body.web_search_provider_id or str(options.get("web_search_provider_id", "")),
             web_fetch_enabled=_pick(body.web_fetch_enabled, body.web_search_enabled),
+            chat_model_id=body.summary_model_id or "",
+            title_enabled=not body.disable_title,
+            images=request_images(body),
         )
 
     def validate_scope(self, session: Session, body: QuestionBody) -> None:
         """Every knowledge base and document named must be the tenant's own (else: unknown, 404)."""
-        kb_ids = body.knowledge_base_ids if body.knowledge_base_ids is not None else session.knowledge_base_ids
+        kb_ids, knowledge_ids = body.scope(session)
         found = {kb.id for kb in self._knowledge.knowledge_bases(session.tenant_id, kb_ids)}
         for kb_id in kb_ids:
             if kb_id not in found:
                 raise UnknownKnowledgeBase("knowledge_base_ids", kb_id)
-        for knowledge_id in body.knowledge_ids or ():
+        for knowledge_id in knowledge_ids:
             if self._knowledge.document(session.tenant_id, knowledge_id) is None:
                 raise UnknownKnowledgeBase("knowledge_ids", knowledge_id)
 
-    async def accept(self, session: Session, body: QuestionBody, user_id: str = "") -> AcceptedTurn:
+    async def accept(
+        self, session: Session, body: QuestionBody, user_id: str = "", *, agent_requested: bool = False
+    ) -> AcceptedTurn:
         """Validate, store both messages, open the log with ``agent_query``. Nothing is stored if
-        validation fails."""
+        validation fails.
+
+        ``agent_requested`` (WeKnora's agent chat, or ``agent_enabled``): the turn runs this pipeline all
+        the same, and its ``agent_query`` event says agent mode is off.
+        """
         self.validate_scope(session, body)
+        ignored = sorted(set(IGNORED_QUESTION_FIELDS) & body.model_fields_set)
+        if ignored:
+            logger.debug("question: ignoring WeKnora fields %s", ", ".join(ignored), extra={"session_id": session.id})
         request_id = body.request_id or str(uuid.uuid4())
         if body.request_id:
             earlier = self._sessions.message_by_request(session.tenant_id, session.id, request_id)
@@ -229,6 +306,7 @@ class TurnService:
                     "session_id": session.id,
                     "assistant_message_id": assistant.id,
                     "request_id": request_id,
+                    **(AGENT_MODE_OFF if agent_requested or body.agent_enabled else {}),
                 },
             ),
         )

@@ -1,6 +1,8 @@
 """The HTTP API: knowledge bases, documents, sessions, questions, streams and stop (SPEC §3-4).
 
-One router per resource under ``server/routes/``; this module wires them to a container and a launcher.
+One API in WeKnora's wire format (``server/wire.py``): WeKnora's routes for what ragline does, and
+ragline's own routes beside them. One router per resource under ``server/routes/``; this module wires
+them to a container and a launcher.
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ from ragline.memory.api import memory_router
 from ragline.runtime.turns import TurnLauncher
 from ragline.server.deps import tenant_of
 from ragline.server.errors import install_error_handlers
-from ragline.server.routes import chat, chunks, documents, knowledge_bases, search, sessions
+from ragline.server.request_id import RequestIdMiddleware
+from ragline.server.routes import chat, chunks, documents, knowledge, knowledge_bases, messages, search, sessions
 
 # The chat page: plain ES modules and CSS, served as they are (no build step).
 WEB_DIR = Path(__file__).with_name("web")
 
 ROUTERS = (
     knowledge_bases.router,
+    knowledge.router,
     documents.router,
     chunks.router,
     sessions.router,
+    messages.router,
     search.router,
     chat.router,
 )
@@ -54,6 +59,7 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(RequestIdMiddleware)
     app.state.container = container
     app.state.launcher = launcher
     # In AWS the stream is served by another function (stream_reader's URL); embedded, by this server.

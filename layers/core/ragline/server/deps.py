@@ -12,6 +12,7 @@ from starlette.datastructures import FormData
 from ragline.container import Container
 from ragline.runtime.turns import TurnLauncher
 from ragline.server.errors import ApiError, not_found
+from ragline.server.wire import tenant_number
 from ragline.store.models import KnowledgeBase, Session, Tenant
 
 
@@ -36,11 +37,30 @@ LauncherDep = Annotated[TurnLauncher, Depends(launcher_of)]
 StreamBaseDep = Annotated[str, Depends(stream_base_url_of)]
 
 
-def tenant_of(request: Request, x_api_key: Annotated[str | None, Header()] = None) -> Tenant:
-    """The caller's tenant from ``X-API-Key``; every route depends on it."""
-    tenant = container_of(request).tenants.for_key(x_api_key or "")
+_BEARER = "bearer "
+
+
+def tenant_of(
+    request: Request,
+    x_api_key: Annotated[str | None, Header()] = None,
+    authorization: Annotated[str | None, Header()] = None,
+    x_tenant_id: Annotated[str | None, Header()] = None,
+) -> Tenant:
+    """The caller's tenant from its API key, sent as ``X-API-Key`` or ``Authorization: Bearer <key>``
+    (WeKnora's clients send either); every route depends on it.
+
+    ``X-Tenant-ID``, when sent, must name the key's own tenant (its number, or its id): the key alone
+    decides the tenant, so the header can confirm it and never widen it.
+    """
+    key = (x_api_key or "").strip()
+    if not key and authorization and authorization[: len(_BEARER)].lower() == _BEARER:
+        key = authorization[len(_BEARER) :].strip()
+    tenant = container_of(request).tenants.for_key(key)
     if tenant is None:
-        raise ApiError(401, "unauthorized", "a valid X-API-Key header is required", "X-API-Key")
+        field = "X-API-Key" if x_api_key is not None or authorization is None else "Authorization"
+        raise ApiError(401, "unauthorized", "a valid X-API-Key header (or Authorization: Bearer) is required", field)
+    if x_tenant_id is not None and x_tenant_id.strip() not in {str(tenant_number(tenant.id)), tenant.id}:
+        raise ApiError(403, "forbidden", "X-Tenant-ID does not match the API key's tenant", "X-Tenant-ID")
     return tenant
 
 

@@ -1,7 +1,13 @@
-"""Errors as ``{"error": {"code", "message", "field"}}`` with a 4xx/5xx status."""
+"""Errors in WeKnora's shape with a 4xx/5xx status:
+``{"success": false, "error": {"code": <WeKnora's integer code>, "message", "type", "field"}}``.
+
+``type`` is ragline's stable error type (``not_found``, ``missing_field``, ``invalid_field``, …) and
+``field`` names the offending field, header or parameter when there is one.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +15,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ragline.server.wire import error_code
 
 
 class ApiError(Exception):
@@ -24,11 +32,11 @@ def not_found(what: str, field: str | None = None) -> ApiError:
     return ApiError(404, "not_found", f"{what} not found", field)
 
 
-def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": code, "message": message}
+def error_body(status: int, error_type: str, message: str, field: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": error_code(status), "type": error_type, "message": message}
     if field:
         body["field"] = field
-    return {"error": body}
+    return {"success": False, "error": body}
 
 
 def _field_of(loc: Any) -> str | None:
@@ -58,10 +66,13 @@ def validation_error(errors: Sequence[Any]) -> ApiError:
     return ApiError(422, code, message, field)
 
 
+logger = logging.getLogger(__name__)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message, exc.field), status_code=exc.status)
+        return JSONResponse(error_body(exc.status, exc.code, exc.message, exc.field), status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -70,4 +81,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+        return JSONResponse(error_body(exc.status_code, code, str(exc.detail)), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # The body says nothing about the cause (it may hold user content); the log has the trace.
+        logger.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body(500, "internal_error", "internal server error"), status_code=500)

@@ -1,4 +1,8 @@
-"""SSE framing: ``id: <seq>``, ``event: message``, one JSON ``data`` line; a ``: ping`` comment when idle."""
+"""SSE framing: ``id: <seq>``, ``event:message``, one JSON ``data`` line; a ``: ping`` comment when idle.
+
+``event:message`` has no space after the colon: WeKnora's Go client compares the raw text after ``event:``
+with ``message``, and the SSE standard strips one optional space, so every other client reads it the same.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import AsyncIterator
 from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
 from ragline.config import StreamConfig
+from ragline.server.wire import wire_references
 from ragline.stream.base import StreamManager
 from ragline.stream.replay import follow
 from ragline.types import StreamEvent, StreamResponse
@@ -18,7 +23,8 @@ def sse_frame(event: StreamEvent, *, request_id: str, session_id: str, assistant
     response = StreamResponse.from_event(
         event, request_id=request_id, session_id=session_id, assistant_message_id=assistant_message_id
     )
-    return f"id: {event.seq}\nevent: message\ndata: {response.to_json()}\n\n".encode()
+    response.knowledge_references = wire_references(response.knowledge_references)
+    return f"id: {event.seq}\nevent:message\ndata: {response.to_json()}\n\n".encode()
 
 
 async def frames(

@@ -98,6 +98,8 @@ class PipelineRequest(BaseModel):
     rerank_top_k: int = 30
     rerank_threshold: float = 0.3
     chat_model_id: str = ""
+    # A session title is generated on the first turn unless the request turned it off (disable_title).
+    title_enabled: bool = True
     summary_config: SummaryConfig = Field(default_factory=SummaryConfig)
     max_rounds: int = 5
 

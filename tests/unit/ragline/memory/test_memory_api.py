@@ -52,7 +52,7 @@ def test_list_shows_only_the_callers_memories_without_vectors(client, sqlite_sto
     add(sqlite_store, "The user works at Initech.", tenant="t-2")
     response = client.get(MEMORIES_PATH, headers=headers())
     assert response.status_code == 200
-    [item] = response.json()["items"]
+    [item] = response.json()["data"]
     assert item == {
         "id": mine.id,
         "user_id": "alice",
@@ -67,7 +67,7 @@ def test_list_shows_only_the_callers_memories_without_vectors(client, sqlite_sto
 def test_without_user_header_the_default_user_is_used(client, sqlite_store):
     add(sqlite_store, "The user likes tea.", user="")
     add(sqlite_store, "The user likes coffee.")
-    items = client.get(MEMORIES_PATH, headers=headers(user=None)).json()["items"]
+    items = client.get(MEMORIES_PATH, headers=headers(user=None)).json()["data"]
     assert [i["content"] for i in items] == ["The user likes tea."]
 
 
@@ -75,7 +75,7 @@ def test_delete_one(client, sqlite_store):
     memory = add(sqlite_store, "The user works at Acme.")
     response = client.delete(f"{MEMORIES_PATH}/{memory.id}", headers=headers())
     assert response.status_code == 200
-    assert response.json() == {"id": memory.id, "deleted": True}
+    assert response.json() == {"success": True, "data": {"id": memory.id, "deleted": True}}
     assert sqlite_store.list("t-1", "alice") == []
 
 
@@ -85,7 +85,10 @@ def test_deleting_another_users_or_unknown_memory_is_not_found(client, sqlite_st
     for memory_id in (theirs.id, other_tenant.id, "no-such-id"):
         response = client.delete(f"{MEMORIES_PATH}/{memory_id}", headers=headers())
         assert response.status_code == 404
-        assert response.json() == {"error": {"code": "not_found", "message": "memory not found", "field": "memory_id"}}
+        assert response.json() == {
+            "success": False,
+            "error": {"code": 1003, "type": "not_found", "message": "memory not found", "field": "memory_id"},
+        }
     assert len(sqlite_store.list("t-1", "bob")) == 1
     assert len(sqlite_store.list("t-2", "alice")) == 1
 
@@ -96,8 +99,8 @@ def test_delete_all_returns_the_count(client, sqlite_store):
     add(sqlite_store, "The user works at Globex.", user="bob")
     response = client.delete(MEMORIES_PATH, headers=headers())
     assert response.status_code == 200
-    assert response.json() == {"deleted": 2}
-    assert client.delete(MEMORIES_PATH, headers=headers()).json() == {"deleted": 0}
+    assert response.json()["data"] == {"deleted": 2}
+    assert client.delete(MEMORIES_PATH, headers=headers()).json()["data"] == {"deleted": 0}
     assert len(sqlite_store.list("t-1", "bob")) == 1
 
 
@@ -105,10 +108,10 @@ def test_the_tenant_dependency_guards_every_route(client):
     for method, path in (("GET", MEMORIES_PATH), ("DELETE", MEMORIES_PATH), ("DELETE", f"{MEMORIES_PATH}/x")):
         response = client.request(method, path, headers={"X-User-Id": "alice"})
         assert response.status_code == 401
-        assert response.json()["error"]["code"] == "unauthorized"
+        assert response.json()["error"]["type"] == "unauthorized"
 
 
 def test_an_oversized_user_id_is_a_validation_error(client):
     response = client.get(MEMORIES_PATH, headers=headers(user="u" * 201))
     assert response.status_code == 422
-    assert response.json()["error"]["code"] == "invalid_field"
+    assert response.json()["error"]["type"] == "invalid_field"

@@ -37,12 +37,23 @@ def test_every_reply_has_a_shape(openapi: dict[str, Any]) -> None:
     assert not shapeless, shapeless
 
 
-def test_list_replies_name_their_items(openapi: dict[str, Any]) -> None:
-    schemas = openapi["components"]["schemas"]
+def _schema(openapi: dict[str, Any], ref: str) -> dict[str, Any]:
+    return dict(openapi["components"]["schemas"][ref.rsplit("/", 1)[1]])
+
+
+def test_replies_are_enveloped_and_list_replies_name_their_items(openapi: dict[str, Any]) -> None:
     reply = openapi["paths"]["/api/v1/knowledge-bases"]["get"]["responses"]["200"]["content"]["application/json"]
-    listing = schemas[reply["schema"]["$ref"].rsplit("/", 1)[1]]
-    item_ref = listing["properties"]["items"]["items"]["$ref"]
-    assert "document_count" in schemas[item_ref.rsplit("/", 1)[1]]["properties"]
+    envelope = _schema(openapi, reply["schema"]["$ref"])
+    assert {"success", "data"} <= set(envelope["properties"])
+    item = _schema(openapi, envelope["properties"]["data"]["items"]["$ref"])
+    # WeKnora's fields (knowledge_count, a numeric tenant_id) and ragline's (document_count).
+    assert {"knowledge_count", "document_count", "tenant_id"} <= set(item["properties"])
+    assert item["properties"]["tenant_id"]["type"] == "integer"
+
+
+def test_paged_lists_say_their_page(openapi: dict[str, Any]) -> None:
+    reply = openapi["paths"]["/api/v1/sessions"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert {"data", "total", "page", "page_size"} <= set(_schema(openapi, reply["schema"]["$ref"])["properties"])
 
 
 def test_the_routes_of_the_api_are_all_there(openapi: dict[str, Any]) -> None:
@@ -53,7 +64,16 @@ def test_the_routes_of_the_api_are_all_there(openapi: dict[str, Any]) -> None:
         ("POST", "/api/v1/knowledge-bases/{kb_id}/documents"),
         ("POST", "/api/v1/knowledge-bases/{kb_id}/faq"),
         ("GET", "/api/v1/knowledge-bases/{kb_id}/documents/{document_id}/chunks"),
-        ("GET", "/api/v1/chunks/{chunk_id}"),
+        ("GET", "/api/v1/chunks/by-id/{chunk_id}"),
+        ("GET", "/api/v1/chunks/{knowledge_id}"),
+        ("POST", "/api/v1/knowledge-bases/{kb_id}/hybrid-search"),
+        ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/file"),
+        ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/manual"),
+        ("GET", "/api/v1/knowledge-bases/{kb_id}/knowledge"),
+        ("GET", "/api/v1/knowledge/batch"),
+        ("GET", "/api/v1/knowledge/{knowledge_id}"),
+        ("GET", "/api/v1/messages/{session_id}/load"),
+        ("POST", "/api/v1/agent-chat/{session_id}"),
         ("POST", "/api/v1/sessions"),
         ("GET", "/api/v1/sessions/{session_id}/messages"),
         ("POST", "/api/v1/knowledge-search"),

@@ -1,7 +1,12 @@
-"""Questions, their streamed answers (SSE, resumable by offset or ``Last-Event-ID``) and stop."""
+"""Questions, their streamed answers (SSE, resumable by offset or ``Last-Event-ID``) and stop.
+
+WeKnora's ``/knowledge-chat`` and ``/agent-chat`` ask and stream in one call; ragline's ``/questions``
+accepts the question (202) and names the stream to follow, which in AWS another function serves.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query
@@ -21,16 +26,18 @@ from ragline.server.deps import (
 )
 from ragline.server.errors import ApiError, not_found
 from ragline.server.sse import frames, sse_response
+from ragline.server.views import Envelope
 from ragline.store.models import Session, Tenant
 from ragline.stream.base import stream_key
 from ragline.stream.replay import start_offset
 
+logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["chat"])
 
 # What OpenAPI says about a streamed reply: SSE frames, each a JSON StreamResponse in ``data``.
 SSE_REPLY: dict[int | str, dict[str, Any]] = {
     200: {
-        "description": "Server-sent events: `id: <offset>`, `event: message`, `data: <StreamResponse JSON>`",
+        "description": "Server-sent events: `id: <offset>`, `event:message`, `data: <StreamResponse JSON>`",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     }
 }
@@ -52,17 +59,34 @@ class AcceptedQuestion(BaseModel):
     stream_url: str
 
 
-class StopReply(BaseModel):
+class StopStatus(BaseModel):
     status: Literal["stopped", "already_completed"]
+
+
+class StopReply(BaseModel):
+    """WeKnora's reply (``success``, ``message``) with ragline's status in ``data``."""
+
+    success: Literal[True] = True
     message: str
+    data: StopStatus
 
 
 async def _accept(
-    container: Container, launcher: TurnLauncher, session: Session, body: QuestionBody, user_id: str
+    container: Container,
+    launcher: TurnLauncher,
+    session: Session,
+    body: QuestionBody,
+    user_id: str,
+    *,
+    agent_requested: bool = False,
 ) -> AcceptedTurn:
     check_query_length(container, body.query)
+    if body.summary_model_id and not container.models.has_chat_model(body.summary_model_id):
+        # WeKnora's model ids name models of a WeKnora deployment: the configured model answers instead.
+        logger.debug("question: unknown summary_model_id %r, using the default model", body.summary_model_id)
+        body = body.model_copy(update={"summary_model_id": None})
     try:
-        turn = await container.turns.accept(session, body, user_id)
+        turn = await container.turns.accept(session, body, user_id, agent_requested=agent_requested)
     except UnknownKnowledgeBase as exc:
         raise not_found(f"{exc.field[:-4].replace('_', ' ')} {exc.value}", exc.field) from None
     if not turn.duplicate:
@@ -79,12 +103,12 @@ async def ask(
     launcher: LauncherDep,
     stream_base_url: StreamBaseDep,
     x_user_id: UserIdHeader = "",
-) -> AcceptedQuestion:
+) -> Envelope[AcceptedQuestion]:
     session = session_of(container, tenant, session_id)
     turn = await _accept(container, launcher, session, body, x_user_id)
     ids = turn.ids()
     ids["stream_url"] = stream_base_url + ids["stream_url"]
-    return AcceptedQuestion(**ids)
+    return Envelope(data=AcceptedQuestion(**ids))
 
 
 @router.post("/knowledge-chat/{session_id}", responses=SSE_REPLY, response_class=EventSourceResponse)
@@ -96,9 +120,25 @@ async def knowledge_chat(
     launcher: LauncherDep,
     x_user_id: UserIdHeader = "",
 ) -> EventSourceResponse:
-    """Ask and stream in one call (WeKnora-compatible)."""
+    """Ask and stream in one call (WeKnora's knowledge chat)."""
     session = session_of(container, tenant, session_id)
     turn = await _accept(container, launcher, session, body, x_user_id)
+    return _answer_stream(container, session.id, turn.assistant_message.id, turn.request.request_id, 0)
+
+
+@router.post("/agent-chat/{session_id}", responses=SSE_REPLY, response_class=EventSourceResponse)
+async def agent_chat(
+    session_id: str,
+    body: QuestionBody,
+    tenant: TenantDep,
+    container: ContainerDep,
+    launcher: LauncherDep,
+    x_user_id: UserIdHeader = "",
+) -> EventSourceResponse:
+    """WeKnora's agent chat. Agent mode is not implemented: the question runs the knowledge-chat pipeline,
+    and the first event (``agent_query``) says so: ``data.agent_mode`` is ``"off"``."""
+    session = session_of(container, tenant, session_id)
+    turn = await _accept(container, launcher, session, body, x_user_id, agent_requested=True)
     return _answer_stream(container, session.id, turn.assistant_message.id, turn.request.request_id, 0)
 
 
@@ -131,10 +171,10 @@ async def _stream_message(
     session = session_of(container, tenant, session_id)
     message = container.sessions.message(tenant.id, session.id, message_id)
     if message is None or message.role != "assistant":
-        raise not_found("message", "message_id")
+        raise ApiError(404, "not_found", "message not found", "message_id")
     key = stream_key(session.id, message.id)
     if not await container.stream.has_events(key):
-        raise not_found("stream", "message_id")
+        raise ApiError(404, "not_found", "No stream events found", "message_id")
     try:
         start = start_offset(last_event_id, offset)
     except ValueError as exc:
@@ -179,5 +219,5 @@ async def stop(
     except LookupError:
         raise not_found("message", "message_id") from None
     if status == "already_completed":
-        return StopReply(status="already_completed", message="Message already completed")
-    return StopReply(status="stopped", message="Generation stopped")
+        return StopReply(message="Message already completed", data=StopStatus(status="already_completed"))
+    return StopReply(message="Generation stopped", data=StopStatus(status="stopped"))

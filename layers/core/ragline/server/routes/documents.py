@@ -1,4 +1,5 @@
-"""Documents of a knowledge base: upload a file or text, import FAQ entries, list."""
+"""Documents of a knowledge base, ragline's routes: upload a file or text, import FAQ entries, list.
+WeKnora's routes for the same documents (its "knowledge") are in ``knowledge.py``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from ragline.ingest.faq import parse_entries, parse_faq_file
 from ragline.ingest.service import DocumentInput, IngestResult
 from ragline.server.deps import ContainerDep, TenantDep, in_background, knowledge_base_of, read_upload
 from ragline.server.errors import ApiError, validation_error
-from ragline.server.views import Items
-from ragline.store.models import Document, KnowledgeBase
+from ragline.server.records import KnowledgeView
+from ragline.server.views import Envelope
+from ragline.store.models import KnowledgeBase
 from ragline.types import ChunkType
 
 router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}", tags=["knowledge"])
@@ -38,12 +40,6 @@ class FAQBody(BaseModel):
     tags: list[str] = Field(default_factory=list, max_length=50)
 
 
-class DocumentView(Document):
-    """A stored document; ``duplicate`` when the same content was already there (status 200, not 201)."""
-
-    duplicate: bool = False
-
-
 def _chunk_type(kind: str) -> str:
     return ChunkType.WIKI_PAGE if kind == "wiki" else ChunkType.TEXT
 
@@ -62,11 +58,14 @@ def _tags_field(value: object) -> list[str]:
     return [t.strip() for t in str(value or "").split(",") if t.strip()]
 
 
-def _document_reply(result: IngestResult, response: Response) -> DocumentView:
+def _document_reply(result: IngestResult, response: Response) -> Envelope[KnowledgeView]:
     response.status_code = 200 if result.duplicate else 201
-    view = result.document.model_dump()
-    view["chunk_count"] = result.chunk_count
-    return DocumentView(**view, duplicate=result.duplicate)
+    return Envelope(data=knowledge_view(result))
+
+
+def knowledge_view(result: IngestResult) -> KnowledgeView:
+    document = result.document.model_copy(update={"chunk_count": result.chunk_count})
+    return KnowledgeView.of(document, duplicate=result.duplicate)
 
 
 def _index_graph_later(container: Container, kb: KnowledgeBase, result: IngestResult) -> None:
@@ -75,15 +74,39 @@ def _index_graph_later(container: Container, kb: KnowledgeBase, result: IngestRe
         in_background(container.index_graph(kb, result.document))
 
 
+async def ingest_upload(
+    container: Container, kb: KnowledgeBase, filename: str, raw: bytes, *, title: str, tags: list[str], kind: str
+) -> IngestResult:
+    """An uploaded file, extracted, chunked and indexed before the reply (the graph follows)."""
+    try:
+        result = await asyncio.to_thread(
+            container.ingest.ingest_bytes, kb, filename, raw, title=title, tags=tags, chunk_type=_chunk_type(kind)
+        )
+    except UnsupportedFile as exc:
+        status = 415 if isinstance(exc, UnsupportedFileType) else 422
+        raise ApiError(status, "unsupported_file", str(exc), "file") from None
+    _index_graph_later(container, kb, result)
+    return result
+
+
+async def ingest_text(container: Container, kb: KnowledgeBase, item: DocumentInput) -> IngestResult:
+    """A text document, chunked and indexed before the reply (the graph follows)."""
+    if not item.content.strip():
+        raise ApiError(422, "empty_document", "content must not be empty", "content")
+    result = (await asyncio.to_thread(container.ingest.ingest_many, kb, [item]))[0]
+    _index_graph_later(container, kb, result)
+    return result
+
+
 @router.post(
     "/documents",
     status_code=201,
-    responses={200: {"model": DocumentView, "description": "The same content was already stored"}},
+    responses={200: {"model": Envelope[KnowledgeView], "description": "The same content was already stored"}},
     openapi_extra=_file_upload_body(DocumentBody.model_json_schema()),
 )
 async def upload_document(
     kb_id: str, request: Request, response: Response, tenant: TenantDep, container: ContainerDep
-) -> DocumentView:
+) -> Envelope[KnowledgeView]:
     """A file (multipart ``file``) or text (JSON ``{"title", "content"}``); indexed before the reply."""
     kb = knowledge_base_of(container, tenant, kb_id)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
@@ -92,26 +115,13 @@ async def upload_document(
         kind = str(form.get("kind") or "document")
         if kind not in ("document", "wiki"):
             raise ApiError(422, "invalid_field", "kind must be document or wiki", "kind")
-        try:
-            result = await asyncio.to_thread(
-                container.ingest.ingest_bytes,
-                kb,
-                filename,
-                raw,
-                title=str(form.get("title") or ""),
-                tags=_tags_field(form.get("tags")),
-                chunk_type=_chunk_type(kind),
-            )
-        except UnsupportedFile as exc:
-            status = 415 if isinstance(exc, UnsupportedFileType) else 422
-            raise ApiError(status, "unsupported_file", str(exc), "file") from None
+        title, tags = str(form.get("title") or ""), _tags_field(form.get("tags"))
+        result = await ingest_upload(container, kb, filename, raw, title=title, tags=tags, kind=kind)
     else:
         try:
             body = DocumentBody.model_validate_json(await request.body())
         except ValidationError as exc:
             raise validation_error(exc.errors()) from None
-        if not body.content.strip():
-            raise ApiError(422, "empty_document", "content must not be empty", "content")
         item = DocumentInput(
             content=body.content,
             title=body.title,
@@ -120,20 +130,19 @@ async def upload_document(
             tags=body.tags,
             chunk_type=_chunk_type(body.kind),
         )
-        result = (await asyncio.to_thread(container.ingest.ingest_many, kb, [item]))[0]
-    _index_graph_later(container, kb, result)
+        result = await ingest_text(container, kb, item)
     return _document_reply(result, response)
 
 
 @router.post(
     "/faq",
     status_code=201,
-    responses={200: {"model": DocumentView, "description": "The same entries were already stored"}},
+    responses={200: {"model": Envelope[KnowledgeView], "description": "The same entries were already stored"}},
     openapi_extra=_file_upload_body(FAQBody.model_json_schema(), json_first=True),
 )
 async def import_faq(
     kb_id: str, request: Request, response: Response, tenant: TenantDep, container: ContainerDep
-) -> DocumentView:
+) -> Envelope[KnowledgeView]:
     """FAQ entries (standard question, similar and negative questions, answers) as JSON, or a JSON/CSV file."""
     kb = knowledge_base_of(container, tenant, kb_id)
     try:
@@ -163,6 +172,7 @@ async def list_documents(
     container: ContainerDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: int = 0,
-) -> Items[Document]:
+) -> Envelope[list[KnowledgeView]]:
     kb = knowledge_base_of(container, tenant, kb_id)
-    return Items(items=container.knowledge.documents(tenant.id, kb.id, limit=limit, offset=max(0, offset)))
+    documents = container.knowledge.documents(tenant.id, kb.id, limit=limit, offset=max(0, offset))
+    return Envelope(data=[KnowledgeView.of(d) for d in documents])

@@ -1,57 +1,223 @@
-"""Knowledge bases: create, list, get."""
+"""Knowledge bases: create, list, get, and hybrid search within one (WeKnora's ``/knowledge-bases``)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+import logging
+from typing import Any, Literal
 
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ragline.container import Container
+from ragline.runtime.search import SearchBody
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
-from ragline.server.errors import ApiError
-from ragline.server.views import Items
-from ragline.store.models import DuplicateName, KnowledgeBase
+from ragline.server.errors import ApiError, validation_error
+from ragline.server.records import ChunkingConfigView, KnowledgeBaseView, SearchResultView
+from ragline.server.routes.search import run_search
+from ragline.server.views import Envelope
+from ragline.server.wire import log_ignored
+from ragline.store.models import DuplicateName, KnowledgeBase, Tenant
 
-router = APIRouter(prefix="/api/v1/knowledge-bases", tags=["knowledge"])
+logger = logging.getLogger(__name__)
+router = APIRouter(prefix="/api/v1/knowledge-bases", tags=["knowledge bases"])
+
+Config = dict[str, Any] | None
 
 
 class KnowledgeBaseBody(BaseModel):
+    """WeKnora's knowledge base (its Go client sends the whole object, read-only fields included) and
+    ragline's switches."""
+
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=2000)
     wiki_enabled: bool = False
     graph_extraction_enabled: bool = False
+    embedding_model_id: str = Field(default="", max_length=200)
+    # Graph extraction is on when ``extract_config.enabled`` is.
+    extract_config: Config = None
+    # Accepted and not acted on: ragline chunks, parses and stores the same way for every knowledge base.
+    type: Literal["document", "faq", ""] = "document"
+    is_temporary: bool = False
+    chunking_config: Config = None
+    image_processing_config: Config = None
+    summary_model_id: str = ""
+    vlm_config: Config = None
+    asr_config: Config = None
+    storage_provider_config: Config = None
+    storage_config: Config = None
+    cos_config: Config = None
+    faq_config: Config = None
+    question_generation_config: Config = None
+    auto_tag_config: Config = None
+    vector_store_id: str | None = None
+    # Read-only fields of the object WeKnora's Go client sends back: never taken from a request.
+    id: str = ""
+    tenant_id: int | str | None = None
+    is_pinned: bool = False
+    created_at: str | None = None
+    updated_at: str | None = None
+    knowledge_count: int = 0
+    chunk_count: int = 0
+    is_processing: bool = False
+    processing_count: int = 0
 
 
-class KnowledgeBaseView(KnowledgeBase):
-    document_count: int = 0
+IGNORED_FIELDS = (
+    "type",
+    "is_temporary",
+    "chunking_config",
+    "image_processing_config",
+    "summary_model_id",
+    "vlm_config",
+    "asr_config",
+    "storage_provider_config",
+    "storage_config",
+    "cos_config",
+    "faq_config",
+    "question_generation_config",
+    "auto_tag_config",
+    "vector_store_id",
+    "id",
+    "tenant_id",
+    "is_pinned",
+    "created_at",
+    "updated_at",
+    "knowledge_count",
+    "chunk_count",
+    "is_processing",
+    "processing_count",
+)
+
+
+def chunking_of(container: Container) -> ChunkingConfigView:
+    ingestion = container.config.ingestion
+    return ChunkingConfigView(
+        chunk_size=ingestion.chunk_size,
+        parent_chunk_size=ingestion.parent_chunk_size,
+        child_chunk_size=ingestion.chunk_size,
+    )
+
+
+def knowledge_base_view(container: Container, kb: KnowledgeBase, knowledge_count: int) -> KnowledgeBaseView:
+    documents = container.knowledge.documents(kb.tenant_id, kb.id) if knowledge_count else []
+    return KnowledgeBaseView.of(
+        kb,
+        chunking_of(container),
+        knowledge_count=knowledge_count,
+        chunk_count=sum(d.chunk_count for d in documents),
+        processing_count=sum(1 for d in documents if str(getattr(d, "status", "indexed")) == "pending"),
+    )
 
 
 @router.post("", status_code=201)
 async def create_knowledge_base(
     body: KnowledgeBaseBody, tenant: TenantDep, container: ContainerDep
-) -> KnowledgeBaseView:
+) -> Envelope[KnowledgeBaseView]:
+    log_ignored(body, IGNORED_FIELDS, "create knowledge base")
+    embedder = body.embedding_model_id
+    if embedder and not container.models.has_embedder(embedder):
+        logger.debug("create knowledge base: unknown embedding_model_id %r, using the default", embedder)
+        embedder = ""
+    graph = body.graph_extraction_enabled or bool((body.extract_config or {}).get("enabled"))
     try:
         kb = container.knowledge.create_knowledge_base(
             tenant.id,
             body.name.strip(),
-            container.models.default_embedder_id,
+            embedder or container.models.default_embedder_id,
             body.description,
             wiki_enabled=body.wiki_enabled,
-            graph_extraction_enabled=body.graph_extraction_enabled,
+            graph_extraction_enabled=graph,
         )
     except DuplicateName:
         raise ApiError(409, "duplicate_name", f"a knowledge base named {body.name!r} exists", "name") from None
-    return KnowledgeBaseView(**kb.model_dump(), document_count=0)
+    return Envelope(data=knowledge_base_view(container, kb, 0))
 
 
 @router.get("")
-async def list_knowledge_bases(tenant: TenantDep, container: ContainerDep) -> Items[KnowledgeBaseView]:
+async def list_knowledge_bases(tenant: TenantDep, container: ContainerDep) -> Envelope[list[KnowledgeBaseView]]:
     bases = container.knowledge.list_knowledge_bases(tenant.id)
     counts = container.knowledge.document_counts([kb.id for kb in bases])
-    return Items(items=[KnowledgeBaseView(**kb.model_dump(), document_count=counts.get(kb.id, 0)) for kb in bases])
+    return Envelope(data=[knowledge_base_view(container, kb, counts.get(kb.id, 0)) for kb in bases])
 
 
 @router.get("/{kb_id}")
-async def get_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> KnowledgeBaseView:
+async def get_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeBaseView]:
     kb = knowledge_base_of(container, tenant, kb_id)
     count = container.knowledge.document_counts([kb.id]).get(kb.id, 0)
-    return KnowledgeBaseView(**kb.model_dump(), document_count=count)
+    return Envelope(data=knowledge_base_view(container, kb, count))
+
+
+class HybridSearchBody(BaseModel):
+    """WeKnora's ``SearchParams``."""
+
+    model_config = ConfigDict(extra="forbid")
+    query_text: str = Field(min_length=1)
+    vector_threshold: float | None = Field(default=None, ge=0, le=1)
+    keyword_threshold: float | None = Field(default=None, ge=0, le=1)
+    match_count: int | None = Field(default=None, ge=0, le=200)
+    disable_keywords_match: bool = False
+    disable_vector_match: bool = False
+    knowledge_ids: list[str] | None = None
+    tag_ids: list[str] | None = Field(default=None, max_length=50)
+    knowledge_base_ids: list[str] | None = None
+    # Accepted and not acted on.
+    only_recommended: bool = False
+    skip_context_enrichment: bool = False
+
+
+DEFAULT_MATCH_COUNT = 10
+
+
+def _retrievers(body: HybridSearchBody) -> Literal["hybrid", "vector", "keyword"]:
+    if body.disable_keywords_match and body.disable_vector_match:
+        raise ApiError(
+            422,
+            "invalid_field",
+            "disable_keywords_match and disable_vector_match cannot both be true",
+            "disable_vector_match",
+        )
+    if body.disable_keywords_match:
+        return "vector"
+    return "keyword" if body.disable_vector_match else "hybrid"
+
+
+_HYBRID_SEARCH_BODY = {
+    "requestBody": {"content": {"application/json": {"schema": HybridSearchBody.model_json_schema()}}, "required": True}
+}
+
+
+@router.post("/{kb_id}/hybrid-search", openapi_extra=_HYBRID_SEARCH_BODY)
+async def hybrid_search(
+    kb_id: str, request: Request, tenant: TenantDep, container: ContainerDep
+) -> Envelope[list[SearchResultView]]:
+    """Search within one knowledge base (or ``knowledge_base_ids``) through the chat pipeline's search path."""
+    return Envelope(data=await _hybrid_search(kb_id, request, tenant, container))
+
+
+@router.get("/{kb_id}/hybrid-search", openapi_extra=_HYBRID_SEARCH_BODY)
+async def hybrid_search_get(
+    kb_id: str, request: Request, tenant: TenantDep, container: ContainerDep
+) -> Envelope[list[SearchResultView]]:
+    """The same search with the JSON body on a GET, as WeKnora's older clients send it."""
+    return Envelope(data=await _hybrid_search(kb_id, request, tenant, container))
+
+
+async def _hybrid_search(kb_id: str, request: Request, tenant: Tenant, container: Container) -> list[SearchResultView]:
+    try:
+        body = HybridSearchBody.model_validate_json(await request.body() or b"{}")
+    except ValidationError as exc:
+        raise validation_error(exc.errors()) from None
+    log_ignored(body, ("only_recommended", "skip_context_enrichment"), "hybrid search")
+    kb = knowledge_base_of(container, tenant, kb_id)
+    search = SearchBody(
+        query=body.query_text,
+        knowledge_base_ids=body.knowledge_base_ids or [kb.id],
+        knowledge_ids=body.knowledge_ids,
+        tags=body.tag_ids,
+        top_k=body.match_count or DEFAULT_MATCH_COUNT,
+        retrievers=_retrievers(body),
+        vector_threshold=body.vector_threshold,
+        keyword_threshold=body.keyword_threshold,
+    )
+    return await run_search(container, tenant.id, search)

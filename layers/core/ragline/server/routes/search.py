@@ -1,26 +1,77 @@
-"""Knowledge search: ranked passages without generation."""
+"""Knowledge search: ranked passages without generation (WeKnora's ``/knowledge-search``)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
+from pydantic import Field
 
-from ragline.runtime.search import SearchBody, SearchFailed, SearchHit, search_hit
-from ragline.runtime.turns import UnknownKnowledgeBase
+from ragline.container import Container
+from ragline.runtime.search import SearchBody, SearchFailed
+from ragline.runtime.turns import MentionedItem, UnknownKnowledgeBase, mentioned_scope
 from ragline.server.deps import ContainerDep, TenantDep, check_query_length
 from ragline.server.errors import ApiError, not_found
-from ragline.server.views import Items
+from ragline.server.records import SearchResultView
+from ragline.server.views import Envelope
 
-router = APIRouter(prefix="/api/v1", tags=["knowledge"])
+router = APIRouter(prefix="/api/v1", tags=["search"])
+
+
+class KnowledgeSearchBody(SearchBody):
+    """ragline's search body with WeKnora's ways of naming what to search: one knowledge base, several, or
+    documents only, and mentions."""
+
+    knowledge_base_ids: list[str] | None = None  # type: ignore[assignment]
+    knowledge_base_id: str | None = None
+    mentioned_items: list[MentionedItem] | None = Field(default=None, max_length=100)
+    tag_ids: list[str] | None = Field(default=None, max_length=50)
+
+
+async def run_search(container: Container, tenant_id: str, body: SearchBody) -> list[SearchResultView]:
+    check_query_length(container, body.query)
+    try:
+        results = await container.search.search(tenant_id, body)
+    except UnknownKnowledgeBase as exc:
+        what = "document" if exc.field == "knowledge_ids" else "knowledge base"
+        raise not_found(f"{what} {exc.value}", exc.field) from None
+    except SearchFailed as exc:
+        raise ApiError(502, exc.error.error_type, exc.error.message) from None
+    return [SearchResultView.of(r, rank) for rank, r in enumerate(results, start=1)]
+
+
+def search_body(container: Container, tenant_id: str, body: KnowledgeSearchBody) -> SearchBody:
+    """The knowledge bases searched: those named (one, several, or mentioned); with documents only, the
+    knowledge bases of those documents."""
+    kb_ids, knowledge_ids = mentioned_scope(
+        [*(body.knowledge_base_ids or []), *([body.knowledge_base_id] if body.knowledge_base_id else [])],
+        body.knowledge_ids or [],
+        body.mentioned_items or [],
+    )
+    if not kb_ids:
+        for knowledge_id in knowledge_ids:
+            document = container.knowledge.document(tenant_id, knowledge_id)
+            if document is None:
+                raise not_found(f"document {knowledge_id}", "knowledge_ids")
+            kb_ids.append(document.knowledge_base_id)
+        kb_ids = list(dict.fromkeys(kb_ids))
+    if not kb_ids:
+        raise ApiError(
+            422,
+            "missing_field",
+            "knowledge_base_ids (or knowledge_base_id, knowledge_ids) is required",
+            "knowledge_base_ids",
+        )
+    options = body.model_dump(include=set(SearchBody.model_fields) - {"knowledge_base_ids", "knowledge_ids", "tags"})
+    return SearchBody(
+        **options,
+        knowledge_base_ids=kb_ids,
+        knowledge_ids=knowledge_ids or None,
+        tags=[*(body.tags or []), *(body.tag_ids or [])] or None,
+    )
 
 
 @router.post("/knowledge-search")
-async def knowledge_search(body: SearchBody, tenant: TenantDep, container: ContainerDep) -> Items[SearchHit]:
+async def knowledge_search(
+    body: KnowledgeSearchBody, tenant: TenantDep, container: ContainerDep
+) -> Envelope[list[SearchResultView]]:
     """Ranked passages through the chat pipeline's search → rerank → MMR path, with their scores."""
-    check_query_length(container, body.query)
-    try:
-        results = await container.search.search(tenant.id, body)
-    except UnknownKnowledgeBase as exc:
-        raise not_found(f"knowledge base {exc.value}", exc.field) from None
-    except SearchFailed as exc:
-        raise ApiError(502, exc.error.error_type, exc.error.message) from None
-    return Items(items=[search_hit(r) for r in results])
+    return Envelope(data=await run_search(container, tenant.id, search_body(container, tenant.id, body)))

@@ -77,10 +77,12 @@ export function authHeaders(extra = {}) {
 function errorFromBody(status, statusText, body) {
   const error = (body && body.error) || {};
   if (status === 401) unauthorized();
-  return new ApiError(status, error.code || 'http_error', error.message || `${status} ${statusText}`.trim(), error.field);
+  // `type` is ragline's error type (`not_found`, `invalid_field`, …); `code` is WeKnora's number.
+  const type = error.type || (typeof error.code === 'string' ? error.code : '') || 'http_error';
+  return new ApiError(status, type, error.message || (body && body.message) || `${status} ${statusText}`.trim(), error.field);
 }
 
-/** An ApiError from a failed fetch Response (`{"error": {"code", "message", "field"}}`). */
+/** An ApiError from a failed fetch Response (`{"success": false, "error": {"code", "type", "message", "field"}}`). */
 export async function errorFrom(response) {
   let body = null;
   try {
@@ -96,7 +98,16 @@ export function networkError(url, cause) {
   return new ApiError(0, 'network_error', `Cannot reach ${where} (${cause && cause.message ? cause.message : cause}).`);
 }
 
-export async function api(method, path, body, { signal } = {}) {
+/**
+ * A JSON API call; resolves with the reply's `data` (every reply is WeKnora's `{"success": true, "data"}`).
+ * apiReply() resolves with the whole reply, for the `total` / `page` of a paged list.
+ */
+export async function api(method, path, body, options = {}) {
+  const reply = await apiReply(method, path, body, options);
+  return reply && typeof reply === 'object' && 'success' in reply ? reply.data : reply;
+}
+
+export async function apiReply(method, path, body, { signal } = {}) {
   const url = apiUrl(path);
   const headers = authHeaders({ Accept: 'application/json' });
   const init = { method, headers, signal, cache: 'no-store' };
@@ -138,7 +149,7 @@ export function uploadFile(kbId, file, onProgress = () => {}) {
       } catch {
         body = null;
       }
-      if (xhr.status >= 200 && xhr.status < 300) resolve(body);
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body && 'success' in body ? body.data : body);
       else reject(errorFromBody(xhr.status, xhr.statusText, body));
     });
     xhr.addEventListener('error', () => reject(networkError(url, 'network error')));

@@ -126,7 +126,7 @@ export class ChatPage {
       return;
     }
     if (token !== this.showToken) return;
-    this.knowledgeBases = bases.items;
+    this.knowledgeBases = bases;
     if (!sessionId) {
       this.renderNewSession();
       this.question.focus();
@@ -147,7 +147,7 @@ export class ChatPage {
     }
     if (token !== this.showToken) return;
     this.setHeader(session);
-    this.restore(sessionId, messages.items);
+    this.restore(sessionId, messages);
   }
 
   /** Renders the stored turns and resumes the one still running, if any. */
@@ -228,7 +228,7 @@ export class ChatPage {
   }
 
   async refreshSessions() {
-    const { items } = await api('GET', '/api/v1/sessions');
+    const items = await api('GET', '/api/v1/sessions?page_size=1000');
     this.sessionList.replaceChildren(
       ...items.map((session) =>
         h(

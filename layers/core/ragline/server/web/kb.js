@@ -32,14 +32,14 @@ export class KnowledgePage {
       return;
     }
     if (token !== this.token) return;
-    this.renderList(bases.items);
+    this.renderList(bases);
     if (!kbId) {
       this.detail.replaceChildren(
         h('p', { class: 'muted' }, 'Choose a knowledge base, or create one, to upload documents and browse them.'),
       );
       return;
     }
-    const kb = bases.items.find((item) => item.id === kbId);
+    const kb = bases.find((item) => item.id === kbId);
     if (!kb) {
       this.detail.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, 'Knowledge base not found.'));
       return;
@@ -185,7 +185,7 @@ export class KnowledgePage {
 
   async refreshList() {
     try {
-      this.renderList((await api('GET', '/api/v1/knowledge-bases')).items);
+      this.renderList(await api('GET', '/api/v1/knowledge-bases'));
     } catch {
       // The list keeps its last state; the documents table shows what was uploaded.
     }
@@ -201,11 +201,11 @@ export class KnowledgePage {
       return;
     }
     if (kbId !== this.kbId) return;
-    if (docs.items.length === 0) {
+    if (docs.length === 0) {
       this.documents.replaceChildren(h('p', { class: 'muted' }, 'No documents yet.'));
       return;
     }
-    const rows = docs.items.map((doc) =>
+    const rows = docs.map((doc) =>
       h(
         'tr',
         { dataset: { documentId: doc.id } },
@@ -247,11 +247,11 @@ export class KnowledgePage {
     }
     if (this.chunks.dataset.documentId !== doc.id) return;
     this.chunks.replaceChildren(
-      h('h2', {}, `Chunks of ${doc.title || doc.filename} · ${chunks.items.length}`),
+      h('h2', {}, `Chunks of ${doc.title || doc.filename} · ${chunks.length}`),
       h(
         'ol',
         { class: 'chunk-list' },
-        chunks.items.map((chunk) =>
+        chunks.map((chunk) =>
           h(
             'li',
             { class: 'chunk', dataset: { chunkId: chunk.id } },

@@ -1,4 +1,4 @@
-// The source viewer: the cited chunk's text, fetched by id (GET /api/v1/chunks/{id}, checked by tenant).
+// The source viewer: the cited chunk's text, fetched by id (GET /api/v1/chunks/by-id/{id}, checked by tenant).
 
 import { api } from './api.js';
 import { byId } from './dom.js';
@@ -25,7 +25,7 @@ export class SourceViewer {
     this.text.textContent = '';
     if (!this.dialog.open) this.dialog.showModal();
     try {
-      const chunk = await api('GET', `/api/v1/chunks/${encodeURIComponent(chunkId)}`);
+      const chunk = await api('GET', `/api/v1/chunks/by-id/${encodeURIComponent(chunkId)}`);
       if (this.dialog.dataset.chunkId !== chunkId) return; // another chip was opened meanwhile
       const meta = [`Passage ${chunk.chunk_index + 1}`];
       if (chunk.header) meta.push(chunk.header);

@@ -1,0 +1,327 @@
+"""Stored records as the API shows them: WeKnora's fields (so its clients decode them) and ragline's own
+fields beside them (so ragline's page and CLI keep what they read). Tenant ids are numbers here."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ragline.runtime.search import SearchHit, search_hit
+from ragline.server.wire import match_type_code, string_map, tenant_number, wire_references
+from ragline.store.models import Chunk, Document, KnowledgeBase, Message, Session
+from ragline.types import SearchResult
+
+# A document's ingestion status (ragline's names) as WeKnora's parse_status.
+_PARSE_STATUS = {"pending": "processing", "indexed": "completed", "failed": "failed"}
+# WeKnora's chunk status: 2 is "indexed" (stored and searchable).
+CHUNK_STATUS_INDEXED = 2
+
+
+class ChunkingConfigView(BaseModel):
+    chunk_size: int
+    chunk_overlap: int = 0
+    separators: list[str] = Field(default_factory=list)
+    enable_parent_child: bool = True
+    parent_chunk_size: int
+    child_chunk_size: int
+
+
+class ModelRef(BaseModel):
+    model_id: str = ""
+
+
+class EnabledModel(BaseModel):
+    enabled: bool = False
+    model_id: str = ""
+
+
+class ExtractConfigView(BaseModel):
+    enabled: bool
+
+
+class KnowledgeBaseView(BaseModel):
+    id: str
+    name: str
+    description: str
+    type: Literal["document", "faq"] = "document"
+    is_temporary: bool = False
+    tenant_id: int
+    chunking_config: ChunkingConfigView
+    image_processing_config: ModelRef = Field(default_factory=ModelRef)
+    embedding_model_id: str
+    summary_model_id: str = ""
+    vlm_config: EnabledModel = Field(default_factory=EnabledModel)
+    extract_config: ExtractConfigView | None = None
+    faq_config: dict[str, Any] | None = None
+    question_generation_config: dict[str, Any] | None = None
+    auto_tag_config: dict[str, Any] | None = None
+    is_pinned: bool = False
+    pinned_at: str | None = None
+    knowledge_count: int
+    chunk_count: int
+    processing_count: int = 0
+    is_processing: bool = False
+    created_at: str
+    updated_at: str
+    deleted_at: str | None = None
+    # ragline's own fields.
+    document_count: int
+    embedding_model: str
+    wiki_enabled: bool
+    graph_extraction_enabled: bool
+
+    @classmethod
+    def of(
+        cls,
+        kb: KnowledgeBase,
+        chunking: ChunkingConfigView,
+        *,
+        knowledge_count: int,
+        chunk_count: int = 0,
+        processing_count: int = 0,
+    ) -> KnowledgeBaseView:
+        return cls(
+            id=kb.id,
+            name=kb.name,
+            description=kb.description,
+            tenant_id=tenant_number(kb.tenant_id),
+            chunking_config=chunking,
+            embedding_model_id=kb.embedding_model,
+            extract_config=ExtractConfigView(enabled=True) if kb.graph_extraction_enabled else None,
+            knowledge_count=knowledge_count,
+            chunk_count=chunk_count,
+            processing_count=processing_count,
+            is_processing=processing_count > 0,
+            created_at=kb.created_at,
+            updated_at=str(getattr(kb, "updated_at", "") or kb.created_at),
+            document_count=knowledge_count,
+            embedding_model=kb.embedding_model,
+            wiki_enabled=kb.wiki_enabled,
+            graph_extraction_enabled=kb.graph_extraction_enabled,
+        )
+
+
+def knowledge_type(document: Document) -> Literal["file", "url", "manual"]:
+    if document.source.startswith(("http://", "https://")):
+        return "url"
+    return "file" if document.filename else "manual"
+
+
+class KnowledgeView(BaseModel):
+    """A document (WeKnora: a "knowledge")."""
+
+    id: str
+    tenant_id: int
+    knowledge_base_id: str
+    type: Literal["file", "url", "manual"]
+    title: str
+    description: str
+    source: str
+    channel: str = ""
+    tag_id: str = ""
+    summary_status: str = "none"
+    parse_status: Literal["pending", "processing", "completed", "failed"]
+    enable_status: Literal["enabled", "disabled"]
+    embedding_model_id: str = ""
+    file_name: str
+    folder_path: str = ""
+    file_type: str
+    file_size: int = 0
+    file_hash: str
+    file_path: str = ""
+    storage_size: int = 0
+    metadata: dict[str, Any] | None = None
+    created_at: str
+    updated_at: str
+    processed_at: str | None = None
+    error_message: str = ""
+    deleted_at: str | None = None
+    # ragline's own fields.
+    filename: str
+    chunk_count: int
+    tags: list[str]
+    enabled: bool
+    duplicate: bool = False
+
+    @classmethod
+    def of(cls, document: Document, *, duplicate: bool = False) -> KnowledgeView:
+        status = str(getattr(document, "status", "indexed"))
+        parse_status = _PARSE_STATUS.get(status, "completed")
+        updated_at = str(getattr(document, "updated_at", "") or document.created_at)
+        return cls(
+            id=document.id,
+            tenant_id=tenant_number(document.tenant_id),
+            knowledge_base_id=document.knowledge_base_id,
+            type=knowledge_type(document),
+            title=document.title,
+            description=document.description,
+            source=document.source,
+            tag_id=document.tags[0] if document.tags else "",
+            parse_status=parse_status,
+            enable_status="enabled" if document.enabled else "disabled",
+            embedding_model_id=str(getattr(document, "embedding_model", "") or ""),
+            file_name=document.filename,
+            file_type=document.file_type,
+            file_size=int(getattr(document, "size_bytes", 0) or 0),
+            file_hash=document.content_hash,
+            created_at=document.created_at,
+            updated_at=updated_at,
+            processed_at=updated_at if parse_status == "completed" else None,
+            error_message=str(getattr(document, "reason", "") or ""),
+            filename=document.filename,
+            chunk_count=document.chunk_count,
+            tags=document.tags,
+            enabled=document.enabled,
+            duplicate=duplicate,
+        )
+
+
+class ChunkView(BaseModel):
+    id: str
+    tenant_id: int
+    knowledge_id: str
+    knowledge_base_id: str
+    tag_id: str = ""
+    content: str
+    chunk_index: int
+    is_enabled: bool
+    status: int = CHUNK_STATUS_INDEXED
+    start_at: int
+    end_at: int
+    pre_chunk_id: str
+    next_chunk_id: str
+    chunk_type: str
+    parent_chunk_id: str
+    relation_chunks: list[str] | None = None
+    indirect_relation_chunks: list[str] | None = None
+    metadata: dict[str, Any]
+    content_hash: str = ""
+    image_info: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    deleted_at: str | None = None
+    # ragline's own fields.
+    header: str
+    searchable: bool
+    enabled: bool
+
+    @classmethod
+    def of(cls, chunk: Chunk) -> ChunkView:
+        return cls(
+            id=chunk.id,
+            tenant_id=tenant_number(chunk.tenant_id),
+            knowledge_id=chunk.knowledge_id,
+            knowledge_base_id=chunk.knowledge_base_id,
+            content=chunk.content,
+            chunk_index=chunk.chunk_index,
+            is_enabled=chunk.enabled,
+            start_at=chunk.start_at,
+            end_at=chunk.end_at,
+            pre_chunk_id=chunk.pre_chunk_id,
+            next_chunk_id=chunk.next_chunk_id,
+            chunk_type=chunk.chunk_type,
+            parent_chunk_id=chunk.parent_chunk_id,
+            metadata=dict(chunk.metadata),
+            image_info=str(chunk.metadata.get("image_info", "") or ""),
+            header=chunk.header,
+            searchable=chunk.searchable,
+            enabled=chunk.enabled,
+        )
+
+
+class SessionView(BaseModel):
+    id: str
+    title: str
+    description: str
+    tenant_id: int
+    user_id: str = ""
+    is_pinned: bool = False
+    pinned_at: str | None = None
+    created_at: str
+    updated_at: str
+    deleted_at: str | None = None
+    # ragline's own fields.
+    knowledge_base_ids: list[str]
+    options: dict[str, Any]
+
+    @classmethod
+    def of(cls, session: Session) -> SessionView:
+        return cls(
+            id=session.id,
+            title=session.title,
+            description=str(getattr(session, "description", "") or ""),
+            tenant_id=tenant_number(session.tenant_id),
+            created_at=session.created_at,
+            updated_at=session.updated_at,
+            knowledge_base_ids=session.knowledge_base_ids,
+            options=session.options,
+        )
+
+
+class MessageView(BaseModel):
+    id: str
+    session_id: str
+    request_id: str
+    content: str
+    role: str
+    knowledge_references: list[dict[str, Any]]
+    agent_steps: list[dict[str, Any]] = Field(default_factory=list)
+    is_completed: bool
+    is_fallback: bool = False
+    channel: str = ""
+    mentioned_items: list[dict[str, Any]] = Field(default_factory=list)
+    images: list[dict[str, Any]] = Field(default_factory=list)
+    created_at: str
+    updated_at: str
+    deleted_at: str | None = None
+    # ragline's own fields: why the answer ended early ("stopped", "error", "" when it completed).
+    stop_reason: str
+
+    @classmethod
+    def of(cls, message: Message) -> MessageView:
+        return cls(
+            id=message.id,
+            session_id=message.session_id,
+            request_id=message.request_id,
+            content=message.content,
+            role=message.role,
+            knowledge_references=wire_references(message.knowledge_references) or [],
+            is_completed=message.is_completed,
+            created_at=message.created_at,
+            updated_at=message.updated_at,
+            stop_reason=message.stop_reason,
+        )
+
+
+class SearchResultView(SearchHit):
+    """A ranked passage: WeKnora's ``SearchResult`` (integer ``match_type``, ``seq`` the rank from 1) and
+    ragline's scores."""
+
+    match_type: int  # type: ignore[assignment]
+    seq: int
+    start_at: int
+    end_at: int
+    image_info: str
+    metadata: dict[str, str]
+    knowledge_filename: str
+    knowledge_source: str
+    knowledge_channel: str = ""
+    parent_chunk_id: str
+    sub_chunk_id: list[str]
+
+    @classmethod
+    def of(cls, result: SearchResult, rank: int) -> SearchResultView:
+        return cls(
+            **search_hit(result).model_dump(exclude={"match_type"}),
+            match_type=match_type_code(result.match_type),
+            seq=rank,
+            start_at=result.start_at,
+            end_at=result.end_at,
+            image_info=result.image_info,
+            metadata=string_map(result.metadata),
+            knowledge_filename=result.knowledge_filename,
+            knowledge_source=result.knowledge_source,
+            parent_chunk_id=result.parent_chunk_id,
+            sub_chunk_id=result.sub_chunk_id,
+        )

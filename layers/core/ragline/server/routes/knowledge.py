@@ -1,0 +1,213 @@
+"""Documents as WeKnora's "knowledge": upload a file, write Markdown, list a page, get one or several.
+
+The same documents as ragline's ``/documents`` routes, stored and indexed by the same code.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragline.container import Container
+from ragline.ingest.service import DocumentInput, IngestResult
+from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read_upload
+from ragline.server.errors import ApiError
+from ragline.server.records import KnowledgeView
+from ragline.server.routes.documents import ingest_text, ingest_upload, knowledge_view
+from ragline.server.views import Envelope, Page, page_of
+from ragline.store.models import Document
+
+logger = logging.getLogger(__name__)
+router = APIRouter(prefix="/api/v1", tags=["knowledge"])
+
+KNOWLEDGE_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 1000
+MAX_BATCH_IDS = 200
+# Documents read for a listing of one knowledge base.
+MAX_LISTED_DOCUMENTS = 100_000
+# WeKnora's "no tag" value of tag_id.
+UNTAGGED = "__untagged__"
+# Form fields of WeKnora's file upload that ragline accepts and does not act on.
+IGNORED_FORM_FIELDS = ("enable_multimodel", "process_config", "channel", "metadata")
+_DUPLICATE = {"file": "file already exists", "manual": "content already exists"}
+
+
+def _duplicate_reply(result: IngestResult, kind: str) -> JSONResponse:
+    """WeKnora's 409 for a document already in the knowledge base: the existing one in ``data``."""
+    return JSONResponse(
+        {
+            "success": False,
+            "message": _DUPLICATE[kind],
+            "code": f"duplicate_{kind}",
+            "data": knowledge_view(result).model_dump(mode="json"),
+        },
+        status_code=409,
+    )
+
+
+def _tags(tag_id: str | None) -> list[str]:
+    value = (tag_id or "").strip()
+    return [] if value in ("", UNTAGGED) else [value]
+
+
+def _form_text(form: Any, name: str, limit: int = 1000) -> str:
+    value = form.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ApiError(422, "invalid_field", f"{name} must be a text field", name)
+    if len(value) > limit:
+        raise ApiError(422, "invalid_field", f"{name} exceeds {limit} characters", name)
+    return value
+
+
+@router.post(
+    "/knowledge-bases/{kb_id}/knowledge/file",
+    responses={409: {"description": "The same file is already in the knowledge base (its record in data)"}},
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["file"],
+                        "properties": {
+                            "file": {"type": "string", "format": "binary"},
+                            "fileName": {"type": "string"},
+                            "tag_id": {"type": "string"},
+                            "metadata": {"type": "string"},
+                            "enable_multimodel": {"type": "string"},
+                            "process_config": {"type": "string"},
+                            "channel": {"type": "string"},
+                        },
+                    }
+                }
+            },
+            "required": True,
+        }
+    },
+)
+async def create_knowledge_from_file(
+    kb_id: str, request: Request, tenant: TenantDep, container: ContainerDep
+) -> Envelope[KnowledgeView]:
+    """A file (multipart ``file``), extracted, chunked and indexed before the reply."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise ApiError(415, "unsupported_media_type", "send the file as multipart/form-data", "file")
+    form = await request.form(max_files=1)
+    filename, raw = await read_upload(container, form, "upload.txt")
+    # fileName keeps a folder upload's relative path; ragline keeps the base name as the file's name.
+    custom = _form_text(form, "fileName", 500).strip()
+    if custom:
+        filename = custom.replace("\\", "/").rsplit("/", 1)[-1] or filename
+    metadata = _form_text(form, "metadata", 20_000)
+    if metadata:
+        try:
+            json.loads(metadata)
+        except ValueError:
+            raise ApiError(422, "invalid_field", "metadata must be a JSON object", "metadata") from None
+    ignored = [name for name in IGNORED_FORM_FIELDS if form.get(name) is not None]
+    if ignored:
+        logger.debug("knowledge file upload: ignoring WeKnora fields %s", ", ".join(ignored))
+    tags = _tags(_form_text(form, "tag_id", 200))
+    result = await ingest_upload(container, kb, filename, raw, title="", tags=tags, kind="document")
+    if result.duplicate:
+        return _duplicate_reply(result, "file")  # type: ignore[return-value]
+    return Envelope(data=knowledge_view(result))
+
+
+class ManualKnowledgeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(min_length=1, max_length=500)
+    content: str = Field(min_length=1)
+    tag_id: str | None = Field(default=None, max_length=200)
+    # Accepted and not acted on: a document is published (searchable) once stored.
+    status: str | None = Field(default=None, max_length=40)
+    channel: str | None = Field(default=None, max_length=40)
+
+
+@router.post(
+    "/knowledge-bases/{kb_id}/knowledge/manual",
+    responses={409: {"description": "The same content is already in the knowledge base (its record in data)"}},
+)
+async def create_manual_knowledge(
+    kb_id: str, body: ManualKnowledgeBody, tenant: TenantDep, container: ContainerDep
+) -> Envelope[KnowledgeView]:
+    """Markdown written by hand, chunked and indexed before the reply."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    if body.status or body.channel:
+        logger.debug("manual knowledge: ignoring WeKnora fields status, channel")
+    item = DocumentInput(content=body.content, title=body.title.strip(), file_type="md", tags=_tags(body.tag_id))
+    result = await ingest_text(container, kb, item)
+    if result.duplicate:
+        return _duplicate_reply(result, "manual")  # type: ignore[return-value]
+    return Envelope(data=knowledge_view(result))
+
+
+def _matches(document: Document, *, tag_id: str, keyword: str, file_type: str, parse_status: str) -> bool:
+    view = KnowledgeView.of(document)
+    if tag_id == UNTAGGED and document.tags:
+        return False
+    if tag_id not in ("", UNTAGGED) and tag_id not in document.tags:
+        return False
+    if keyword and keyword.casefold() not in f"{document.title}\n{document.filename}".casefold():
+        return False
+    if file_type and file_type not in (document.file_type, view.type):
+        return False
+    return not parse_status or parse_status == view.parse_status
+
+
+@router.get("/knowledge-bases/{kb_id}/knowledge")
+async def list_knowledge(
+    kb_id: str,
+    tenant: TenantDep,
+    container: ContainerDep,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = KNOWLEDGE_PAGE_SIZE,
+    tag_id: Annotated[str, Query(max_length=200)] = "",
+    keyword: Annotated[str, Query(max_length=200)] = "",
+    file_type: Annotated[str, Query(max_length=40)] = "",
+    parse_status: Annotated[str, Query(max_length=40)] = "",
+) -> Page[KnowledgeView]:
+    """A knowledge base's documents, newest first, one page at a time; filtered by tag, a keyword in the
+    title or file name, file type (or ``manual`` / ``url`` / ``file``) and parse status."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    documents = container.knowledge.documents(tenant.id, kb.id, limit=MAX_LISTED_DOCUMENTS)
+    documents.sort(key=lambda d: d.created_at, reverse=True)
+    kept = [
+        d
+        for d in documents
+        if _matches(d, tag_id=tag_id, keyword=keyword.strip(), file_type=file_type, parse_status=parse_status)
+    ]
+    return page_of([KnowledgeView.of(d) for d in kept], page, page_size)
+
+
+@router.get("/knowledge/batch")
+async def get_knowledge_batch(
+    tenant: TenantDep,
+    container: ContainerDep,
+    ids: Annotated[list[str], Query(min_length=1, max_length=MAX_BATCH_IDS)],
+    kb_id: Annotated[str, Query(max_length=200)] = "",
+) -> Envelope[list[KnowledgeView]]:
+    """The documents named (repeat ``ids``), in that order; unknown ids are left out."""
+    documents = [d for d in (container.knowledge.document(tenant.id, i) for i in dict.fromkeys(ids)) if d]
+    if kb_id:
+        documents = [d for d in documents if d.knowledge_base_id == kb_id]
+    return Envelope(data=[KnowledgeView.of(d) for d in documents])
+
+
+def document_or_404(container: Container, tenant_id: str, knowledge_id: str) -> Document:
+    document = container.knowledge.document(tenant_id, knowledge_id)
+    if document is None:
+        raise ApiError(404, "not_found", "knowledge not found", "id")
+    return document
+
+
+@router.get("/knowledge/{knowledge_id}")
+async def get_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeView]:
+    return Envelope(data=KnowledgeView.of(document_or_404(container, tenant.id, knowledge_id)))

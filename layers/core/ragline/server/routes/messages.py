@@ -1,0 +1,58 @@
+"""A session's messages, newest page first (WeKnora's ``/messages``): how a client reloads a conversation
+and finds an unfinished answer to resume (``is_completed`` false) with continue-stream."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from ragline.server.deps import ContainerDep, TenantDep, session_of
+from ragline.server.errors import ApiError
+from ragline.server.records import MessageView
+from ragline.server.views import Envelope
+from ragline.store.models import Message
+
+router = APIRouter(prefix="/api/v1/messages", tags=["messages"])
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 1000
+
+
+def _instant(value: str, field: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ApiError(422, "invalid_field", f"{field} must be an RFC 3339 time", field) from None
+    if moment.tzinfo is None:
+        raise ApiError(422, "invalid_field", f"{field} must include a time zone", field)
+    return moment
+
+
+def page_before(messages: list[Message], before: datetime | None, limit: int) -> list[Message]:
+    """The newest ``limit`` messages created before ``before`` (all when None), oldest first, a turn's
+    question before its answer. A page never splits a turn: a question and its answer share their
+    ``created_at``, so a question cut off here could never be fetched by the next page."""
+    older = [m for m in messages if before is None or _instant(m.created_at, "created_at") < before]
+    older.sort(key=lambda m: (_instant(m.created_at, "created_at"), m.role != "user"))
+    start = max(0, len(older) - limit)
+    if 0 < start < len(older) and older[start - 1].request_id == older[start].request_id:
+        start -= 1
+    return older[start:]
+
+
+@router.get("/{session_id}/load")
+async def load_messages(
+    session_id: str,
+    tenant: TenantDep,
+    container: ContainerDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    before_time: Annotated[str | None, Query(max_length=64)] = None,
+) -> Envelope[list[MessageView]]:
+    """The newest ``limit`` messages, or the ``limit`` before ``before_time`` (the ``created_at`` of the
+    oldest one a client holds), oldest first."""
+    session = session_of(container, tenant, session_id)
+    before = _instant(before_time, "before_time") if before_time and before_time.strip() else None
+    messages = container.sessions.messages(tenant.id, session.id, limit=100_000)
+    return Envelope(data=[MessageView.of(m) for m in page_before(messages, before, limit)])

@@ -1,0 +1,501 @@
+"""WeKnora's API, as its documentation (docs/api/*.md at Tencent/WeKnora 412dcc41c) and its Go client
+describe it: each documented route with the documented body, the reply read the way WeKnora's clients
+read it (``tests/support/weknora.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import Ragline
+from tests.support.documents import DRINKS
+from tests.support.scripted_model import Script
+from tests.support.weknora import check_record, check_search_result, stream
+
+# What WeKnora's Go client sends for CreateKnowledgeBase: its whole KnowledgeBase struct, zero values
+# and read-only fields included.
+GO_CLIENT_KNOWLEDGE_BASE = {
+    "id": "",
+    "name": "weknora",
+    "type": "document",
+    "is_temporary": False,
+    "is_pinned": False,
+    "description": "weknora description",
+    "tenant_id": 0,
+    "chunking_config": {"chunk_size": 1000, "chunk_overlap": 200, "separators": ["."]},
+    "image_processing_config": {"model_id": ""},
+    "faq_config": None,
+    "embedding_model_id": "",
+    "summary_model_id": "",
+    "vlm_config": {"enabled": False, "model_id": ""},
+    "storage_provider_config": None,
+    "storage_config": {
+        "secret_id": "",
+        "secret_key": "",
+        "region": "",
+        "bucket_name": "",
+        "app_id": "",
+        "path_prefix": "",
+        "provider": "",
+    },
+    "extract_config": None,
+    "auto_tag_config": None,
+    "created_at": "0001-01-01T00:00:00Z",
+    "updated_at": "0001-01-01T00:00:00Z",
+    "knowledge_count": 0,
+    "chunk_count": 0,
+    "is_processing": False,
+    "processing_count": 0,
+}
+
+# What WeKnora's Go client sends for KnowledgeQAStream (every field, zero values included).
+GO_CLIENT_QUESTION = {
+    "knowledge_base_ids": None,
+    "knowledge_ids": None,
+    "agent_enabled": False,
+    "agent_id": "",
+    "web_search_enabled": False,
+    "summary_model_id": "",
+    "disable_title": False,
+}
+
+
+def ok(reply: httpx.Response, status: int = 200) -> Any:
+    assert reply.status_code == status, reply.text
+    body = reply.json()
+    assert body["success"] is True, body
+    return body["data"]
+
+
+@pytest.fixture
+def kb(ragline: Ragline) -> str:
+    return ragline.create_kb("drinks", DRINKS)
+
+
+@pytest.fixture
+def session(ragline: Ragline, kb: str) -> str:
+    return ragline.session([kb])
+
+
+# Knowledge bases (knowledge-base.md) ------------------------------------------------------------------------
+def test_create_knowledge_base_takes_the_go_clients_whole_object(ragline: Ragline) -> None:
+    data = ok(ragline.client.post("/api/v1/knowledge-bases", json=GO_CLIENT_KNOWLEDGE_BASE), 201)
+    check_record(data, "knowledge base")
+    assert data["id"]  # a new id, never the one sent
+    assert (data["name"], data["description"], data["type"]) == ("weknora", "weknora description", "document")
+    assert data["tenant_id"] > 0
+    assert data["knowledge_count"] == 0
+    assert data["chunking_config"]["chunk_size"] > 0
+    listed = ok(ragline.client.get("/api/v1/knowledge-bases"))
+    assert [kb["id"] for kb in listed] == [data["id"]]
+    got = ok(ragline.client.get(f"/api/v1/knowledge-bases/{data['id']}"))
+    assert got["name"] == "weknora"
+    assert got["tenant_id"] == data["tenant_id"]
+
+
+def test_knowledge_base_extract_config_turns_graph_extraction_on(ragline: Ragline) -> None:
+    body = {"name": "graph", "extract_config": {"enabled": True, "text": "", "tags": []}}
+    data = ok(ragline.client.post("/api/v1/knowledge-bases", json=body), 201)
+    assert data["graph_extraction_enabled"] is True
+    assert data["extract_config"] == {"enabled": True}
+
+
+def test_knowledge_base_bad_values_name_the_field(ragline: Ragline) -> None:
+    reply = ragline.client.post("/api/v1/knowledge-bases", json={"name": "x", "type": "spreadsheet"})
+    assert reply.status_code == 422
+    assert reply.json()["success"] is False
+    assert reply.json()["error"]["field"] == "type"
+    assert reply.json()["error"]["code"] == 1010
+
+
+def test_counts_of_a_knowledge_base(ragline: Ragline, kb: str) -> None:
+    data = ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}"))
+    assert data["knowledge_count"] == data["document_count"] == 2
+    documents = ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge"))
+    assert data["chunk_count"] == sum(d["chunk_count"] for d in documents) > 0
+
+
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_hybrid_search(ragline: Ragline, kb: str, method: str) -> None:
+    body = {"query_text": "water temperature for coffee", "vector_threshold": 0.1, "match_count": 10}
+    hits = ok(ragline.client.request(method, f"/api/v1/knowledge-bases/{kb}/hybrid-search", json=body))
+    assert hits
+    for index, hit in enumerate(hits):
+        check_search_result(hit)
+        assert hit["seq"] == index + 1
+    assert hits[0]["knowledge_title"] == "Coffee brewing"
+    keyword_only = ok(
+        ragline.client.post(
+            f"/api/v1/knowledge-bases/{kb}/hybrid-search",
+            json={"query_text": "espresso grind", "disable_vector_match": True, "match_count": 3},
+        )
+    )
+    assert keyword_only
+    assert {hit["match_type"] for hit in keyword_only} == {1}  # WeKnora's MatchTypeKeywords
+    assert len(keyword_only) <= 3
+
+
+def test_hybrid_search_refuses_both_retrievers_off(ragline: Ragline, kb: str) -> None:
+    body = {"query_text": "coffee", "disable_vector_match": True, "disable_keywords_match": True}
+    reply = ragline.client.post(f"/api/v1/knowledge-bases/{kb}/hybrid-search", json=body)
+    assert reply.status_code == 422
+    assert reply.json()["error"]["field"] == "disable_vector_match"
+
+
+# Knowledge (knowledge.md) -------------------------------------------------------------------------------------
+def test_file_upload_as_documented(ragline: Ragline, kb: str) -> None:
+    url = f"/api/v1/knowledge-bases/{kb}/knowledge/file"
+    form = {"enable_multimodel": "true", "tag_id": "tag-00000001", "metadata": '{"source":"manual_upload"}'}
+    files = {"file": ("comets.txt", b"Comets are icy bodies. A comet's tail points away from the Sun.", "text/plain")}
+    data = ok(ragline.client.post(url, data=form, files=files))
+    check_record(data, "knowledge")
+    assert (data["type"], data["file_name"], data["knowledge_base_id"]) == ("file", "comets.txt", kb)
+    assert data["parse_status"] == "completed"
+    assert data["tag_id"] == "tag-00000001"
+    assert data["file_hash"]
+    # The same file again: 409 with the existing record, as WeKnora's Go client expects (ErrDuplicateFile).
+    again = ragline.client.post(url, data=form, files=files)
+    assert again.status_code == 409, again.text
+    assert again.json()["code"] == "duplicate_file"
+    assert again.json()["data"]["id"] == data["id"]
+    # fileName keeps a folder upload's path; the document is named by its base name.
+    other = {"file": ("x.txt", b"Halley's comet returns every 76 years.", "text/plain")}
+    renamed = ok(ragline.client.post(url, data={"fileName": "astronomy/halley.txt"}, files=other))
+    assert renamed["file_name"] == "halley.txt"
+
+
+def test_file_upload_bad_metadata_names_the_field(ragline: Ragline, kb: str) -> None:
+    files = {"file": ("a.txt", b"Alpha.", "text/plain")}
+    reply = ragline.client.post(
+        f"/api/v1/knowledge-bases/{kb}/knowledge/file", data={"metadata": "{not json"}, files=files
+    )
+    assert reply.status_code == 422
+    assert reply.json()["error"]["field"] == "metadata"
+
+
+def test_manual_knowledge_as_documented(ragline: Ragline, kb: str) -> None:
+    body = {
+        "title": "Product guide",
+        "content": "# Product guide\n\n## Quick start\n\nPress the red button to brew.",
+        "status": "published",
+        "tag_id": "tag-00000001",
+    }
+    data = ok(ragline.client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/manual", json=body))
+    assert (data["type"], data["title"], data["file_type"]) == ("manual", "Product guide", "md")
+    got = ok(ragline.client.get(f"/api/v1/knowledge/{data['id']}"))
+    assert got["title"] == "Product guide"
+    hits = ok(
+        ragline.client.post("/api/v1/knowledge-search", json={"query": "red button", "knowledge_ids": [data["id"]]})
+    )
+    assert {h["knowledge_id"] for h in hits} == {data["id"]}
+
+
+def test_list_knowledge_pages_and_filters(ragline: Ragline, kb: str) -> None:
+    url = f"/api/v1/knowledge-bases/{kb}/knowledge"
+    ragline.client.post(
+        f"{url}/manual", json={"title": "Tagged", "content": "Oolong is half oxidised.", "tag_id": "t1"}
+    )
+    reply = ragline.client.get(url, params={"page": 1, "page_size": 1})
+    assert reply.status_code == 200
+    body = reply.json()
+    assert (body["success"], body["page"], body["page_size"], body["total"]) == (True, 1, 1, 3)
+    assert len(body["data"]) == 1
+    second = ragline.client.get(url, params={"page": 2, "page_size": 2}).json()
+    assert len(second["data"]) == 1
+    assert {d["id"] for d in body["data"]}.isdisjoint(d["id"] for d in second["data"])
+    tagged = ragline.client.get(url, params={"tag_id": "t1"}).json()
+    assert [d["title"] for d in tagged["data"]] == ["Tagged"]
+    assert tagged["total"] == 1
+    untagged = ragline.client.get(url, params={"tag_id": "__untagged__"}).json()
+    assert untagged["total"] == 2
+    assert ragline.client.get(url, params={"keyword": "coffee"}).json()["total"] == 1
+    assert ragline.client.get(url, params={"parse_status": "completed"}).json()["total"] == 3
+    assert ragline.client.get(url, params={"file_type": "manual"}).json()["total"] == 3
+    assert ragline.client.get(url, params={"page_size": 0}).status_code == 422
+
+
+def test_knowledge_batch_keeps_the_order_asked(ragline: Ragline, kb: str) -> None:
+    documents = ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge"))
+    ids = [d["id"] for d in reversed(documents)]
+    batch = ok(ragline.client.get("/api/v1/knowledge/batch", params={"ids": [*ids, "no-such-id"]}))
+    assert [d["id"] for d in batch] == ids
+    assert ragline.client.get("/api/v1/knowledge/no-such-id").status_code == 404
+
+
+# Chunks (chunk.md) ------------------------------------------------------------------------------------------
+def test_chunks_of_a_knowledge_paged(ragline: Ragline, kb: str) -> None:
+    document = ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge", params={"keyword": "coffee"}))[0]
+    body = ragline.client.get(f"/api/v1/chunks/{document['id']}", params={"page": 1, "page_size": 1}).json()
+    assert (body["success"], body["page"], body["page_size"]) == (True, 1, 1)
+    assert body["total"] >= 2
+    [chunk] = body["data"]
+    check_record(chunk, "chunk")
+    assert (chunk["knowledge_id"], chunk["is_enabled"], chunk["status"]) == (document["id"], True, 2)
+    by_id = ok(ragline.client.get(f"/api/v1/chunks/by-id/{chunk['id']}"))
+    assert by_id["content"] == chunk["content"]
+    assert ragline.client.get("/api/v1/chunks/no-such-knowledge").status_code == 404
+
+
+# Sessions (session.md) ------------------------------------------------------------------------------------
+def test_sessions_as_documented(ragline: Ragline) -> None:
+    created = ok(ragline.client.post("/api/v1/sessions", json={"title": "My chat", "description": "About AI"}), 201)
+    check_record(created, "session")
+    assert created["title"] == "My chat"
+    assert created["tenant_id"] > 0
+    got = ok(ragline.client.get(f"/api/v1/sessions/{created['id']}"))
+    assert (got["id"], got["tenant_id"]) == (created["id"], created["tenant_id"])
+    for _ in range(2):
+        ragline.client.post("/api/v1/sessions", json={"title": "Other"}).raise_for_status()
+    page = ragline.client.get("/api/v1/sessions", params={"page": 1, "page_size": 2}).json()
+    assert (page["total"], page["page"], page["page_size"], len(page["data"])) == (3, 1, 2, 2)
+    mine = ragline.client.get("/api/v1/sessions", params={"keyword": "my"}).json()
+    assert [s["id"] for s in mine["data"]] == [created["id"]]
+    assert ragline.client.get("/api/v1/sessions/no-such-session").status_code == 404
+
+
+# Chat (chat.md), continue-stream and stop (session.md), messages (message.md) ---------------------------------
+def test_knowledge_chat_with_the_go_clients_body(ragline: Ragline, session: str, kb: str) -> None:
+    body = {
+        **GO_CLIENT_QUESTION,
+        "query": "How hot should coffee water be?",
+        "knowledge_base_ids": [kb],
+        "agent_id": "builtin-quick-answer",
+        "channel": "api",
+    }
+    frames = stream(ragline.client, "POST", f"/api/v1/knowledge-chat/{session}", json=body, require_message_event=True)
+    types = [f.response_type for f in frames]
+    assert types[0] == "agent_query"
+    assert types[-1] == "complete"
+    references = next(f for f in frames if f.response_type == "references").knowledge_references
+    assert references
+    assert {r["match_type"] for r in references} <= set(range(10))
+    assert any("90 and 96" in r["content"] for r in references)
+    assert "".join(f.content for f in frames if f.response_type == "answer")
+    assert all(f.session_id == session for f in frames)
+
+
+def test_agent_chat_runs_the_same_pipeline_and_says_agent_mode_is_off(ragline: Ragline, session: str, kb: str) -> None:
+    body = {
+        "query": "How long is green tea brewed?",
+        "agent_enabled": True,
+        "agent_id": "builtin-smart-reasoning",
+        "mentioned_items": [{"id": kb, "name": "Drinks", "type": "kb", "kb_type": "document"}],
+    }
+    frames = stream(ragline.client, "POST", f"/api/v1/agent-chat/{session}", json=body, require_message_event=True)
+    assert frames[0].response_type == "agent_query"
+    assert frames[0].data is not None
+    assert (frames[0].data["agent_mode"], frames[0].data["agent_enabled"]) == ("off", False)
+    assert frames[-1].response_type == "complete"
+    references = next(f for f in frames if f.response_type == "references").knowledge_references or []
+    assert any("two to three minutes" in r["content"] for r in references)
+
+
+def test_mentioned_items_widen_the_search_scope(ragline: Ragline, kb: str) -> None:
+    empty_session = ragline.session([])
+    body = {"query": "What grind does espresso need?", "mentioned_items": [{"id": kb, "type": "kb"}]}
+    frames = stream(
+        ragline.client, "POST", f"/api/v1/knowledge-chat/{empty_session}", json=body, require_message_event=True
+    )
+    references = next(f for f in frames if f.response_type == "references").knowledge_references or []
+    assert any("fine grind" in r["content"] for r in references)
+
+
+def test_disable_title_keeps_the_session_untitled(ragline: Ragline, kb: str) -> None:
+    untitled = ragline.session([kb])
+    frames = stream(
+        ragline.client,
+        "POST",
+        f"/api/v1/knowledge-chat/{untitled}",
+        json={"query": "How hot should coffee water be?", "disable_title": True},
+        require_message_event=True,
+    )
+    assert "session_title" not in [f.response_type for f in frames]
+    assert ok(ragline.client.get(f"/api/v1/sessions/{untitled}"))["title"] == ""
+    titled = ragline.session([kb])
+    frames = stream(
+        ragline.client,
+        "POST",
+        f"/api/v1/knowledge-chat/{titled}",
+        json={"query": "How hot should coffee water be?"},
+        require_message_event=True,
+    )
+    assert "session_title" in [f.response_type for f in frames]
+
+
+def test_unknown_summary_model_is_ignored(ragline: Ragline, session: str) -> None:
+    frames = stream(
+        ragline.client,
+        "POST",
+        f"/api/v1/knowledge-chat/{session}",
+        json={"query": "How hot should coffee water be?", "summary_model_id": "8aea788c-bb30"},
+        require_message_event=True,
+    )
+    assert frames[-1].response_type == "complete"
+
+
+def test_bad_chat_values_still_name_the_field(ragline: Ragline, session: str) -> None:
+    for body, field in (
+        ({"query": "x", "disable_title": "sometimes"}, "disable_title"),
+        ({"query": "x", "mentioned_items": [{"id": "kb", "type": "folder"}]}, "mentioned_items.0.type"),
+        ({"query": "x", "images": "not-a-list"}, "images"),
+        ({"query": "x", "mentioned_items": [{"id": "no-such-kb", "type": "kb"}]}, "knowledge_base_ids"),
+    ):
+        reply = ragline.client.post(f"/api/v1/knowledge-chat/{session}", json=body)
+        assert 400 <= reply.status_code < 500, reply.text
+        assert reply.json()["error"]["field"] == field, reply.text
+
+
+def test_stream_resumes_with_continue_stream_and_stops(ragline: Ragline, session: str, scripted: Any) -> None:
+    """WeKnora's way through a long answer: the chat stream drops after a few frames, the client finds the
+    unfinished message with /messages/{sid}/load, resumes with continue-stream (frames counted only when
+    written ``event:message``), then stops it."""
+    scripted.queue(Script.answer(*[f"part{i} " for i in range(40)], delay=0.05))
+    first = stream(
+        ragline.client,
+        "POST",
+        f"/api/v1/knowledge-chat/{session}",
+        json={"query": "How hot should coffee water be?"},
+        require_message_event=True,
+        stop_after=2,
+    )
+    assert [f.response_type for f in first][:1] == ["agent_query"]
+    messages = ok(ragline.client.get(f"/api/v1/messages/{session}/load", params={"limit": 20}))
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    pending = messages[-1]
+    assert pending["is_completed"] is False
+    assert pending["id"] == first[0].assistant_message_id
+    # Resume: every frame from the start, with WeKnora's raw event: comparison.
+    deadline = time.monotonic() + 15
+    while not (scripted.answers and scripted.answers[-1].pieces_sent >= 3):
+        assert time.monotonic() < deadline, "the answer did not start"
+        time.sleep(0.02)
+    resumed = stream(
+        ragline.client,
+        "GET",
+        f"/api/v1/sessions/continue-stream/{session}",
+        params={"message_id": pending["id"]},
+        require_message_event=True,
+        stop_after=4,
+    )
+    assert len(resumed) == 4
+    assert resumed[0].response_type == "agent_query"
+    stop = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": pending["id"]})
+    assert stop.status_code == 200, stop.text
+    assert stop.json()["success"] is True
+    assert stop.json()["message"] == "Generation stopped"
+    rest = stream(
+        ragline.client,
+        "GET",
+        f"/api/v1/sessions/continue-stream/{session}",
+        params={"message_id": pending["id"]},
+        require_message_event=True,
+    )
+    assert rest[-1].response_type == "stop"
+    again = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": pending["id"]})
+    assert again.json()["message"] == "Message already completed"
+    done = ok(ragline.client.get(f"/api/v1/messages/{session}/load"))[-1]
+    assert done["is_completed"] is True
+    assert done["content"] == "".join(f.content for f in rest if f.response_type == "answer")
+
+
+def test_continue_stream_errors_as_documented(ragline: Ragline, session: str) -> None:
+    missing = ragline.client.get(f"/api/v1/sessions/continue-stream/{session}", params={"message_id": "nope"})
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == 1003
+
+
+def test_load_messages_pages_backwards_with_before_time(ragline: Ragline, session: str) -> None:
+    for question in ("How hot should coffee water be?", "How long is green tea brewed?", "What grind for espresso?"):
+        ragline.chat(session, question)
+    newest = ok(ragline.client.get(f"/api/v1/messages/{session}/load", params={"limit": 2}))
+    assert [m["role"] for m in newest] == ["user", "assistant"]
+    assert newest[0]["content"] == "What grind for espresso?"
+    older = ok(
+        ragline.client.get(
+            f"/api/v1/messages/{session}/load", params={"limit": 3, "before_time": newest[0]["created_at"]}
+        )
+    )
+    # Three asked, a whole turn more returned: a page never splits a question from its answer.
+    assert [m["content"] for m in older if m["role"] == "user"] == [
+        "How hot should coffee water be?",
+        "How long is green tea brewed?",
+    ]
+    assert len(older) == 4
+    for message in older:
+        check_record(message, "message")
+        for reference in message["knowledge_references"]:
+            check_search_result(reference)
+    reply = ragline.client.get(f"/api/v1/messages/{session}/load", params={"before_time": "yesterday"})
+    assert reply.status_code == 422
+    assert reply.json()["error"]["field"] == "before_time"
+
+
+# Knowledge search (knowledge-search.md) -------------------------------------------------------------------
+def test_knowledge_search_bodies_as_documented(ragline: Ragline, kb: str) -> None:
+    single = ok(ragline.client.post("/api/v1/knowledge-search", json={"query": "green tea", "knowledge_base_id": kb}))
+    several = ok(
+        ragline.client.post("/api/v1/knowledge-search", json={"query": "green tea", "knowledge_base_ids": [kb]})
+    )
+    assert [h["id"] for h in single] == [h["id"] for h in several]
+    for hit in single:
+        check_search_result(hit)
+    tea = next(h["knowledge_id"] for h in single if h["knowledge_title"] == "Tea basics")
+    by_file = ok(ragline.client.post("/api/v1/knowledge-search", json={"query": "brewed", "knowledge_ids": [tea]}))
+    assert {h["knowledge_id"] for h in by_file} == {tea}
+    nothing = ragline.client.post("/api/v1/knowledge-search", json={"query": "tea"})
+    assert nothing.status_code == 422
+    assert nothing.json()["error"]["field"] == "knowledge_base_ids"
+
+
+# Auth, tenant and request id (README.md, client/client.go) ---------------------------------------------------
+def test_bearer_key_and_request_id(ragline: Ragline) -> None:
+    bare = httpx.Client(base_url=ragline.url, timeout=30)
+    try:
+        reply = bare.get(
+            "/api/v1/knowledge-bases", headers={"Authorization": f"Bearer {ragline.key}", "X-Request-ID": "req-123"}
+        )
+        assert reply.status_code == 200, reply.text
+        assert reply.headers["X-Request-ID"] == "req-123"
+        generated = bare.get("/api/v1/knowledge-bases", headers={"Authorization": f"Bearer {ragline.key}"})
+        assert len(generated.headers["X-Request-ID"]) >= 32
+        assert bare.get("/api/v1/knowledge-bases", headers={"Authorization": "Bearer rl-wrong"}).status_code == 401
+        assert bare.get("/api/v1/knowledge-bases", headers={"Authorization": ragline.key}).status_code == 401
+        unauthorized = bare.get("/api/v1/knowledge-bases")
+        assert unauthorized.json()["error"]["code"] == 1001
+        assert unauthorized.headers["X-Request-ID"]
+    finally:
+        bare.close()
+
+
+def test_the_tenant_header_confirms_the_key_and_never_widens_it(ragline: Ragline, kb: str) -> None:
+    own = ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}"))["tenant_id"]
+    assert ragline.client.get("/api/v1/knowledge-bases", headers={"X-Tenant-ID": str(own)}).status_code == 200
+    other_tenant, other_key = ragline.container.tenants.create("other")
+    with httpx.Client(base_url=ragline.url, headers={"X-API-Key": other_key}, timeout=30) as other:
+        # The other tenant names this tenant's number: refused, whatever the route.
+        for method, url in (
+            ("GET", "/api/v1/knowledge-bases"),
+            ("GET", f"/api/v1/knowledge-bases/{kb}"),
+            ("POST", "/api/v1/knowledge-search"),
+        ):
+            reply = other.request(
+                method, url, headers={"X-Tenant-ID": str(own)}, json={"query": "tea", "knowledge_base_ids": [kb]}
+            )
+            assert reply.status_code == 403, (url, reply.text)
+            assert reply.json()["error"] == {
+                "code": 1002,
+                "type": "forbidden",
+                "message": "X-Tenant-ID does not match the API key's tenant",
+                "field": "X-Tenant-ID",
+            }
+        # Its own number (or none) and it sees its own, empty, tenant.
+        mine = other.get("/api/v1/sessions").json()
+        assert mine["data"] == []
+        number = ok(other.post("/api/v1/sessions", json={}), 201)["tenant_id"]
+        assert number != own
+        assert ok(other.get("/api/v1/knowledge-bases", headers={"X-Tenant-ID": str(number)})) == []
+    assert other_tenant.id
