@@ -17,6 +17,9 @@ from tests.support.sse import Frame, read_frames
 
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
+# The live OpenSearch and Neo4j fixtures (opensearch, opensearch_client, opensearch_index, neo4j_server).
+pytest_plugins = ["tests.support.engines"]
+
 
 @pytest.fixture(scope="session")
 def scripted() -> Iterator[ScriptedModel]:

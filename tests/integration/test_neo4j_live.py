@@ -1,30 +1,18 @@
-"""Neo4jGraphStore against a real Neo4j: runs only when NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD are set.
+"""Neo4jGraphStore against the real Neo4j 5 server (Bolt, authentication on) that the test run starts.
 
-    NEO4J_URI=bolt://localhost:7687 NEO4J_USER=neo4j NEO4J_PASSWORD=secret \
-        pytest tests/integration/test_neo4j_live.py
-
-NEO4J_DATABASE picks a database other than the server's default. Each run writes under knowledge base ids
-of its own and deletes them afterwards; the indexes it creates (IF NOT EXISTS) stay.
+The server comes from tests/support/engines.py. Each run writes under knowledge base ids of its own and
+deletes them afterwards; the indexes it creates (IF NOT EXISTS) stay.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from ragline.graph.store import Entity, GraphNamespace, Relation
-
-NEO4J_URI = os.environ.get("NEO4J_URI", "")
-NEO4J_USER = os.environ.get("NEO4J_USER", "")
-NEO4J_PASSWORD = os.environ.get("NEO4J_PASSWORD", "")
-
-pytestmark = pytest.mark.skipif(
-    not (NEO4J_URI and NEO4J_USER and NEO4J_PASSWORD),
-    reason="NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD are not set: no live Neo4j",
-)
+from tests.support.engines import LiveNeo4j
 
 RUN = uuid.uuid4().hex[:8]
 DOC_A = GraphNamespace(knowledge_base_id=f"kb-a-{RUN}", knowledge_id="doc-a")
@@ -33,10 +21,10 @@ DOC_B = GraphNamespace(knowledge_base_id=f"kb-b-{RUN}", knowledge_id="doc-b")
 
 
 @pytest.fixture(scope="module")
-def store() -> Iterator[object]:
+def store(neo4j_server: LiveNeo4j) -> Iterator[object]:
     from ragline.graph.neo4j import Neo4jGraphStore
 
-    graph = Neo4jGraphStore(NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD, database=os.environ.get("NEO4J_DATABASE"))
+    graph = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
     yield graph
     for namespace in (DOC_A, DOC_A2, DOC_B):
         graph.delete_document(namespace)

@@ -1,16 +1,10 @@
-"""OpenSearchEngine against a real OpenSearch (with the k-NN plugin): runs only when OPENSEARCH_URL is set.
+"""OpenSearchEngine against the real OpenSearch 2.19 node (k-NN plugin) that the test run starts.
 
-    OPENSEARCH_URL=http://localhost:9200 pytest tests/integration/test_opensearch_live.py
-
-The URL may carry credentials (https://user:password@host:9200); OPENSEARCH_VERIFY_CERTS=false accepts a
-self-signed certificate. Each run works in a throwaway index that it deletes afterwards.
+The node comes from tests/support/engines.py; the module works in a fresh index that is deleted afterwards.
 """
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -20,10 +14,6 @@ from ragline.config import RetrievalConfig
 from ragline.retrieval.base import RetrieveParams
 from ragline.retrieval.hybrid import hybrid_search
 from ragline.store.models import Chunk, Document
-
-OPENSEARCH_URL = os.environ.get("OPENSEARCH_URL", "")
-
-pytestmark = pytest.mark.skipif(not OPENSEARCH_URL, reason="OPENSEARCH_URL is not set: no live OpenSearch")
 
 KB = "kb-live"
 OTHER_KB = "kb-other"
@@ -44,52 +34,44 @@ def embedder() -> Any:
 
 
 @pytest.fixture(scope="module")
-def engine(embedder: Any) -> Iterator[Any]:
-    from opensearchpy import OpenSearch
-
+def engine(embedder: Any, opensearch_client: Any, opensearch_index: str) -> Any:
     from ragline.retrieval.opensearch import OpenSearchEngine
 
-    verify = os.environ.get("OPENSEARCH_VERIFY_CERTS", "true").lower() != "false"
-    client = OpenSearch(hosts=[OPENSEARCH_URL], verify_certs=verify, ssl_show_warn=verify)
-    index = f"ragline-test-{uuid.uuid4().hex}"
-    engine = OpenSearchEngine(client, index)
-    try:
-        engine.ensure_index(embedder.dimensions)
-        document = Document(id="doc-1", tenant_id="t-1", knowledge_base_id=KB, title="Search notes")
-        chunks = [
-            Chunk(
-                id=chunk_id,
-                tenant_id="t-1",
-                knowledge_base_id=KB,
-                knowledge_id="doc-1",
-                chunk_index=i,
-                header=header,
-                content=content,
-            )
-            for i, (chunk_id, (header, content)) in enumerate(PASSAGES.items())
-        ]
-        vectors = embedder.embed_documents([f"{c.header}\n{c.content}" for c in chunks])
-        engine.index_chunks(KB, embedder.model_id, chunks, vectors, document=document)
-
-        zh_id, zh_header, zh_content = CHINESE
-        zh = Chunk(
-            id=zh_id,
+    engine = OpenSearchEngine(opensearch_client, opensearch_index)
+    engine.ensure_index(embedder.dimensions)
+    document = Document(id="doc-1", tenant_id="t-1", knowledge_base_id=KB, title="Search notes")
+    chunks = [
+        Chunk(
+            id=chunk_id,
             tenant_id="t-1",
             knowledge_base_id=KB,
-            knowledge_id="doc-zh",
-            chunk_index=0,
-            header=zh_header,
-            content=zh_content,
-            metadata={"title": "索引"},
+            knowledge_id="doc-1",
+            chunk_index=i,
+            header=header,
+            content=content,
         )
-        engine.index_chunks(KB, embedder.model_id, [zh], embedder.embed_documents([zh_content]))
+        for i, (chunk_id, (header, content)) in enumerate(PASSAGES.items())
+    ]
+    vectors = embedder.embed_documents([f"{c.header}\n{c.content}" for c in chunks])
+    engine.index_chunks(KB, embedder.model_id, chunks, vectors, document=document)
 
-        # The same passage in another knowledge base, which the filters must keep out.
-        stray = chunks[0].model_copy(update={"id": "c-stray", "knowledge_base_id": OTHER_KB})
-        engine.index_chunks(OTHER_KB, embedder.model_id, [stray], vectors[:1])
-        yield engine
-    finally:
-        client.indices.delete(index=index, params={"ignore_unavailable": "true"})
+    zh_id, zh_header, zh_content = CHINESE
+    zh = Chunk(
+        id=zh_id,
+        tenant_id="t-1",
+        knowledge_base_id=KB,
+        knowledge_id="doc-zh",
+        chunk_index=0,
+        header=zh_header,
+        content=zh_content,
+        metadata={"title": "索引"},
+    )
+    engine.index_chunks(KB, embedder.model_id, [zh], embedder.embed_documents([zh_content]))
+
+    # The same passage in another knowledge base, which the filters must keep out.
+    stray = chunks[0].model_copy(update={"id": "c-stray", "knowledge_base_id": OTHER_KB})
+    engine.index_chunks(OTHER_KB, embedder.model_id, [stray], vectors[:1])
+    return engine
 
 
 def params(embedder: Any, query: str, **kwargs: Any) -> RetrieveParams:

@@ -1,0 +1,127 @@
+"""Fixtures for the live engines: a real OpenSearch 2.19 (k-NN plugin) and a real Neo4j 5 on 127.0.0.1.
+
+`make test` starts both once for the whole run (``scripts/engines/engines.py run -- pytest``) and names a
+state file in ``RAGLINE_ENGINES_STATE``; a pytest run started any other way starts the engine a test asks
+for on first use, once per session, and stops it at the end. Where Java or Maven is missing the live tests
+skip, with the reason; under CI (``CI=true``) that skip is a failure. An engine that was found but failed to
+start always fails the test.
+
+- ``opensearch`` (session): :class:`LiveOpenSearch` with the URL and the k-NN engine the node supports;
+- ``opensearch_client`` (session): an ``opensearch-py`` client on it;
+- ``opensearch_index`` (module): a fresh index name, deleted after the module;
+- ``neo4j_server`` (session): :class:`LiveNeo4j` with the Bolt URI and credentials (authentication is on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scripts.engines import engines as launcher
+
+# The node runs from Maven Central's k-NN zip, which ships no native library: Lucene's HNSW is the k-NN
+# engine it supports (faiss and nmslib need the distribution's native libraries).
+LOCAL_KNN_ENGINE = "lucene"
+
+
+@dataclass(frozen=True)
+class LiveOpenSearch:
+    url: str
+    knn_engine: str = LOCAL_KNN_ENGINE
+
+    def env(self, index: str) -> dict[str, str]:
+        """The settings a ragline process reads to search this node in ``index``."""
+        return {
+            "RAGLINE_OPENSEARCH_URL": self.url,
+            "RAGLINE_OPENSEARCH_INDEX": index,
+            "RAGLINE_OPENSEARCH_KNN_ENGINE": self.knn_engine,
+        }
+
+
+@dataclass(frozen=True)
+class LiveNeo4j:
+    uri: str
+    user: str
+    password: str
+
+    def env(self) -> dict[str, str]:
+        """The settings a ragline process reads to use this server as its graph."""
+        return {"NEO4J_URI": self.uri, "NEO4J_USER": self.user, "NEO4J_PASSWORD": self.password}
+
+
+def _unavailable(name: str, reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"live {name} unavailable under CI, where these suites must run: {reason}", pytrace=False)
+    pytest.skip(f"live {name} unavailable: {reason}")
+
+
+class _Session:
+    """The engines of this pytest session: from the state file `make test` wrote, else started here."""
+
+    def __init__(self) -> None:
+        path = os.environ.get(launcher.STATE_ENV, "")
+        self._given: dict[str, dict[str, Any]] | None = json.loads(Path(path).read_text()) if path else None
+        self._started: dict[str, launcher.Engines] = {}
+
+    def state(self, name: str) -> dict[str, Any]:
+        if self._given is not None:
+            return self._given.get(name) or {"unavailable": f"{name} was not started for this run"}
+        if name not in self._started:
+            self._started[name] = launcher.Engines(only=[name]).__enter__()
+        return self._started[name].state[name]
+
+    def require(self, name: str) -> dict[str, Any]:
+        state = self.state(name)
+        if "unavailable" in state:
+            _unavailable(name, str(state["unavailable"]))
+        if "error" in state:
+            pytest.fail(f"live {name} did not start: {state['error']}", pytrace=False)
+        return state
+
+    def close(self) -> None:
+        for engines in self._started.values():
+            engines.stop()
+        self._started.clear()
+
+
+@pytest.fixture(scope="session")
+def _live_engines() -> Iterator[_Session]:
+    session = _Session()
+    yield session
+    session.close()
+
+
+@pytest.fixture(scope="session")
+def opensearch(_live_engines: _Session) -> LiveOpenSearch:
+    state = _live_engines.require("opensearch")
+    return LiveOpenSearch(url=str(state["url"]), knn_engine=str(state.get("knn_engine", LOCAL_KNN_ENGINE)))
+
+
+@pytest.fixture(scope="session")
+def opensearch_client(opensearch: LiveOpenSearch) -> Iterator[Any]:
+    from opensearchpy import OpenSearch
+
+    client = OpenSearch(hosts=[opensearch.url], timeout=60)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def opensearch_index(opensearch_client: Any) -> Iterator[str]:
+    """A fresh index name for one test module; the index (if the module created it) is deleted after."""
+    name = f"ragline-test-{uuid.uuid4().hex[:12]}"
+    yield name
+    opensearch_client.indices.delete(index=name, params={"ignore_unavailable": "true"})
+
+
+@pytest.fixture(scope="session")
+def neo4j_server(_live_engines: _Session) -> LiveNeo4j:
+    state = _live_engines.require("neo4j")
+    return LiveNeo4j(uri=str(state["uri"]), user=str(state["user"]), password=str(state["password"]))
