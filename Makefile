@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM ?=
 
-.PHONY: install run test unit lint asl bench clean browser engines
+.PHONY: install run test unit lint asl bench clean browser engines pytest
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,10 +52,14 @@ browser:
 		|| echo "browser: could not install chromium; the browser tests will be skipped"; \
 	fi
 
-# The whole suite, with a real OpenSearch (k-NN) and Neo4j started around it (scripts/engines/engines.py:
-# jars from Maven Central, cached in ~/.m2 and build/engines/; stopped when pytest ends, however it ends).
-test: lint browser
-	$(BIN)/python scripts/engines/engines.py run -- $(BIN)/python -m pytest -q
+# Lint and the whole suite, with a real OpenSearch (k-NN) and Neo4j started in the background meanwhile
+# (scripts/engines/engines.py: jars from Maven Central, cached in ~/.m2 and build/engines/; stopped when
+# the command ends, however it ends). The live tests wait until their engine is ready.
+test: install browser
+	$(BIN)/python scripts/engines/engines.py run -- $(MAKE) --no-print-directory lint pytest
+
+pytest: install
+	$(BIN)/python -m pytest -q
 
 # Fetches and compiles the engines without starting them (make test does it when needed).
 engines: install

@@ -1,9 +1,4 @@
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Map;
 
 import org.neo4j.configuration.GraphDatabaseSettings;
@@ -54,23 +49,10 @@ public final class Neo4jServer {
             ((GraphDatabaseAPI) neo4j).getDependencyResolver().resolveDependency(ConnectorPortRegister.class);
         var address = ports.getLocalAddress(ConnectorType.BOLT);
         String uri = "bolt://127.0.0.1:" + address.getPort();
-        Path partial = ready.resolveSibling(ready.getFileName() + ".partial");
-        Files.writeString(partial, "{\"uri\": \"" + uri + "\"}\n", StandardCharsets.UTF_8);
-        Files.move(partial, ready, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        EngineProcess.announce(ready, "{\"uri\": \"" + uri + "\"}");
         System.out.println("neo4j ready at " + uri);
 
-        waitForEndOfInput(System.in);
-        System.exit(0);  // runs the shutdown hook
+        EngineProcess.runUntilInputCloses();
     }
 
-    static void waitForEndOfInput(InputStream in) {
-        byte[] buffer = new byte[256];
-        try {
-            while (in.read(buffer) >= 0) {
-                // Input is ignored: only its end matters.
-            }
-        } catch (IOException error) {
-            // A broken pipe is an end too.
-        }
-    }
 }

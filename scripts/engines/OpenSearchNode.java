@@ -1,9 +1,6 @@
 import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Map;
 
@@ -73,25 +70,12 @@ public final class OpenSearchNode {
 
         TransportAddress address = node.injector().getInstance(HttpServerTransport.class).boundAddress().publishAddress();
         String url = "http://" + address.getAddress() + ":" + address.getPort();
-        Path partial = ready.resolveSibling(ready.getFileName() + ".partial");
-        Files.writeString(partial, "{\"url\": \"" + url + "\"}\n", StandardCharsets.UTF_8);
-        Files.move(partial, ready, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        EngineProcess.announce(ready, "{\"url\": \"" + url + "\"}");
         System.out.println("opensearch ready at " + url);
 
-        waitForEndOfInput(System.in);
-        System.exit(0);  // runs the shutdown hook
+        EngineProcess.runUntilInputCloses();
     }
 
-    static void waitForEndOfInput(InputStream in) {
-        byte[] buffer = new byte[256];
-        try {
-            while (in.read(buffer) >= 0) {
-                // Input is ignored: only its end matters.
-            }
-        } catch (IOException error) {
-            // A broken pipe is an end too.
-        }
-    }
 
     static void close(Node node) {
         try {

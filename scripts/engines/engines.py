@@ -10,9 +10,10 @@ operating system picks, with data in a fresh directory that is removed afterward
     python scripts/engines/engines.py prepare                                 # fetch and compile only
     python scripts/engines/engines.py start                                   # serve until Ctrl-C
 
-``run`` writes what the tests need (URLs, credentials, or why an engine is unavailable) to a JSON state file
-named by ``RAGLINE_ENGINES_STATE`` in the command's environment; ``tests/support/engines.py`` reads it, or
-starts the engines itself when a test run was not started through here. An engine stops when the pipe to its
+``run`` starts the engines in the background and runs the command at once, with a JSON state file named by
+``RAGLINE_ENGINES_STATE`` in its environment: for each engine ``starting``, then its URL and credentials, or
+why it is unavailable. ``tests/support/engines.py`` waits on it, or starts the engines itself when a test run
+was not started through here. An engine stops when the pipe to its
 standard input closes, so engines never outlive the process that started them, however it ends.
 
 Standard library only: ``make test`` runs this before anything else is known to work.
@@ -35,7 +36,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -54,6 +55,8 @@ STOP_TIMEOUT_S = 30.0
 POLL_S = 0.1
 
 NEO4J_USER = "neo4j"
+# Compiled with each launcher: the ready file and the stop on end of input.
+SHARED_SOURCE = HERE / "EngineProcess.java"
 
 
 class Unavailable(Exception):
@@ -164,12 +167,13 @@ def _compile(spec: EngineSpec, classpath: str, workdir: Path) -> Path:
     """The launcher compiled against the classpath; recompiled when either changes."""
     classes = workdir / "classes"
     stamp = classes / ".stamp"
-    key = _digest(spec.source.read_bytes(), classpath)
+    sources = [spec.source, SHARED_SOURCE]
+    key = _digest(*(source.read_bytes() for source in sources), classpath)
     if stamp.exists() and stamp.read_text() == key:
         return classes
     shutil.rmtree(classes, ignore_errors=True)
     classes.mkdir(parents=True)
-    command = [_java_tool("javac"), "-encoding", "UTF-8", "-d", str(classes), "-cp", classpath, str(spec.source)]
+    command = [_java_tool("javac"), "-encoding", "UTF-8", "-d", str(classes), "-cp", classpath, *map(str, sources)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise Unavailable(f"{spec.name}: the launcher did not compile: {done.stderr.strip()[-500:]}")
@@ -220,10 +224,13 @@ class Running:
             with contextlib.suppress(OSError):
                 self.process.stdin.close()
 
-    def stop(self) -> None:
-        """Signal the engine to stop, then wait; terminate only if it hangs."""
+    def stop(self, *, ready: bool = True) -> None:
+        """Signal the engine to stop, then wait; terminate if it hangs. An engine that never got ready does
+        not read its input yet: it is terminated at once (its shutdown hook still runs)."""
         self.signal_stop()
         try:
+            if not ready:
+                self.process.terminate()
             self.process.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             self.process.terminate()
@@ -249,7 +256,9 @@ def _http_ok(url: str, timeout: float) -> bool:
         return False
 
 
-def start(prepared: Prepared, runs: Path, *, timeout: float = START_TIMEOUT_S) -> Running:
+def start(
+    prepared: Prepared, runs: Path, *, timeout: float = START_TIMEOUT_S, abort: threading.Event | None = None
+) -> Running:
     """Start the engine and return once it serves requests; raises RuntimeError with its log if it cannot."""
     spec = prepared.spec
     runs.mkdir(parents=True, exist_ok=True)
@@ -287,6 +296,8 @@ def start(prepared: Prepared, runs: Path, *, timeout: float = START_TIMEOUT_S) -
                 )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{spec.name} was not ready in {timeout:.0f} s:\n{_log_tail(log)}")
+            if abort is not None and abort.is_set():
+                raise RuntimeError(f"{spec.name} was stopped before it was ready")
             time.sleep(POLL_S)
         info: dict[str, Any] = json.loads(ready.read_text())
         if spec is OPENSEARCH:
@@ -301,65 +312,108 @@ def start(prepared: Prepared, runs: Path, *, timeout: float = START_TIMEOUT_S) -
         running.info = info
         return running
     except BaseException:
-        running.stop()
+        running.stop(ready=False)
         raise
 
 
 class Engines:
-    """Both engines, prepared and started side by side; ``state`` says for each how to reach it or why not.
+    """The engines, prepared and started side by side; ``state`` says for each how to reach it or why not
+    (``{"starting": true}`` until it is known).
 
-    ``only`` limits which engines start (names of :data:`SPECS`).
+    ``only`` limits which engines start (names of :data:`SPECS`). As a context manager it returns once every
+    engine is ready or known unavailable; :meth:`start_background` returns at once, and ``state_path`` (when
+    given) is rewritten, atomically, whenever an engine's state changes.
     """
 
-    def __init__(self, only: Sequence[str] = ()) -> None:
+    def __init__(self, only: Sequence[str] = (), state_path: Path | None = None) -> None:
         self._specs = [s for s in SPECS if not only or s.name in only]
         self._runs = BUILD / "runs"
+        self._state_path = state_path
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._abort = threading.Event()
         self.running: dict[str, Running] = {}
-        self.state: dict[str, dict[str, Any]] = {}
+        self.state: dict[str, dict[str, Any]] = {spec.name: {"starting": True} for spec in self._specs}
+        self._publish()
+
+    def _publish(self) -> None:
+        if self._state_path is None:
+            return
+        with self._lock:
+            text = json.dumps(self.state, indent=2)
+        partial = self._state_path.with_suffix(".partial")
+        partial.write_text(text)
+        os.replace(partial, self._state_path)
+
+    def _settle(self, name: str, state: dict[str, Any], running: Running | None = None) -> None:
+        with self._lock:
+            self.state[name] = state
+            if running is not None:
+                self.running[name] = running
+        self._publish()
+        print(self.summary(name), file=sys.stderr, flush=True)
 
     def _bring_up(self, spec: EngineSpec) -> None:
         try:
             prepared = prepare(spec)
         except Unavailable as why:
-            self.state[spec.name] = {"unavailable": str(why)}
+            self._settle(spec.name, {"unavailable": str(why)})
             return
         try:
-            running = start(prepared, self._runs)
+            running = start(prepared, self._runs, abort=self._abort)
         except RuntimeError as error:
-            self.state[spec.name] = {"error": str(error)}
+            self._settle(spec.name, {"error": str(error)})
             return
-        self.running[spec.name] = running
-        self.state[spec.name] = {
+        state = {
             **running.info,
             "prepare_seconds": round(prepared.seconds, 2),
             "download_bytes": prepared.download_bytes,
         }
+        self._settle(spec.name, state, running)
+        if self._abort.is_set():  # stopped while it was starting
+            running.stop()
 
-    def __enter__(self) -> Engines:
-        threads = [threading.Thread(target=self._bring_up, args=(spec,), daemon=True) for spec in self._specs]
-        for thread in threads:
+    def start_background(self) -> Engines:
+        self._threads = [threading.Thread(target=self._bring_up, args=(spec,), daemon=True) for spec in self._specs]
+        for thread in self._threads:
             thread.start()
-        for thread in threads:
+        return self
+
+    def wait(self) -> Engines:
+        for thread in self._threads:
             thread.join()
         return self
+
+    def __enter__(self) -> Engines:
+        return self.start_background().wait()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def stop(self) -> None:
-        for running in self.running.values():
-            running.signal_stop()  # both shut down at once
-        for running in self.running.values():
-            running.stop()
-        self.running.clear()
+        """Stop every engine, including one still starting (it is abandoned, then stopped)."""
+        self._abort.set()
+        for thread in self._threads:
+            thread.join()
+        with self._lock:
+            running = list(self.running.values())
+            self.running.clear()
+        for engine in running:
+            engine.signal_stop()  # all shut down at once
+        for engine in running:
+            engine.stop()
 
-    def summary(self) -> str:
+    def summary(self, only: str = "") -> str:
         lines = []
         for name, state in self.state.items():
+            if only and name != only:
+                continue
             if "unavailable" in state:
                 lines.append(f"engines: {name} unavailable: {state['unavailable']}")
             elif "error" in state:
                 lines.append(f"engines: {name} failed to start: {state['error']}")
+            elif "starting" in state:
+                lines.append(f"engines: {name} starting")
             else:
                 where = state.get("url") or state.get("uri")
                 rss = self.running[name].rss_bytes() / 2**20 if name in self.running else 0
@@ -370,34 +424,39 @@ class Engines:
         return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def state_file(state: dict[str, dict[str, Any]]) -> Iterator[Path]:
-    BUILD.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix="state-", suffix=".json", dir=BUILD)
-    path = Path(name)
-    with os.fdopen(handle, "w") as out:
-        json.dump(state, out, indent=2)
-    try:
-        yield path
-    finally:
-        path.unlink(missing_ok=True)
+def read_state(path: Path, name: str, timeout: float = FETCH_TIMEOUT_S + START_TIMEOUT_S) -> dict[str, Any]:
+    """One engine's state from a runner's state file, once it is settled (ready, unavailable or failed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state: dict[str, Any] = json.loads(path.read_text()).get(name) or {"unavailable": f"{name} was not started"}
+        if "starting" not in state:
+            return state
+        if time.monotonic() > deadline:
+            return {"error": f"{name} was still starting after {timeout:.0f} s"}
+        time.sleep(POLL_S)
 
 
 # Command line ------------------------------------------------------------------------------------------
 def _run(command: list[str], only: Sequence[str]) -> int:
+    """Start the engines in the background and run ``command`` at once; its tests wait for the engines they
+    use (tests/support/engines.py reads the state file), so linting and unit tests overlap the start."""
     if not command:
         print("engines run: name a command after --", file=sys.stderr)
         return 2
-    with Engines(only) as engines:
-        print(engines.summary(), file=sys.stderr, flush=True)
-        with state_file(engines.state) as path:
-            env = {**os.environ, STATE_ENV: str(path)}
-            return subprocess.call(command, env=env)
+    BUILD.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix="state-", suffix=".json", dir=BUILD)
+    os.close(handle)
+    path = Path(name)
+    engines = Engines(only, state_path=path).start_background()
+    try:
+        return subprocess.call(command, env={**os.environ, STATE_ENV: str(path)})
+    finally:
+        engines.stop()
+        path.unlink(missing_ok=True)
 
 
 def _serve(only: Sequence[str], out: IO[str]) -> int:
     with Engines(only) as engines:
-        print(engines.summary(), file=sys.stderr, flush=True)
         json.dump(engines.state, out, indent=2)
         print(file=out, flush=True)
         with contextlib.suppress(KeyboardInterrupt):

@@ -1,8 +1,9 @@
 """Fixtures for the live engines: a real OpenSearch 2.19 (k-NN plugin) and a real Neo4j 5 on 127.0.0.1.
 
-`make test` starts both once for the whole run (``scripts/engines/engines.py run -- pytest``) and names a
-state file in ``RAGLINE_ENGINES_STATE``; a pytest run started any other way starts the engine a test asks
-for on first use, once per session, and stops it at the end. Where Java or Maven is missing the live tests
+`make test` starts both once for the whole run, in the background while lint and the first tests run
+(``scripts/engines/engines.py run -- ...``), and names a state file in ``RAGLINE_ENGINES_STATE``: a live test
+waits there until its engine is ready. A pytest run started any other way starts the engine a test asks for
+on first use, once per session, and stops it at the end. Where Java or Maven is missing the live tests
 skip, with the reason; under CI (``CI=true``) that skip is a failure. An engine that was found but failed to
 start always fails the test.
 
@@ -14,7 +15,6 @@ start always fails the test.
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -67,12 +67,12 @@ class _Session:
 
     def __init__(self) -> None:
         path = os.environ.get(launcher.STATE_ENV, "")
-        self._given: dict[str, dict[str, Any]] | None = json.loads(Path(path).read_text()) if path else None
+        self._given = Path(path) if path else None
         self._started: dict[str, launcher.Engines] = {}
 
     def state(self, name: str) -> dict[str, Any]:
         if self._given is not None:
-            return self._given.get(name) or {"unavailable": f"{name} was not started for this run"}
+            return launcher.read_state(self._given, name)  # waits while the runner still starts it
         if name not in self._started:
             self._started[name] = launcher.Engines(only=[name]).__enter__()
         return self._started[name].state[name]
