@@ -358,8 +358,10 @@ class Container:
         *,
         config_dir: Path | None = None,
         models: ModelRegistry | None = None,
+        engine: RetrieveEngine | None = None,
     ) -> Container:
-        """SQLite for everything, in-process wake-ups for live readers, local models."""
+        """SQLite for everything, in-process wake-ups for live readers, local models; ``engine`` searches
+        instead of the embedded one (e.g. an OpenSearchEngine), the stores staying in SQLite."""
         settings = settings or Settings()
         config, templates = load_config(config_dir or settings.config_dir)
         db = Database(settings.db_path)
@@ -371,7 +373,7 @@ class Container:
             knowledge=SqliteKnowledgeStore(db),
             sessions=SqliteSessionStore(db),
             stream=SqliteStreamManager(db),
-            engine=EmbeddedEngine(db),
+            engine=engine if engine is not None else EmbeddedEngine(db),
             models=models or build_models(settings, config),
             citations=SqliteCitationHistory(db),
             memories=SqliteMemoryStore(db),

@@ -164,6 +164,7 @@ class PluginSearch:
         base = RetrieveParams(
             query=query,
             knowledge_base_ids=[],
+            tenant_id=request.tenant_id,
             query_embedding=embedding,
             embedding_model=group.embedding_model,
             match_count=request.embedding_top_k,
@@ -183,6 +184,7 @@ class PluginSearch:
             scoped = RetrieveParams(
                 query=query,
                 knowledge_base_ids=[target.knowledge_base_id],
+                tenant_id=request.tenant_id,
                 query_embedding=embedding,
                 embedding_model=group.embedding_model,
                 knowledge_ids=knowledge_ids,
@@ -254,6 +256,7 @@ class PluginSearch:
         return RetrieveParams(
             query=variant,
             knowledge_base_ids=kb_ids,
+            tenant_id=cm.request.tenant_id,
             knowledge_ids=knowledge_ids,
             vector_enabled=False,
             keyword_enabled=True,

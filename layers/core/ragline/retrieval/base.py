@@ -17,6 +17,8 @@ from ragline.types import SearchResult
 class RetrieveParams:
     query: str
     knowledge_base_ids: list[str]
+    # The caller's tenant: engines return only its chunks, whatever knowledge base ids they are given.
+    tenant_id: str = ""
     query_embedding: npt.NDArray[np.float32] | None = None
     embedding_model: str = ""
     knowledge_ids: list[str] = field(default_factory=list)

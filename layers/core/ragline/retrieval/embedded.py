@@ -247,13 +247,25 @@ class EmbeddedEngine:
             self._blocks[(kb_id, model)] = block
         return block
 
+    def _bases(self, params: RetrieveParams) -> list[str]:
+        """The knowledge bases searched: those named, less any of another tenant when a tenant is given."""
+        if not params.tenant_id or not params.knowledge_base_ids:
+            return list(params.knowledge_base_ids)
+        marks = ",".join("?" * len(params.knowledge_base_ids))
+        rows = self._db.query(
+            f"SELECT id FROM knowledge_bases WHERE tenant_id = ? AND id IN ({marks})",
+            (params.tenant_id, *params.knowledge_base_ids),
+        )
+        own = {row["id"] for row in rows}
+        return [kb_id for kb_id in params.knowledge_base_ids if kb_id in own]
+
     def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
         if params.query_embedding is None:
             return []
         query = np.asarray(params.query_embedding, dtype=np.float32)
         wanted = set(params.knowledge_ids)
         scored: list[tuple[float, int]] = []
-        for kb_id in params.knowledge_base_ids:
+        for kb_id in self._bases(params):
             block = self._block(kb_id, params.embedding_model)
             if not len(block.rowids):
                 continue
@@ -273,15 +285,16 @@ class EmbeddedEngine:
     # Keyword search -------------------------------------------------------------------------------------
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
         match = fts_query(params.query)
-        if not match or not params.knowledge_base_ids:
+        bases = self._bases(params)
+        if not match or not bases:
             return []
-        kb_marks = ",".join("?" * len(params.knowledge_base_ids))
+        kb_marks = ",".join("?" * len(bases))
         sql = (
             f"SELECT c.rowid AS rowid, -bm25(chunks_fts, {_BM25_WEIGHTS[0]}, {_BM25_WEIGHTS[1]}) AS score"
             " FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid"
             f" WHERE chunks_fts MATCH ? AND c.knowledge_base_id IN ({kb_marks}) AND c.enabled = 1 AND c.searchable = 1"
         )
-        args: list[object] = [match, *params.knowledge_base_ids]
+        args: list[object] = [match, *bases]
         if params.knowledge_ids:
             sql += f" AND c.knowledge_id IN ({','.join('?' * len(params.knowledge_ids))})"
             args.extend(params.knowledge_ids)

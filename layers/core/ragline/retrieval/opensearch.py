@@ -1,4 +1,4 @@
-"""The OpenSearch engine: BM25 (English stemming, jieba-segmented Chinese) and HNSW k-NN in one index.
+"""The OpenSearch engine: BM25 (English stemming, jieba-segmented Chinese) and HNSW k-NN in one shared index.
 
 It answers the same port as the embedded engine and returns the same result fields, so the seed's
 HybridSearch (``hybrid.py``) fuses its lists without knowing which engine produced them. Fusion, thresholds
@@ -8,28 +8,41 @@ and pool sizes stay there; this module only translates requests and hits.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from opensearchpy import OpenSearch, RequestError, helpers
+from opensearchpy import NotFoundError, OpenSearch, RequestError, helpers
 
 from ragline.retrieval.base import RetrieveParams
 from ragline.retrieval.text import has_han, segment_for_index
 from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
 
-__all__ = ["OpenSearchEngine", "cosine_from_score", "index_body", "zh_search_text"]
+__all__ = [
+    "DEFAULT_KNN_ENGINE",
+    "KNN_ENGINES",
+    "KnnMethod",
+    "OpenSearchEngine",
+    "cosine_from_score",
+    "index_body",
+    "vector_field",
+    "zh_search_text",
+]
 
-# Lucene's HNSW rather than faiss: Lucene applies a k-NN query's `filter` while it walks the graph (and falls
-# back to exact search when the filter is selective), so a small knowledge base inside a large shared index
-# still gets k hits; faiss gained that only in 2.9. Lucene also scores cosine natively (its COSINE similarity
-# is (1 + cos) / 2), so converting back to cosine does not depend on the k-NN plugin's version, and an index of
-# a few thousand chunks per knowledge base gains nothing from faiss's native speed.
-KNN_ENGINE = "lucene"
-KNN_SPACE = "cosinesimil"
-# OpenSearch's own defaults for Lucene HNSW, written out because a knn_vector mapping cannot change later.
+# The k-NN engines a knn_vector field can name. faiss is the default because every managed OpenSearch takes
+# it: Amazon OpenSearch Service domains and OpenSearch Serverless vector collections (whose documentation
+# lists the Lucene engine as unsupported). A self-run node without the plugin's native libraries (such as
+# the tests' node, built from Maven Central's k-NN zip) has Lucene's HNSW only: RAGLINE_OPENSEARCH_KNN_ENGINE.
+KNN_ENGINES = ("faiss", "lucene", "nmslib")
+DEFAULT_KNN_ENGINE = "faiss"
+# Inner product on unit-length vectors is the cosine; every engine supports it (Lucene since OpenSearch 2.13),
+# where cosinesimil came to faiss only in 2.19. The engine normalises vectors on both sides.
+KNN_SPACE = "innerproduct"
+# OpenSearch's own HNSW defaults, written out because a knn_vector mapping cannot change later.
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 
@@ -47,10 +60,9 @@ TITLE_BOOST = 1.0  # as the embedded engine's BM25 column weights (measured on S
 # A bool query with filters matches on filters alone unless one `should` clause is required.
 MIN_SHOULD_MATCH = 1
 
-# Lucene stores cosinesimil hits as (1 + cos) / 2 (OpenSearch's score = (2 - d) / 2 with d = 1 - cos), which
-# maps [-1, 1] onto [0, 1]; hybrid search thresholds and reports cosine similarity, so undo it.
-_COSINE_SCALE = 2.0
-_COSINE_SHIFT = 1.0
+# Every engine reports an innerproduct hit as ``1 + ip`` when ``ip >= 0`` and ``1 / (1 - ip)`` below: scores
+# stay positive and ordered. Hybrid search thresholds and reports cosine similarity, so undo it.
+_SCORE_BREAK = 1.0
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -81,12 +93,44 @@ _STORED_TEXT: dict[str, Any] = {"type": "text", "index": False}
 _STORED_INTEGER: dict[str, Any] = {"type": "integer", "index": False}
 
 
-def index_body(dimensions: int) -> dict[str, Any]:
-    """Settings and mapping of the chunk index for vectors of ``dimensions`` components.
+@dataclass(frozen=True)
+class KnnMethod:
+    """How vectors are indexed: the HNSW graph of one k-NN engine (see :data:`KNN_ENGINES`)."""
+
+    engine: str = DEFAULT_KNN_ENGINE
+    m: int = HNSW_M
+    ef_construction: int = HNSW_EF_CONSTRUCTION
+
+    def __post_init__(self) -> None:
+        if self.engine not in KNN_ENGINES:
+            raise ValueError(f"unknown k-NN engine {self.engine!r}: expected one of {', '.join(KNN_ENGINES)}")
+
+    def field(self, dimensions: int) -> dict[str, Any]:
+        return {
+            "type": "knn_vector",
+            "dimension": dimensions,
+            "method": {
+                "name": "hnsw",
+                "space_type": KNN_SPACE,
+                "engine": self.engine,
+                "parameters": {"m": self.m, "ef_construction": self.ef_construction},
+            },
+        }
+
+
+def vector_field(dimensions: int) -> str:
+    """The field holding ``dimensions``-component vectors: models of different widths share one index, each
+    width in its own field (a knn_vector field has one dimension for life)."""
+    return f"vector_{dimensions}"
+
+
+def index_body(dimensions: int, method: KnnMethod | None = None) -> dict[str, Any]:
+    """Settings and mapping of the chunk index, first created for vectors of ``dimensions`` components.
 
     ``dynamic: strict`` makes a misspelt field fail the bulk request instead of silently creating an
-    unsearchable one.
+    unsearchable one; a vector field of another width is added with :meth:`OpenSearchEngine.ensure_index`.
     """
+    method = method or KnnMethod()
     return {
         "settings": {"index": {"knn": True}},
         "mappings": {
@@ -108,16 +152,7 @@ def index_body(dimensions: int) -> dict[str, Any]:
                 "title": {"type": "text", "analyzer": ENGLISH_ANALYZER},
                 "content_zh": {"type": "text", "analyzer": SEGMENTED_ANALYZER},
                 "title_zh": {"type": "text", "analyzer": SEGMENTED_ANALYZER},
-                "vector": {
-                    "type": "knn_vector",
-                    "dimension": dimensions,
-                    "method": {
-                        "name": "hnsw",
-                        "space_type": KNN_SPACE,
-                        "engine": KNN_ENGINE,
-                        "parameters": {"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION},
-                    },
-                },
+                vector_field(dimensions): method.field(dimensions),
                 # Stored only: what a SearchResult carries back.
                 "knowledge_filename": _STORED_KEYWORD,
                 "knowledge_description": _STORED_TEXT,
@@ -155,8 +190,19 @@ def _without_han(text: str) -> str:
 
 
 def cosine_from_score(score: float) -> float:
-    """Cosine similarity from Lucene's cosinesimil score ``(1 + cos) / 2``."""
-    return _COSINE_SCALE * score - _COSINE_SHIFT
+    """Cosine similarity from an innerproduct hit's score on unit vectors (``1 + ip``, or ``1 / (1 - ip)``)."""
+    if score >= _SCORE_BREAK:
+        return score - _SCORE_BREAK
+    return _SCORE_BREAK - 1.0 / score
+
+
+def unit(vector: npt.ArrayLike) -> list[float]:
+    """The vector scaled to length 1 (a zero vector stays zero), as JSON numbers."""
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    if norm > 0:
+        array = array / norm
+    return [float(x) for x in array]
 
 
 def _index_text(chunk: Chunk) -> str:
@@ -170,30 +216,65 @@ def _metadata_text(chunk: Chunk, key: str) -> str:
 
 
 class OpenSearchEngine:
-    """Keyword and vector retrieval over one OpenSearch index shared by every knowledge base.
+    """Keyword and vector retrieval over one OpenSearch index shared by every knowledge base and tenant.
 
-    The client is injected so wiring chooses its authentication (basic, SigV4) and tests its transport.
-    Client errors propagate: hybrid search counts a failed group as a failed branch.
+    The client is injected so wiring chooses its authentication (basic, SigV4 for ``es`` or ``aoss``) and
+    tests their server. ``method`` is how a new vector field is indexed. ``refresh`` makes a bulk request
+    wait until its chunks are searchable; a service that refreshes on its own schedule (OpenSearch Serverless)
+    takes ``refresh=False``. Client errors propagate, except that a search before anything was ever indexed
+    finds nothing: hybrid search counts a failed group as a failed branch.
     """
 
-    def __init__(self, client: OpenSearch, index: str) -> None:
+    def __init__(
+        self, client: OpenSearch, index: str, *, method: KnnMethod | None = None, refresh: bool = True
+    ) -> None:
         self._client = client
         self._index = index
-        self._ensured_dimensions: int | None = None
+        self._method = method or KnnMethod()
+        self._refresh = refresh
+        self._lock = threading.Lock()
+        self._vector_fields: set[str] = set()
+
+    @property
+    def index(self) -> str:
+        return self._index
 
     # Index ----------------------------------------------------------------------------------------------
     def ensure_index(self, dimensions: int) -> None:
-        """Create the index for ``dimensions``-component vectors unless it exists."""
-        if self._ensured_dimensions == dimensions:
-            return
+        """Create the index, or add the vector field for ``dimensions``-component vectors, unless it exists."""
+        field = vector_field(dimensions)
+        with self._lock:
+            if field in self._vector_fields:
+                return
+        created = False
         if not self._client.indices.exists(index=self._index):
             try:
-                self._client.indices.create(index=self._index, body=index_body(dimensions))
+                self._client.indices.create(index=self._index, body=index_body(dimensions, self._method))
+                created = True
             except RequestError as error:
                 # Another process created it between our check and our request: the index is there.
                 if error.error != "resource_already_exists_exception":
                     raise
-        self._ensured_dimensions = dimensions
+        if not created and field not in self._mapped_vector_fields():
+            self._client.indices.put_mapping(
+                index=self._index, body={"properties": {field: self._method.field(dimensions)}}
+            )
+        with self._lock:
+            self._vector_fields.add(field)
+
+    def _mapped_vector_fields(self) -> set[str]:
+        """The knn_vector fields the index has now (none when there is no index yet)."""
+        try:
+            mapping = self._client.indices.get_mapping(index=self._index)
+        except NotFoundError:
+            return set()
+        fields: set[str] = set()
+        for entry in mapping.values():
+            properties = entry.get("mappings", {}).get("properties", {})
+            fields.update(name for name, spec in properties.items() if spec.get("type") == "knn_vector")
+        with self._lock:
+            self._vector_fields.update(fields)
+        return fields
 
     def index_chunks(
         self,
@@ -207,17 +288,18 @@ class OpenSearchEngine:
         """One document per searchable chunk with the vector of the same row of ``vectors``.
 
         ``document`` supplies the title, filename and description shown with every hit; callers that do not
-        pass it get them from ``chunk.metadata`` (keys ``title``, ``filename``, ``description``). The bulk
-        request waits for a refresh, so a search right after it sees the chunks.
+        pass it get them from ``chunk.metadata`` (keys ``title``, ``filename``, ``description``). With
+        ``refresh`` the bulk request waits for a refresh, so a search right after it sees the chunks.
         """
         searchable = [c for c in chunks if c.searchable]
         if len(searchable) != len(vectors):
             raise ValueError(f"{len(searchable)} searchable chunks but {len(vectors)} vectors")
         if not searchable:
             return
-        self.ensure_index(int(vectors.shape[1]))
+        dimensions = int(vectors.shape[1])
+        self.ensure_index(dimensions)
         actions = self._actions(knowledge_base_id, embedding_model, searchable, vectors, document)
-        helpers.bulk(self._client, actions, refresh="wait_for")
+        helpers.bulk(self._client, actions, refresh="wait_for" if self._refresh else "false")
 
     def _actions(
         self,
@@ -271,7 +353,7 @@ class OpenSearchEngine:
             "start_at": chunk.start_at,
             "end_at": chunk.end_at,
             "metadata": chunk.metadata,
-            "vector": [float(x) for x in np.asarray(vector, dtype=np.float32)],
+            vector_field(len(vector)): unit(vector),
         }
         index_text = _index_text(chunk)
         if has_han(index_text):
@@ -284,13 +366,16 @@ class OpenSearchEngine:
         """Remove every chunk of one document; returns how many were deleted.
 
         Refreshes so the chunks stop matching at once; ``conflicts=proceed`` lets a concurrent re-index win
-        rather than fail the deletion.
+        rather than fail the deletion. Nothing was ever indexed: nothing to delete.
         """
-        response = self._client.delete_by_query(
-            index=self._index,
-            body={"query": {"term": {"knowledge_id": knowledge_id}}},
-            params={"refresh": "true", "conflicts": "proceed"},
-        )
+        try:
+            response = self._client.delete_by_query(
+                index=self._index,
+                body={"query": {"term": {"knowledge_id": knowledge_id}}},
+                params={"refresh": "true", "conflicts": "proceed"},
+            )
+        except NotFoundError:
+            return 0
         return int(response.get("deleted", 0))
 
     # Search ---------------------------------------------------------------------------------------------
@@ -298,18 +383,23 @@ class OpenSearchEngine:
         """The ``top_k`` nearest chunks by cosine, within the filters and the query's embedding space.
 
         Vectors of another embedding model live in another space; their cosines mean nothing, so the model
-        is a filter, never a preference.
+        is a filter, never a preference. A width no chunk was indexed with has no field yet: no hits.
         """
         if params.query_embedding is None or not params.knowledge_base_ids or top_k <= 0:
             return []
-        vector = [float(x) for x in np.asarray(params.query_embedding, dtype=np.float32)]
+        vector = unit(params.query_embedding)
+        field = vector_field(len(vector))
+        with self._lock:
+            known = field in self._vector_fields
+        if not known and field not in self._mapped_vector_fields():
+            return []
         filters = [*self._filters(params), {"term": {"embedding_model": params.embedding_model}}]
         body = {
             "size": top_k,
             "_source": {"includes": list(_RESULT_FIELDS)},
-            "query": {"knn": {"vector": {"vector": vector, "k": top_k, "filter": {"bool": {"filter": filters}}}}},
+            "query": {"knn": {field: {"vector": vector, "k": top_k, "filter": {"bool": {"filter": filters}}}}},
         }
-        response = self._client.search(index=self._index, body=body)
+        response = self._search(body)
         return [self._result(hit, cosine_from_score(float(hit["_score"]))) for hit in _hits(response)]
 
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
@@ -334,8 +424,17 @@ class OpenSearchEngine:
                 }
             },
         }
-        response = self._client.search(index=self._index, body=body)
+        response = self._search(body)
         return [self._result(hit, float(hit["_score"])) for hit in _hits(response)]
+
+    def _search(self, body: dict[str, Any]) -> Mapping[str, Any]:
+        try:
+            response: Mapping[str, Any] = self._client.search(index=self._index, body=body)
+        except NotFoundError as error:
+            if error.error != "index_not_found_exception":
+                raise
+            return {}
+        return response
 
     @staticmethod
     def _keyword_clauses(query: str) -> list[dict[str, Any]]:
@@ -357,6 +456,9 @@ class OpenSearchEngine:
             {"term": {"enabled": True}},
             {"term": {"searchable": True}},
         ]
+        if params.tenant_id:
+            # The index is shared by every tenant: a knowledge base id from another tenant finds nothing.
+            filters.append({"term": {"tenant_id": params.tenant_id}})
         if params.knowledge_ids:
             filters.append({"terms": {"knowledge_id": list(params.knowledge_ids)}})
         return filters

@@ -1,4 +1,8 @@
-"""OpenSearchEngine against a recording fake connection: the exact requests sent and the hits read back."""
+"""OpenSearchEngine against a recording fake connection: the exact requests sent and the hits read back.
+
+What the engine finds is proven on a real OpenSearch node by tests/integration/test_engine_contract.py; this
+file pins what that node cannot show: the default (faiss) mapping, request shapes, error handling.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,13 @@ from opensearchpy import Connection, OpenSearch, TransportError
 from opensearchpy.helpers import BulkIndexError
 
 from ragline.retrieval.base import RetrieveParams
-from ragline.retrieval.opensearch import OpenSearchEngine, cosine_from_score, index_body, zh_search_text
+from ragline.retrieval.opensearch import (
+    KnnMethod,
+    OpenSearchEngine,
+    cosine_from_score,
+    index_body,
+    zh_search_text,
+)
 from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
 
@@ -66,12 +76,19 @@ class Wire:
     sent: list[Sent] = field(default_factory=list)
     queued: list[Reply] = field(default_factory=list)
     index_exists: bool = False
+    # The knn_vector fields the index's mapping has.
+    vector_fields: set[str] = field(default_factory=lambda: {"vector_3"})
 
     def answer(self, request: Sent) -> Reply:
         if self.queued:
             return self.queued.pop(0)
         if request.method == "HEAD":
             return (200 if self.index_exists else 404), None
+        if request.path.endswith("/_mapping"):
+            if request.method == "GET":
+                properties = {name: {"type": "knn_vector"} for name in self.vector_fields}
+                return 200, {INDEX: {"mappings": {"properties": {"id": {"type": "keyword"}, **properties}}}}
+            return 200, {"acknowledged": True}
         if request.path.endswith("/_bulk"):
             actions = request.ndjson()[::2]
             items = [{"index": {"_id": a["index"]["_id"], "status": 201}} for a in actions]
@@ -157,6 +174,7 @@ BASE_FILTERS = [
     {"term": {"enabled": True}},
     {"term": {"searchable": True}},
 ]
+UNIT_QUERY = [0.894427, -0.447214, 0.0]  # the query vector [0.5, -0.25, 0] at length 1
 
 
 # ensure_index ------------------------------------------------------------------------------------------
@@ -184,13 +202,13 @@ def test_ensure_index_creates_the_mapping_when_missing(engine: OpenSearchEngine,
                 "title": {"type": "text", "analyzer": "english"},
                 "content_zh": {"type": "text", "analyzer": "whitespace"},
                 "title_zh": {"type": "text", "analyzer": "whitespace"},
-                "vector": {
+                "vector_384": {
                     "type": "knn_vector",
                     "dimension": 384,
                     "method": {
                         "name": "hnsw",
-                        "space_type": "cosinesimil",
-                        "engine": "lucene",
+                        "space_type": "innerproduct",
+                        "engine": "faiss",
                         "parameters": {"m": 16, "ef_construction": 100},
                     },
                 },
@@ -207,20 +225,40 @@ def test_ensure_index_creates_the_mapping_when_missing(engine: OpenSearchEngine,
         },
     }
     assert index_body(384) == put.json()
+    engine.ensure_index(384)
+    assert len(wire.sent) == 2  # known from now on
+
+
+def test_the_knn_engine_is_configurable_and_checked() -> None:
+    lucene = index_body(384, KnnMethod("lucene"))["mappings"]["properties"]["vector_384"]["method"]
+    assert (lucene["engine"], lucene["space_type"]) == ("lucene", "innerproduct")
+    with pytest.raises(ValueError, match="unknown k-NN engine 'annoy'"):
+        KnnMethod("annoy")
 
 
 def test_ensure_index_leaves_an_existing_index_alone_and_checks_once(engine: OpenSearchEngine, wire: Wire) -> None:
     wire.index_exists = True
+    wire.vector_fields = {"vector_384"}
     engine.ensure_index(384)
     engine.ensure_index(384)
-    assert [(s.method, s.path) for s in wire.sent] == [("HEAD", f"/{INDEX}")]
+    assert [(s.method, s.path) for s in wire.sent] == [("HEAD", f"/{INDEX}"), ("GET", f"/{INDEX}/_mapping")]
+
+
+def test_a_model_of_another_width_gets_its_own_vector_field(engine: OpenSearchEngine, wire: Wire) -> None:
+    wire.index_exists = True
+    wire.vector_fields = {"vector_384"}
+    engine.ensure_index(1024)
+    put = wire.sent[-1]
+    assert (put.method, put.path) == ("PUT", f"/{INDEX}/_mapping")
+    assert put.json() == {"properties": {"vector_1024": KnnMethod().field(1024)}}
 
 
 def test_ensure_index_tolerates_a_concurrent_creation(engine: OpenSearchEngine, wire: Wire) -> None:
     already = {"error": {"type": "resource_already_exists_exception", "reason": "exists"}, "status": 400}
     wire.queued = [(404, None), (400, already)]
+    wire.vector_fields = {"vector_384"}
     engine.ensure_index(384)
-    assert [s.method for s in wire.sent] == ["HEAD", "PUT"]
+    assert [s.method for s in wire.sent] == ["HEAD", "PUT", "GET"]
 
 
 def test_ensure_index_propagates_other_creation_errors(engine: OpenSearchEngine, wire: Wire) -> None:
@@ -257,8 +295,8 @@ def test_index_chunks_bulk_payload(engine: OpenSearchEngine, wire: Wire) -> None
 
     engine.index_chunks("kb-1", "local:minilm", [parent, first, second], vectors, document=document)
 
-    head, bulk = wire.sent
-    assert head.method == "HEAD"
+    head, mapping, bulk = wire.sent
+    assert (head.method, mapping.method) == ("HEAD", "GET")
     assert (bulk.method, bulk.path) == ("POST", "/_bulk")
     assert bulk.params == {"refresh": "wait_for"}
     common = {
@@ -287,7 +325,7 @@ def test_index_chunks_bulk_payload(engine: OpenSearchEngine, wire: Wire) -> None
             "start_at": 0,
             "end_at": 26,
             "metadata": {"page": 3},
-            "vector": [0.5, 0.25, 0.0],
+            "vector_3": pytest.approx([0.894427, 0.447214, 0.0], abs=1e-6),  # stored at length 1
         },
         {"index": {"_index": INDEX, "_id": "c2"}},
         {
@@ -302,7 +340,7 @@ def test_index_chunks_bulk_payload(engine: OpenSearchEngine, wire: Wire) -> None
             "start_at": 27,
             "end_at": 44,
             "metadata": {},
-            "vector": [0.0, -0.5, 1.0],
+            "vector_3": pytest.approx([0.0, -0.447214, 0.894427], abs=1e-6),
         },
     ]
 
@@ -312,7 +350,7 @@ def test_index_chunks_adds_segmented_chinese_and_reads_title_from_metadata(
 ) -> None:
     wire.index_exists = True
     zh = chunk("c1", "向量检索使用HNSW图。", header="检索", metadata={"title": "搜索引擎"})
-    engine.index_chunks("kb-1", "local:e5", [zh], np.array([[1.0, 0.0]], dtype=np.float32))
+    engine.index_chunks("kb-1", "local:e5", [zh], np.array([[1.0, 0.0, 0.0]], dtype=np.float32))
 
     _, source = wire.sent[-1].ndjson()
     assert source["title"] == "搜索引擎"
@@ -326,7 +364,7 @@ def test_index_chunks_adds_segmented_chinese_and_reads_title_from_metadata(
 
 def test_english_chunks_carry_no_segmented_fields(engine: OpenSearchEngine, wire: Wire) -> None:
     wire.index_exists = True
-    engine.index_chunks("kb-1", "m", [chunk("c1", "plain English")], np.array([[1.0, 0.0]], dtype=np.float32))
+    engine.index_chunks("kb-1", "m", [chunk("c1", "plain English")], np.array([[1.0, 0.0, 0.0]], dtype=np.float32))
     _, source = wire.sent[-1].ndjson()
     assert "content_zh" not in source
     assert "title_zh" not in source
@@ -336,13 +374,13 @@ def test_english_chunks_carry_no_segmented_fields(engine: OpenSearchEngine, wire
 def test_index_chunks_creates_the_index_from_the_vector_width(engine: OpenSearchEngine, wire: Wire) -> None:
     engine.index_chunks("kb-1", "m", [chunk("c1", "text")], np.ones((1, 5), dtype=np.float32))
     assert [s.method for s in wire.sent] == ["HEAD", "PUT", "POST"]
-    assert wire.sent[1].json()["mappings"]["properties"]["vector"]["dimension"] == 5
+    assert wire.sent[1].json()["mappings"]["properties"]["vector_5"]["dimension"] == 5
 
 
 def test_a_disabled_document_indexes_its_chunks_disabled(engine: OpenSearchEngine, wire: Wire) -> None:
     wire.index_exists = True
     document = Document(id="doc-1", tenant_id="t-1", knowledge_base_id="kb-1", title="T", enabled=False)
-    engine.index_chunks("kb-1", "m", [chunk("c1", "x")], np.ones((1, 2), dtype=np.float32), document=document)
+    engine.index_chunks("kb-1", "m", [chunk("c1", "x")], np.ones((1, 3), dtype=np.float32), document=document)
     _, source = wire.sent[-1].ndjson()
     assert source["enabled"] is False
 
@@ -361,16 +399,26 @@ def test_index_chunks_without_searchable_chunks_sends_nothing(engine: OpenSearch
 def test_bulk_item_failures_propagate(engine: OpenSearchEngine, wire: Wire) -> None:
     wire.index_exists = True
     failed = {"index": {"_id": "c1", "status": 400, "error": {"type": "mapper_parsing_exception"}}}
-    wire.queued = [(200, None), (200, {"took": 1, "errors": True, "items": [failed]})]
+    engine.ensure_index(3)
+    wire.queued = [(200, {"took": 1, "errors": True, "items": [failed]})]
     with pytest.raises(BulkIndexError):
-        engine.index_chunks("kb-1", "m", [chunk("c1", "x")], np.ones((1, 2), dtype=np.float32))
+        engine.index_chunks("kb-1", "m", [chunk("c1", "x")], np.ones((1, 3), dtype=np.float32))
 
 
 def test_the_ingest_call_shape_still_works(engine: OpenSearchEngine, wire: Wire) -> None:
     """IngestService calls index_chunks(kb_id, model, children, matrix) positionally, without a document."""
     wire.index_exists = True
-    engine.index_chunks("kb-1", "m", [chunk("c1", "x")], np.ones((1, 2), dtype=np.float32))
+    engine.index_chunks("kb-1", "m", [chunk("c1", "x")], np.ones((1, 3), dtype=np.float32))
     assert wire.sent[-1].path == "/_bulk"
+
+
+def test_without_refresh_a_bulk_request_does_not_wait(wire: Wire) -> None:
+    """OpenSearch Serverless refreshes on its own schedule."""
+    client = OpenSearch(hosts=[{"host": "fake", "port": 9200}], connection_class=RecordingConnection, wire=wire)
+    engine = OpenSearchEngine(client, INDEX, refresh=False)
+    wire.index_exists = True
+    engine.index_chunks("kb-1", "m", [chunk("c1", "x")], np.ones((1, 3), dtype=np.float32))
+    assert wire.sent[-1].params == {"refresh": "false"}
 
 
 # delete_document ---------------------------------------------------------------------------------------
@@ -383,24 +431,31 @@ def test_delete_document_deletes_by_query(engine: OpenSearchEngine, wire: Wire) 
     assert request.json() == {"query": {"term": {"knowledge_id": "doc-9"}}}
 
 
+def test_deleting_from_an_index_never_created_deletes_nothing(engine: OpenSearchEngine, wire: Wire) -> None:
+    wire.queued = [(404, {"error": {"type": "index_not_found_exception"}, "status": 404})]
+    assert engine.delete_document("doc-9") == 0
+
+
 # vector_search -----------------------------------------------------------------------------------------
 def test_vector_search_sends_a_filtered_knn_query(engine: OpenSearchEngine, wire: Wire) -> None:
-    engine.vector_search(params(), top_k=50)
+    engine.vector_search(params(tenant_id="t-1"), top_k=50)
 
-    (request,) = wire.sent
+    mapping, request = wire.sent
+    assert (mapping.method, mapping.path) == ("GET", f"/{INDEX}/_mapping")
     assert (request.method, request.path) == ("POST", f"/{INDEX}/_search")
     assert request.json() == {
         "size": 50,
         "_source": {"includes": RESULT_FIELDS},
         "query": {
             "knn": {
-                "vector": {
-                    "vector": [0.5, -0.25, 0.0],
+                "vector_3": {
+                    "vector": pytest.approx(UNIT_QUERY, abs=1e-6),
                     "k": 50,
                     "filter": {
                         "bool": {
                             "filter": [
                                 *BASE_FILTERS,
+                                {"term": {"tenant_id": "t-1"}},
                                 {"term": {"embedding_model": "local:all-MiniLM-L6-v2-int8"}},
                             ]
                         }
@@ -409,13 +464,20 @@ def test_vector_search_sends_a_filtered_knn_query(engine: OpenSearchEngine, wire
             }
         },
     }
+    engine.vector_search(params(), top_k=5)
+    assert [s.method for s in wire.sent] == ["GET", "POST", "POST"]  # the field is known from now on
+
+
+def test_a_vector_width_never_indexed_finds_nothing(engine: OpenSearchEngine, wire: Wire) -> None:
+    assert engine.vector_search(params(query_embedding=np.ones(8, dtype=np.float32)), top_k=5) == []
+    assert [s.method for s in wire.sent] == ["GET"]
 
 
 def test_vector_search_filters_documents_and_refuses_other_embedding_spaces(
     engine: OpenSearchEngine, wire: Wire
 ) -> None:
     engine.vector_search(params(knowledge_ids=["doc-1", "doc-2"], embedding_model="local:e5"), top_k=5)
-    filters = wire.sent[0].json()["query"]["knn"]["vector"]["filter"]["bool"]["filter"]
+    filters = wire.sent[-1].json()["query"]["knn"]["vector_3"]["filter"]["bool"]["filter"]
     assert filters == [
         *BASE_FILTERS,
         {"terms": {"knowledge_id": ["doc-1", "doc-2"]}},
@@ -424,11 +486,12 @@ def test_vector_search_filters_documents_and_refuses_other_embedding_spaces(
 
 
 def test_vector_search_converts_scores_to_cosine_and_keeps_order(engine: OpenSearchEngine, wire: Wire) -> None:
+    engine.ensure_index(3)
     wire.queued = [
         search_reply(
             hit(
                 "c1",
-                0.95,
+                1.9,
                 content="HNSW graphs index vectors.",
                 knowledge_id="doc-1",
                 knowledge_base_id="kb-1",
@@ -445,8 +508,8 @@ def test_vector_search_converts_scores_to_cosine_and_keeps_order(engine: OpenSea
                 end_at=36,
                 metadata={"page": 3},
             ),
-            hit("c7", 0.5, content="unrelated", knowledge_id="doc-2", knowledge_base_id="kb-2"),
-            hit("c9", 0.25, content="opposite", knowledge_id="doc-2", knowledge_base_id="kb-2"),
+            hit("c7", 1.0, content="unrelated", knowledge_id="doc-2", knowledge_base_id="kb-2"),
+            hit("c9", 2 / 3, content="opposite", knowledge_id="doc-2", knowledge_base_id="kb-2"),
         )
     ]
     results = engine.vector_search(params(), top_k=3)
@@ -478,9 +541,10 @@ def test_vector_search_converts_scores_to_cosine_and_keeps_order(engine: OpenSea
     assert results[1].chunk_metadata == {}
 
 
-def test_cosine_from_score_inverts_lucene_cosinesimil() -> None:
+def test_cosine_from_score_inverts_the_innerproduct_score() -> None:
     for cosine in (-1.0, -0.3, 0.0, 0.42, 1.0):
-        assert cosine_from_score((1 + cosine) / 2) == pytest.approx(cosine)
+        score = 1 + cosine if cosine >= 0 else 1 / (1 - cosine)
+        assert cosine_from_score(score) == pytest.approx(cosine)
 
 
 def test_vector_search_without_an_embedding_or_bases_sends_nothing(engine: OpenSearchEngine, wire: Wire) -> None:
@@ -490,12 +554,20 @@ def test_vector_search_without_an_embedding_or_bases_sends_nothing(engine: OpenS
 
 
 def test_search_errors_propagate(engine: OpenSearchEngine, wire: Wire) -> None:
+    engine.ensure_index(3)
     wire.queued = [(500, {"error": {"type": "search_phase_execution_exception"}, "status": 500})]
     with pytest.raises(TransportError):
         engine.vector_search(params(), top_k=5)
-    wire.queued = [(404, {"error": {"type": "index_not_found_exception"}, "status": 404})]
+    wire.queued = [(400, {"error": {"type": "parsing_exception"}, "status": 400})]
     with pytest.raises(TransportError):
         engine.keyword_search(params(), top_k=5)
+
+
+def test_searching_before_anything_was_indexed_finds_nothing(engine: OpenSearchEngine, wire: Wire) -> None:
+    missing = (404, {"error": {"type": "index_not_found_exception"}, "status": 404})
+    wire.queued = [missing, missing]
+    assert engine.keyword_search(params(), top_k=5) == []
+    assert engine.vector_search(params(), top_k=5) == []
 
 
 # keyword_search ----------------------------------------------------------------------------------------
@@ -569,8 +641,9 @@ def test_hybrid_search_fuses_the_engines_lists(engine: OpenSearchEngine, wire: W
     from ragline.config import RetrievalConfig
     from ragline.retrieval.hybrid import hybrid_search
 
+    engine.ensure_index(3)
     wire.queued = [
-        search_reply(hit("a", 0.9, content="a"), hit("b", 0.8, content="b")),
+        search_reply(hit("a", 1.8, content="a"), hit("b", 1.6, content="b")),
         search_reply(hit("a", 7.0, content="a"), hit("c", 3.5, content="c")),
     ]
     fused = hybrid_search(engine, params(match_count=3), RetrievalConfig())
@@ -579,4 +652,4 @@ def test_hybrid_search_fuses_the_engines_lists(engine: OpenSearchEngine, wire: W
     assert fused[0].vector_score == pytest.approx(0.8)  # cosine, converted from 0.9
     assert fused[0].keyword_score == pytest.approx(1.0)  # normalised by the list's best
     # pool: max(3 * 5, 50) per base, two bases
-    assert [s.json()["size"] for s in wire.sent] == [100, 100]
+    assert [s.json()["size"] for s in wire.sent if s.path.endswith("/_search")] == [100, 100]
