@@ -56,7 +56,17 @@ class LiveNeo4j:
         return {"NEO4J_URI": self.uri, "NEO4J_USER": self.user, "NEO4J_PASSWORD": self.password}
 
 
+# Engine name -> why it is unavailable: one line per engine at the end of the run, whatever skipped.
+_UNAVAILABLE: dict[str, str] = {}
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for name, reason in _UNAVAILABLE.items():
+        terminalreporter.write_line(f"live {name} unavailable, its tests did not run: {reason}", yellow=True)
+
+
 def _unavailable(name: str, reason: str) -> None:
+    _UNAVAILABLE[name] = reason
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"live {name} unavailable under CI, where these suites must run: {reason}", pytrace=False)
     pytest.skip(f"live {name} unavailable: {reason}")
