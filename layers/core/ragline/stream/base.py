@@ -36,8 +36,26 @@ class StreamManager(ABC):
         await asyncio.sleep(timeout)
         return False
 
+    async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
+        """Append ``event`` unless the log already ends with a terminal event; None when it does.
+
+        How every terminal event (``complete``, ``error``, ``stop``) is written, by the turn's writer, a
+        stop, recovery or shutdown alike, so a log never holds two and none is followed by another. Every
+        log overrides this default (which checks, then appends) with a check and an append that no other
+        writer can come between.
+        """
+        last = await self.last_event(key)
+        if last is not None and last.is_terminal:
+            return None
+        return await self.append_event(key, event)
+
     async def has_events(self, key: str) -> bool:
         return bool(await self.get_events(key, 0))
+
+    async def unended_keys(self, limit: int = 1000) -> list[str] | None:
+        """Keys of logs whose last event is not terminal, where the log can list them cheaply; None where
+        it cannot (recovery then relies on the messages not yet completed)."""
+        return None
 
     async def last_event(self, key: str) -> StreamEvent | None:
         events = await self.get_events(key, 0)

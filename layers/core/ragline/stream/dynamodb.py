@@ -68,6 +68,22 @@ class DynamoDBStreamManager(StreamManager):
     async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
         return await asyncio.to_thread(self.append_sync, key, event)
 
+    def append_if_open_sync(self, key: str, event: StreamEvent) -> StreamEvent | None:
+        """Write at the offset right after the last event unless that one is terminal. Two writers racing
+        for that offset cannot both win (conditional put): the loser reads the log again and, finding the
+        winner's terminal event, writes nothing."""
+        while True:
+            last = self.last_event_sync(key)
+            if last is not None and last.is_terminal:
+                return None
+            seq = 0 if last is None else last.seq + 1
+            if self.put_at(key, seq, event):
+                self._next_seq[key] = seq + 1
+                return event.model_copy(update={"seq": seq})
+
+    async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
+        return await asyncio.to_thread(self.append_if_open_sync, key, event)
+
     # Reading --------------------------------------------------------------------------------------------
     def _query(self, **kwargs: Any) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
@@ -130,5 +146,18 @@ class StageLog(StreamManager):
             self.skipped += 1
         return event.model_copy(update={"seq": seq})
 
+    async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
+        """At the step's next offset, unless the log has already ended (a retry of the step that wrote the
+        terminal event, or a turn ended by a sweep): a terminal event is the step's last, so no offset
+        after it is needed."""
+        last = await self._log.last_event(key)
+        if last is not None and last.is_terminal:
+            self.skipped += 1
+            return None
+        return await self.append_event(key, event)
+
     async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
         return await self._log.get_events(key, from_offset)
+
+    async def last_event(self, key: str) -> StreamEvent | None:
+        return await self._log.last_event(key)

@@ -130,7 +130,11 @@ class StreamHandler:
         await self._append(pending)
 
     async def _append(self, event: StreamEvent) -> None:
+        if event.is_terminal:
+            # Through the log's check-and-append: a stop or a recovery sweep may have ended the turn already.
+            self._finished = True
+            if await self._manager.append_if_open(self._key, event) is not None:
+                self.appended += 1
+            return
         await self._manager.append_event(self._key, event)
         self.appended += 1
-        if event.is_terminal:
-            self._finished = True

@@ -22,6 +22,21 @@ class InMemoryStreamManager(StreamManager):
         self._notifier.notify(key, stored.seq)
         return stored.model_copy()
 
+    async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
+        with self._lock:
+            log = self._logs.setdefault(key, [])
+            if log and log[-1].is_terminal:
+                return None
+            stored = event.model_copy(update={"seq": len(log)})
+            log.append(stored)
+        self._notifier.notify(key, stored.seq)
+        return stored.model_copy()
+
+    async def last_event(self, key: str) -> StreamEvent | None:
+        with self._lock:
+            log = self._logs.get(key)
+            return log[-1].model_copy() if log else None
+
     async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
         with self._lock:
             # Copies: a reader must never see a later mutation of what it was handed.

@@ -2,28 +2,66 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from ragline.stream.base import StreamManager
 from ragline.stream.coalesce import coalesce
 from ragline.types import ResponseType, StreamEvent
 
+# The largest offset any log can hold: SQLite's INTEGER (DynamoDB numbers go further). An offset or an id
+# beyond it names no event of any log; it is refused rather than passed to a store that would overflow.
+MAX_SEQ = 2**63 - 1
+_SEQUENCE_NUMBER = re.compile(r"-?[0-9]+")
+
 
 def start_offset(last_event_id: str | None, offset: int | None) -> int:
-    """``Last-Event-ID: N`` resumes after N; ``?offset=N`` starts at N; neither starts at 0."""
+    """``Last-Event-ID: N`` resumes after N; ``?offset=N`` starts at N; neither starts at 0.
+
+    ``ValueError`` (naming the input) for anything that is no sequence number: not an integer, negative,
+    or beyond :data:`MAX_SEQ`.
+    """
     if last_event_id is not None and last_event_id.strip():
-        try:
-            return int(last_event_id.strip()) + 1
-        except ValueError:
-            raise ValueError("Last-Event-ID must be an event sequence number") from None
+        text = last_event_id.strip()
+        if len(text) > 21 or not _SEQUENCE_NUMBER.fullmatch(text):
+            raise ValueError("Last-Event-ID must be an event sequence number")
+        value = int(text)
+        if not -1 <= value < MAX_SEQ:
+            raise ValueError(f"Last-Event-ID must be between -1 and {MAX_SEQ - 1}")
+        return value + 1
     if offset is not None:
-        if offset < 0:
-            raise ValueError("offset must be >= 0")
+        if not 0 <= offset <= MAX_SEQ:
+            raise ValueError(f"offset must be between 0 and {MAX_SEQ}")
         return offset
     return 0
+
+
+class StreamPosition(StrEnum):
+    """Where a reader's start offset falls in a log, decided before any frame is sent."""
+
+    # Events at or after the start exist, or may still be appended: replay and follow.
+    READABLE = "readable"
+    # The log ended (terminal event) before the start: nothing will ever follow; close at once.
+    ENDED = "ended"
+    # The start is past the log's end (beyond the next offset to be written): no such position.
+    BEYOND = "beyond"
+
+
+async def stream_position(manager: StreamManager, key: str, start: int) -> StreamPosition:
+    """``ENDED`` for a reader already past the terminal event (``Last-Event-ID`` = its seq); ``BEYOND``
+    for an offset no event has reached and, the stream being finished, none ever will, or which skips
+    events not yet written; else ``READABLE``."""
+    last = await manager.last_event(key)
+    end = 0 if last is None else last.seq + 1  # the offset of the next event
+    if start < end:
+        return StreamPosition.READABLE
+    if last is not None and last.is_terminal:
+        return StreamPosition.ENDED if start == end else StreamPosition.BEYOND
+    return StreamPosition.READABLE if start == end else StreamPosition.BEYOND
 
 
 async def follow(
@@ -46,6 +84,9 @@ async def follow(
     next_seq = start
     wait = min_wait_s
     deadline = None if max_duration_s is None else time.monotonic() + max_duration_s
+    # A reader already past the end of a finished log would wait forever: nothing more is ever appended.
+    if await stream_position(manager, key, start) != StreamPosition.READABLE:
+        return
     while True:
         if deadline is not None and time.monotonic() >= deadline:
             return
@@ -73,6 +114,18 @@ class AnswerSummary:
     references: list[dict[str, Any]] = field(default_factory=list)
     terminal: ResponseType | None = None
     is_fallback: bool = False
+    # The terminal event's ``data.reason`` (``interrupted`` for a turn whose runner was gone).
+    terminal_reason: str = ""
+
+    @property
+    def stop_reason(self) -> str:
+        """What the message records about how the turn ended: "" (complete or still running), ``stopped``,
+        ``error`` or ``interrupted``."""
+        if self.terminal == ResponseType.STOP:
+            return "stopped"
+        if self.terminal == ResponseType.ERROR:
+            return "interrupted" if self.terminal_reason == "interrupted" else "error"
+        return ""
 
 
 def summarize_answer(events: list[StreamEvent]) -> AnswerSummary:
@@ -82,6 +135,7 @@ def summarize_answer(events: list[StreamEvent]) -> AnswerSummary:
     for event in events:
         if event.is_terminal:
             summary.terminal = event.type
+            summary.terminal_reason = str(event.data.get("reason") or "")
             break
         if event.type == ResponseType.ANSWER:
             parts.append(event.content)

@@ -8,6 +8,7 @@ import threading
 from ragline.store.db import Database
 from ragline.stream.base import AppendNotifier, StreamManager
 from ragline.types import StreamEvent
+from ragline.types.stream import TERMINAL_TYPES
 
 
 class SqliteStreamManager(StreamManager):
@@ -41,6 +42,25 @@ class SqliteStreamManager(StreamManager):
         self._notifier.notify(key, seq)
         return stored
 
+    async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
+        # One write transaction (BEGIN IMMEDIATE) for the check and the insert: no writer of this process
+        # or another can append between them.
+        with self._seq_lock, self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT seq, event FROM stream_events WHERE stream_key = ? ORDER BY seq DESC LIMIT 1", (key,)
+            ).fetchone()
+            if row is not None and StreamEvent.model_validate_json(row["event"]).is_terminal:
+                return None
+            seq = 0 if row is None else int(row["seq"]) + 1
+            stored = event.model_copy(update={"seq": seq})
+            conn.execute(
+                "INSERT INTO stream_events (stream_key, seq, event) VALUES (?, ?, ?)",
+                (key, seq, stored.model_dump_json(exclude={"seq"})),
+            )
+            self._next_seq[key] = seq + 1
+        self._notifier.notify(key, seq)
+        return stored
+
     async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
         rows = self._db.query(
             "SELECT seq, event FROM stream_events WHERE stream_key = ? AND seq >= ? ORDER BY seq",
@@ -58,6 +78,17 @@ class SqliteStreamManager(StreamManager):
 
     async def has_events(self, key: str) -> bool:
         return self._db.query_one("SELECT 1 FROM stream_events WHERE stream_key = ? LIMIT 1", (key,)) is not None
+
+    async def unended_keys(self, limit: int = 1000) -> list[str] | None:
+        terminal = ", ".join(f"'{t.value}'" for t in sorted(TERMINAL_TYPES))
+        rows = self._db.query(
+            "SELECT e.stream_key FROM stream_events AS e JOIN"
+            " (SELECT stream_key, MAX(seq) AS seq FROM stream_events GROUP BY stream_key) AS last"
+            " ON e.stream_key = last.stream_key AND e.seq = last.seq"
+            f" WHERE json_extract(e.event, '$.type') NOT IN ({terminal}) LIMIT ?",
+            (limit,),
+        )
+        return [str(row["stream_key"]) for row in rows]
 
     async def wait_for_append(self, key: str, after_seq: int, timeout: float) -> bool:
         return await self._notifier.wait(key, after_seq, timeout)

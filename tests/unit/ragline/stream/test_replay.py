@@ -26,21 +26,28 @@ def ev(type, content="", done=False, id="t-answer", **kwargs) -> StreamEvent:
         ("", 3, 3),
         ("   ", None, 0),
         (None, None, 0),
+        ("-1", None, 0),  # "nothing received yet"
+        (str(2**63 - 2), None, 2**63 - 1),
+        (None, 2**63 - 1, 2**63 - 1),
     ],
 )
 def test_start_offset(last_event_id, offset, expected):
     assert start_offset(last_event_id, offset) == expected
 
 
-@pytest.mark.parametrize("bad", ["abc", "1.5", "5x", "-"])
+@pytest.mark.parametrize(
+    "bad",
+    ["abc", "1.5", "5x", "-", "--5", "+5", "-2", "\u0663", "1_000", str(2**63 - 1), str(2**63), "9" * 400, "0x10"],
+)
 def test_invalid_last_event_id_raises(bad):
     with pytest.raises(ValueError, match="Last-Event-ID"):
         start_offset(bad, None)
 
 
-def test_negative_offset_raises():
+@pytest.mark.parametrize("bad", [-1, 2**63, 2**64, -(2**63)])
+def test_offset_outside_what_a_log_holds_raises(bad):
     with pytest.raises(ValueError, match="offset"):
-        start_offset(None, -1)
+        start_offset(None, bad)
 
 
 async def collect(manager, start, **kwargs):

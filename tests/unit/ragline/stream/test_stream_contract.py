@@ -175,3 +175,99 @@ def test_wait_for_append_returns_at_once_when_behind_and_is_not_woken_by_an_olde
     assert behind is True
     assert elapsed < 0.5
     assert caught_up is False
+
+
+# Terminal events: at most one per log, whoever writes it -------------------------------------------------
+def test_append_if_open_appends_until_a_terminal_event_then_refuses(log):
+    async def scenario():
+        first = await log.append_if_open(KEY, event(0))
+        terminal = await log.append_if_open(KEY, event(1, ResponseType.STOP, done=True))
+        after = await log.append_if_open(KEY, event(2, ResponseType.ERROR, done=True))
+        return first, terminal, after, await log.get_events(KEY)
+
+    first, terminal, after, events = asyncio.run(scenario())
+    assert first is not None
+    assert first.seq == 0
+    assert terminal is not None
+    assert terminal.seq == 1
+    assert after is None
+    assert [(e.seq, e.type) for e in events] == [(0, ResponseType.ANSWER), (1, ResponseType.STOP)]
+
+
+def test_append_if_open_on_an_empty_log_starts_at_zero(log):
+    stored = asyncio.run(log.append_if_open(KEY, event(0, ResponseType.ERROR, done=True)))
+    assert stored is not None
+    assert stored.seq == 0
+
+
+def test_racing_terminal_writers_leave_exactly_one_terminal_event(log):
+    """Eight writers in eight threads (each with its own loop) end the same turn at once: one wins."""
+    import threading
+
+    asyncio.run(log.append_event(KEY, event(0)))
+    barrier = threading.Barrier(8)
+    results: list[object] = []
+
+    def writer(i: int) -> None:
+        barrier.wait()
+        results.append(asyncio.run(log.append_if_open(KEY, event(10 + i, ResponseType.ERROR, done=True))))
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    events = asyncio.run(log.get_events(KEY))
+    assert sum(1 for r in results if r is not None) == 1
+    assert [e.seq for e in events] == [0, 1]
+    assert events[-1].is_terminal
+
+
+# Readers positioned at or past the end of a log -------------------------------------------------------------
+def _finished(log):
+    async def scenario():
+        for i in range(3):
+            await log.append_event(KEY, event(i))
+        await log.append_if_open(KEY, event(3, ResponseType.COMPLETE, done=True))
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("start", "expected"),
+    [(0, "readable"), (3, "readable"), (4, "ended"), (5, "beyond"), (2**63 - 1, "beyond")],
+)
+def test_stream_position_of_a_finished_log(log, start, expected):
+    from ragline.stream.replay import stream_position
+
+    _finished(log)
+    assert asyncio.run(stream_position(log, KEY, start)) == expected
+
+
+@pytest.mark.parametrize(
+    ("start", "expected"), [(0, "readable"), (2, "readable"), (3, "beyond"), (2**63 - 1, "beyond")]
+)
+def test_stream_position_of_a_running_log(log, start, expected):
+    from ragline.stream.replay import stream_position
+
+    async def scenario():
+        for i in range(2):
+            await log.append_event(KEY, event(i))
+        return await stream_position(log, KEY, start)
+
+    assert asyncio.run(scenario()) == expected
+
+
+@pytest.mark.parametrize("start", [3, 4, 5, 2**63 - 1])
+def test_follow_from_the_terminal_event_or_past_it_ends_at_once(log, start):
+    from ragline.stream.replay import follow
+
+    _finished(log)
+
+    async def scenario():
+        return [e.seq async for e in follow(log, KEY, start, min_wait_s=5.0, max_wait_s=5.0)]
+
+    started = time.monotonic()
+    seqs = asyncio.run(asyncio.wait_for(scenario(), 3.0))
+    assert seqs == ([3] if start == 3 else [])
+    assert time.monotonic() - started < 3.0
