@@ -44,6 +44,12 @@ class Received:
     pieces_sent: int = 0
     completed: bool = False
     started_at: float = field(default_factory=time.monotonic)
+    # A streamed reply the client closed before its end: when the server saw it (time.monotonic()).
+    closed_early_at: float | None = None
+
+    @property
+    def closed_early(self) -> bool:
+        return self.closed_early_at is not None
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -154,22 +160,27 @@ class ScriptedModel:
                     }
                     return f"data: {json.dumps(payload)}\n\n"
 
-                yield chunk({"role": "assistant", "content": ""})
-                for index, piece in enumerate(script.pieces):
-                    if script.break_after is not None and index >= script.break_after:
-                        return
-                    if piece.delay:
-                        await asyncio.sleep(piece.delay)
-                    delta: dict[str, Any] = {}
-                    if piece.reasoning:
-                        delta["reasoning_content"] = piece.reasoning
-                    if piece.content:
-                        delta["content"] = piece.content
-                    yield chunk(delta)
-                    received.pieces_sent = index + 1
-                yield chunk({}, script.finish_reason)
-                yield "data: [DONE]\n\n"
-                received.completed = True
+                try:
+                    yield chunk({"role": "assistant", "content": ""})
+                    for index, piece in enumerate(script.pieces):
+                        if script.break_after is not None and index >= script.break_after:
+                            return
+                        if piece.delay:
+                            await asyncio.sleep(piece.delay)
+                        delta: dict[str, Any] = {}
+                        if piece.reasoning:
+                            delta["reasoning_content"] = piece.reasoning
+                        if piece.content:
+                            delta["content"] = piece.content
+                        yield chunk(delta)
+                        received.pieces_sent = index + 1
+                    yield chunk({}, script.finish_reason)
+                    yield "data: [DONE]\n\n"
+                    received.completed = True
+                finally:
+                    # Cancelled by the client's disconnect (or closed) before the end: the stream was closed.
+                    if not received.completed and script.break_after is None:
+                        received.closed_early_at = time.monotonic()
 
             return StreamingResponse(stream(), media_type="text/event-stream")
 

@@ -60,18 +60,21 @@ class OpenAICompatibleChatModel:
         finish: str | None = None
         try:
             stream = await self._client().chat.completions.create(**self._request(messages, options), stream=True)
-            async for event in stream:
-                for choice in event.choices:
-                    delta = choice.delta
-                    reasoning = getattr(delta, "reasoning_content", None) or (
-                        (delta.model_extra or {}).get("reasoning_content") if delta.model_extra else None
-                    )
-                    if reasoning:
-                        yield ChatChunk("thinking", reasoning)
-                    if delta.content:
-                        yield ChatChunk("answer", delta.content)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
+            # Closed however the caller stops reading (a stop closes this generator): the HTTP stream ends
+            # now, not when the garbage collector gets to it, and the model stops generating.
+            async with stream:
+                async for event in stream:
+                    for choice in event.choices:
+                        delta = choice.delta
+                        reasoning = getattr(delta, "reasoning_content", None) or (
+                            (delta.model_extra or {}).get("reasoning_content") if delta.model_extra else None
+                        )
+                        if reasoning:
+                            yield ChatChunk("thinking", reasoning)
+                        if delta.content:
+                            yield ChatChunk("answer", delta.content)
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
         except OpenAIError as exc:
             raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
         yield ChatChunk("end", finish_reason=finish)

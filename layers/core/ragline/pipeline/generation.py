@@ -17,6 +17,7 @@ from ragline.modelcontext.protocol import protocol_prompt
 from ragline.models.base import TRUNCATION_REASONS, ChatMessage, ChatModel, ModelCallError
 from ragline.pipeline.emit import emit, event_id
 from ragline.pipeline.faq_layout import faq_layout
+from ragline.runtime.cancel import until_cancelled
 from ragline.types import ChatManage, ChatOptions
 
 # Shown when the output limit cut the reply before any text came out.
@@ -114,7 +115,7 @@ async def stream_reply(
             await emit(cm, BusEventType.THOUGHT, thinking_id, text, data={"event_id": thinking_id})
 
     try:
-        async for chunk in model.chat_stream(messages, chat_options(cm)):
+        async for chunk in until_cancelled(model.chat_stream(messages, chat_options(cm)), cm.context.cancel):
             if cm.context.cancelled():
                 outcome.cancelled = True
                 break
@@ -126,6 +127,7 @@ async def stream_reply(
                 outcome.finish_reason = chunk.finish_reason
     except ModelCallError as exc:
         outcome.error = exc
+    outcome.cancelled = outcome.cancelled or cm.context.cancelled()
     # Whatever ended the stream, text held back for a possible tag is settled (partial tags dropped).
     await thought(thinking_decoder.flush())
     await answer(answer_decoder.flush())
