@@ -95,7 +95,9 @@ def test_stop_without_a_client_cancels_generation_and_keeps_the_partial_answer(r
 
     again = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": message})
     assert again.status_code == 200
-    assert again.json()["data"]["status"] == "already_completed"
+    # Said as it is: the answer was stopped, not completed.
+    assert again.json()["data"]["status"] == "already_stopped"
+    assert again.json()["message"] == "The answer had already been stopped"
 
 
 def test_stop_while_a_client_is_reading_ends_its_stream(ragline, scripted):

@@ -396,7 +396,7 @@ def test_stream_resumes_with_continue_stream_and_stops(ragline: Ragline, session
     )
     assert rest[-1].response_type == "stop"
     again = ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": pending["id"]})
-    assert again.json()["message"] == "Message already completed"
+    assert again.json()["data"]["status"] == "already_stopped"  # said as it is: stopped, not completed
     done = ok(ragline.client.get(f"/api/v1/messages/{session}/load"))[-1]
     assert done["is_completed"] is True
     assert done["content"] == "".join(f.content for f in rest if f.response_type == "answer")

@@ -42,12 +42,10 @@ def serve(
     load_sample: Annotated[bool, typer.Option(help="Load the sample knowledge base first.")] = False,
 ) -> None:
     """Serve the HTTP API and the embedded runtime on one process."""
-    import uvicorn
-
     from ragline.bootstrap import ensure_default_tenant, find_sample_dir
     from ragline.bootstrap import load_sample as load_sample_kb
     from ragline.observability import configure_logging
-    from ragline.server.embedded import build_embedded_app
+    from ragline.server.embedded import serve_embedded
 
     settings = Settings()
     configure_logging(settings.log_level)
@@ -67,7 +65,7 @@ def serve(
         'Try:  [cyan]ragline ask "How do I resume a stream?"[/]\n'
         f"  or:  curl -H 'X-API-Key: {key}' http://{bind_host}:{bind_port}/api/v1/knowledge-bases"
     )
-    uvicorn.run(build_embedded_app(container), host=bind_host, port=bind_port, log_level="warning")
+    serve_embedded(container, bind_host, bind_port)
 
 
 @app.command()
@@ -204,8 +202,8 @@ async def _ask_http(url: str, key: str, query: str, kb: str | None) -> AsyncIter
 
 async def _ask_local(query: str, kb: str | None) -> AsyncIterator[dict[str, Any]]:
     from ragline.bootstrap import ensure_default_tenant
-    from ragline.runtime.embedded import LocalRunner
     from ragline.runtime.turns import QuestionBody
+    from ragline.server.embedded import build_runner
     from ragline.server.sse import frames
 
     container = _container()
@@ -214,7 +212,7 @@ async def _ask_local(query: str, kb: str | None) -> AsyncIterator[dict[str, Any]
     kb_ids = [b.id for b in bases if kb is None or b.name == kb]
     if kb is not None and not kb_ids:
         raise typer.BadParameter(f"no knowledge base named {kb!r}")
-    runner = LocalRunner(container.orchestrator, container.stream, container.turns, container.config.stream)
+    runner = build_runner(container)
     session = container.sessions.create_session(tenant.id, kb_ids)
     turn = await container.turns.accept(session, QuestionBody(query=query))
     await runner.launch(turn)

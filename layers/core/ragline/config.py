@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "INFO"
+    # Overrides config.yaml's recovery.shutdown_grace_s (``RAGLINE_SHUTDOWN_GRACE_S``).
+    shutdown_grace_s: float | None = Field(default=None, ge=0)
 
     chat_base_url: str | None = None
     chat_api_key: str | None = None
@@ -134,6 +136,24 @@ class StreamConfig(BaseModel):
     poll_max_wait_s: float = 1.0
     # Unset in the embedded server; stream_reader ends responses before its function timeout.
     max_stream_seconds: float | None = None
+    # When the server shuts down, a reader's response may continue this long, so a draining turn's last
+    # event reaches it (the embedded server sets it from recovery.shutdown_grace_s).
+    shutdown_drain_s: float = 0.0
+
+
+class RecoveryConfig(BaseModel):
+    """Turns end whatever happens to the process running them (see ``ragline.runtime.recovery``)."""
+
+    # SIGTERM/SIGINT: running turns may finish for this long; the rest end with error "interrupted".
+    shutdown_grace_s: float = 10.0
+    # The embedded runner's heartbeat, and how old one may be before a runner on another host counts as gone
+    # (on this host a runner's process is checked directly).
+    heartbeat_interval_s: float = 5.0
+    runner_ttl_s: float = 30.0
+    # How often the embedded server looks for turns whose runner is gone (also once at start).
+    sweep_interval_s: float = 30.0
+    # A turn whose runner is not recorded yet is being accepted: left alone for this long.
+    unclaimed_grace_s: float = 60.0
 
 
 class LimitsConfig(BaseModel):
@@ -151,6 +171,7 @@ class AppConfig(BaseModel):
     ingestion: IngestionConfig = Field(default_factory=IngestionConfig)
     stream: StreamConfig = Field(default_factory=StreamConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    recovery: RecoveryConfig = Field(default_factory=RecoveryConfig)
 
 
 def find_config_dir(explicit: Path | None = None) -> Path:

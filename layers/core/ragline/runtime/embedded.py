@@ -1,15 +1,26 @@
-"""The embedded runtime: each turn runs as a task in this process, stages in sequence."""
+"""The embedded runtime: each turn runs as a task in this process, stages in sequence.
+
+Every turn ends with exactly one terminal event, whatever ends the task: the orchestrator's own
+``complete``/``error``, a stop (the stopper appends ``stop``), an unexpected exception (``error``), or
+the process going away — a graceful shutdown (:meth:`LocalRunner.drain`: running turns get a grace
+period, the rest end with ``error`` "interrupted") or a crash (the turn's lease outlives the process and
+the next start's recovery sweep ends it, see ``ragline.runtime.recovery``).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragline.config import StreamConfig
 from ragline.event.bus import EventBus
 from ragline.pipeline.orchestrator import Orchestrator
 from ragline.runtime.cancel import CancelToken
+from ragline.runtime.leases import SqliteTurnLeases
 from ragline.runtime.turns import AcceptedTurn, TurnService
 from ragline.stream.base import StreamManager
 from ragline.stream.handler import StreamHandler
@@ -17,15 +28,24 @@ from ragline.types import ChatManage, PipelineContext, ResponseType, StreamEvent
 
 logger = logging.getLogger(__name__)
 
+# The stop route's cancel reason: whoever stopped the turn appends ``stop`` and saves the message.
+USER_STOP = "user_requested"
+SHUTDOWN = "shutdown"
+
 
 @dataclass
 class RunningTurn:
+    turn: AcceptedTurn
     task: asyncio.Task[None]
     cancel: CancelToken
 
 
 class LocalRunner:
-    """Runs turns as asyncio tasks. Generation continues while no client is connected; a stop cancels it."""
+    """Runs turns as asyncio tasks. Generation continues while no client is connected; a stop cancels it.
+
+    With ``leases`` every running turn is recorded as this runner's, so a recovery sweep in any process
+    can tell whether the turn's runner is still alive.
+    """
 
     def __init__(
         self,
@@ -33,18 +53,30 @@ class LocalRunner:
         stream: StreamManager,
         turns: TurnService,
         stream_config: StreamConfig,
+        leases: SqliteTurnLeases | None = None,
+        heartbeat_interval_s: float = 5.0,
     ) -> None:
         self._orchestrator = orchestrator
         self._stream = stream
         self._turns = turns
         self._stream_config = stream_config
+        self._leases = leases
+        self._heartbeat_interval = heartbeat_interval_s
+        self._heartbeat: asyncio.Task[None] | None = None
         self._running: dict[str, RunningTurn] = {}
 
     @property
     def running(self) -> int:
         return len(self._running)
 
+    @property
+    def leases(self) -> SqliteTurnLeases | None:
+        return self._leases
+
     async def launch(self, turn: AcceptedTurn) -> None:
+        if self._leases is not None:
+            self._leases.acquire(turn.key)
+            self._start_heartbeat()
         cancel = CancelToken()
         handler = StreamHandler(
             self._stream,
@@ -66,7 +98,7 @@ class LocalRunner:
             ),
         )
         task = asyncio.create_task(self._run(cm, turn, handler), name=f"turn-{turn.assistant_message.id}")
-        self._running[turn.assistant_message.id] = RunningTurn(task, cancel)
+        self._running[turn.assistant_message.id] = RunningTurn(turn, task, cancel)
 
     async def _run(self, cm: ChatManage, turn: AcceptedTurn, handler: StreamHandler) -> None:
         keys = {"session_id": turn.session.id, "message_id": turn.assistant_message.id}
@@ -78,7 +110,7 @@ class LocalRunner:
             logger.exception("turn failed", extra=keys)
             await handler.flush()
             if not handler.finished and not cm.context.cancelled():
-                await self._stream.append_event(
+                await self._stream.append_if_open(
                     turn.key,
                     StreamEvent(
                         id=f"{turn.request.request_id[:8]}-error",
@@ -94,10 +126,24 @@ class LocalRunner:
                 )
         finally:
             try:
-                await handler.flush()
-                await self._turns.finalize(turn.session.id, turn.assistant_message.id)
+                await self._end(turn, handler, cm.context.cancel)
             finally:
                 self._running.pop(turn.assistant_message.id, None)
+                if self._leases is not None:
+                    self._leases.release(turn.key)
+
+    async def _end(self, turn: AcceptedTurn, handler: StreamHandler, cancel: CancelToken | None) -> None:
+        """The turn's task is over: make sure its log has ended, then save the message from it."""
+        await handler.flush()
+        session_id, message_id = turn.session.id, turn.assistant_message.id
+        last = await self._stream.last_event(turn.key)
+        if last is not None and last.is_terminal:
+            await self._turns.finalize(session_id, message_id)
+        elif cancel is not None and cancel.reason == USER_STOP:
+            pass  # the stopper appends ``stop`` and saves the message
+        else:
+            # Cancelled by a shutdown (or by the loop closing), or ended without saying how: never open.
+            await self._turns.interrupt(session_id, message_id, turn.request.request_id, SHUTDOWN)
 
     async def cancel(self, session_id: str, message_id: str) -> None:
         running = self._running.get(message_id)
@@ -106,13 +152,60 @@ class LocalRunner:
         # The token first: from here on the handler appends nothing, so ``stop`` is the last event. Then
         # the task, so a model that is slow to send its next chunk is not waited for (and its HTTP stream
         # is closed, which ends generation upstream too).
-        running.cancel.cancel()
+        running.cancel.cancel(USER_STOP)
         running.task.cancel()
 
+    async def drain(self, grace_s: float, hurry: Callable[[], bool] | None = None) -> list[str]:
+        """Graceful shutdown: accept no more turns, let running ones finish for ``grace_s`` (less if
+        ``hurry()`` turns true), then end the rest with ``error`` "interrupted" (the message saved with the
+        partial answer). Returns the keys of the turns it interrupted."""
+        self._turns.close()
+        deadline = time.monotonic() + grace_s
+        while self._running and (remaining := deadline - time.monotonic()) > 0:
+            if hurry is not None and hurry():
+                break
+            step = remaining if hurry is None else min(remaining, 0.2)
+            await asyncio.wait([r.task for r in self._running.values()], timeout=step)
+        left = list(self._running.values())
+        for running in left:
+            # Nothing more from the turn itself: the ``error`` below is its last event.
+            running.cancel.cancel(SHUTDOWN)
+        interrupted: list[str] = []
+        for running in left:
+            turn = running.turn
+            if await self._turns.interrupt(
+                turn.session.id, turn.assistant_message.id, turn.request.request_id, SHUTDOWN
+            ):
+                interrupted.append(turn.key)
+            running.task.cancel()
+        if left:
+            await asyncio.wait([r.task for r in left], timeout=5.0)
+            logger.warning("shutdown: %d turns still running after %.1f s were interrupted", len(left), grace_s)
+        await self.close()
+        return interrupted
+
     async def shutdown(self, timeout: float = 5.0) -> None:
-        turns = list(self._running.values())
-        for turn in turns:
-            turn.cancel.cancel("shutdown")
-            turn.task.cancel()
-        if turns:
-            await asyncio.wait([t.task for t in turns], timeout=timeout)
+        """End every running turn now (the lifespan's last word; ``drain`` gives them time first)."""
+        await self.drain(0.0)
+
+    async def close(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat
+            self._heartbeat = None
+        if self._leases is not None and not self._running:
+            self._leases.close()
+
+    def _start_heartbeat(self) -> None:
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.create_task(self._beat(), name="runner-heartbeat")
+
+    async def _beat(self) -> None:
+        assert self._leases is not None
+        while True:
+            await asyncio.sleep(self._heartbeat_interval)
+            try:
+                self._leases.heartbeat()
+            except Exception:
+                logger.warning("runner heartbeat failed", exc_info=True)

@@ -20,7 +20,7 @@ from ragline.runtime.plan import build_plan
 from ragline.store.base import KnowledgeStore, SessionStore
 from ragline.store.models import Message, Session
 from ragline.stream.base import StreamManager, stream_key
-from ragline.stream.replay import summarize_answer
+from ragline.stream.replay import AnswerSummary, summarize_answer
 from ragline.types import (
     EventType,
     FallbackStrategy,
@@ -204,6 +204,7 @@ class TurnService:
         self._knowledge = knowledge
         self._sessions = sessions
         self._stream = stream
+        self._closed = False
 
     def build_request(
         self,
@@ -281,6 +282,8 @@ class TurnService:
         ``agent_requested`` (WeKnora's agent chat, or ``agent_enabled``): the turn runs this pipeline all
         the same, and its ``agent_query`` event says agent mode is off.
         """
+        if self._closed:
+            raise TurnsClosed("the server is shutting down; ask again once it is back")
         self.validate_scope(session, body)
         ignored = sorted(set(IGNORED_QUESTION_FIELDS) & body.model_fields_set)
         if ignored:
@@ -312,40 +315,113 @@ class TurnService:
         )
         return turn
 
+    def close(self) -> None:
+        """Accept no more turns (the process is shutting down); ``accept`` raises :class:`TurnsClosed`."""
+        self._closed = True
+
     async def finalize(self, session_id: str, message_id: str) -> bool:
-        """Complete the assistant message with what its log says the client received."""
+        """Complete the assistant message with what its log says the client received.
+
+        Called once the log has its terminal event: the message's content and stop reason then say what
+        the stream says (text up to the terminal event; ``stopped``, ``error`` or ``interrupted``).
+        """
         summary = summarize_answer(await self._stream.get_events(stream_key(session_id, message_id)))
-        reason = {ResponseType.STOP: "stopped", ResponseType.ERROR: "error"}.get(summary.terminal, "")  # type: ignore[arg-type]
         return self._sessions.complete_assistant_message(
-            session_id, message_id, summary.content, summary.references, reason
+            session_id, message_id, summary.content, summary.references, summary.stop_reason
         )
+
+    async def interrupt(self, session_id: str, message_id: str, request_id: str = "", cause: str = "restart") -> bool:
+        """End a turn whose runner is gone (or is going): ``error`` with ``data.reason = "interrupted"``,
+        appended only if the log has no terminal event yet, then the message completed with the partial
+        answer and ``stop_reason = "interrupted"``. True when this call wrote the terminal event.
+
+        ``cause`` says why, for the client and the logs: ``restart`` (found at start), ``shutdown``
+        (the grace period ran out), ``runner_lost`` (a sweep found its runner gone).
+        """
+        key = stream_key(session_id, message_id)
+        summary = summarize_answer(await self._stream.get_events(key))
+        written = await self._stream.append_if_open(key, interrupted_event(request_id or message_id, cause, summary))
+        await self.finalize(session_id, message_id)
+        return written is not None
 
     async def stop(self, launcher: TurnLauncher, tenant_id: str, session_id: str, message_id: str) -> str:
         """Stop a running turn: cancel first (nothing more is appended), then ``stop``, then save.
 
-        Returns ``"stopped"`` or ``"already_completed"``; raises ``LookupError`` for an unknown message.
+        Returns ``"stopped"``, or for a turn that had already ended ``"already_completed"``,
+        ``"already_stopped"``, ``"already_failed"`` or ``"already_interrupted"`` (see :data:`STOP_REPLIES`);
+        raises ``LookupError`` for an unknown message.
         """
         message = self._sessions.message(tenant_id, session_id, message_id)
         if message is None or message.role != "assistant":
             raise LookupError(message_id)
         if message.is_completed:
-            return "already_completed"
+            return _already(message.stop_reason)
         await launcher.cancel(session_id, message_id)
         key = stream_key(session_id, message_id)
-        last = await self._stream.last_event(key)
-        if last is None or not last.is_terminal:
-            await self._stream.append_event(
-                key,
-                StreamEvent(
-                    id=f"stop-{time.time_ns()}",
-                    type=ResponseType.STOP,
-                    content="Generation stopped by user",
-                    done=True,
-                    data={"session_id": session_id, "message_id": message_id, "reason": "user_requested"},
-                ),
-            )
+        stopped = await self._stream.append_if_open(
+            key,
+            StreamEvent(
+                id=f"stop-{time.time_ns()}",
+                type=ResponseType.STOP,
+                content="Generation stopped by user",
+                done=True,
+                data={"session_id": session_id, "message_id": message_id, "reason": "user_requested"},
+            ),
+        )
         await self.finalize(session_id, message_id)
+        if stopped is None:
+            # The turn ended on its own between the look at the message and the stop.
+            return _already(summarize_answer(await self._stream.get_events(key)).stop_reason)
         return "stopped"
+
+
+# What the stop route answers, by the status ``TurnService.stop`` returns.
+STOP_REPLIES: dict[str, str] = {
+    "stopped": "Generation stopped",
+    "already_completed": "The answer had already completed",
+    "already_stopped": "The answer had already been stopped",
+    "already_failed": "The answer had already ended with an error",
+    "already_interrupted": "The answer had already been interrupted",
+}
+
+
+def _already(stop_reason: str) -> str:
+    return {"stopped": "already_stopped", "error": "already_failed", INTERRUPTED: "already_interrupted"}.get(
+        stop_reason, "already_completed"
+    )
+
+
+class TurnsClosed(RuntimeError):
+    """The process is shutting down and accepts no new turn (HTTP 503)."""
+
+
+INTERRUPTED = "interrupted"
+INTERRUPTED_MESSAGES = {
+    "restart": "The answer was interrupted: the server stopped while it was being written.",
+    "shutdown": "The answer was interrupted: the server shut down before it was finished.",
+    "runner_lost": "The answer was interrupted: the process writing it is gone.",
+}
+
+
+def interrupted_event(request_id: str, cause: str, summary: AnswerSummary) -> StreamEvent:
+    """The terminal ``error`` of a turn whose runner is gone; ``data.partial`` says whether answer text was
+    already streamed (it is kept, in the log and in the message)."""
+    message = INTERRUPTED_MESSAGES.get(cause, INTERRUPTED_MESSAGES["runner_lost"])
+    return StreamEvent(
+        id=f"{request_id[:8]}-interrupted",
+        type=ResponseType.ERROR,
+        content=message,
+        done=True,
+        data={
+            "stage": "knowledge_qa_execution",
+            "error_type": INTERRUPTED,
+            "reason": INTERRUPTED,
+            "cause": cause,
+            "partial": bool(summary.content),
+            "answer_chars": len(summary.content),
+            "error": message,
+        },
+    )
 
 
 _T = TypeVar("_T")

@@ -1,14 +1,140 @@
-"""The embedded server: the HTTP API with turns running in this process."""
+"""The embedded server: the HTTP API with turns running in this process.
+
+At start, before it listens, the server ends every turn whose runner is gone (a crash, kill -9) and then
+looks again every ``recovery.sweep_interval_s`` (a ``ragline ask --local`` process may die too). On
+SIGTERM/SIGINT it stops accepting connections and turns, lets running turns finish for
+``recovery.shutdown_grace_s`` (readers stay connected and receive their turn's last event), ends the rest
+with ``error`` "interrupted", then closes.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import uvicorn
 from fastapi import FastAPI
 
 from ragline.container import Container
 from ragline.runtime.embedded import LocalRunner
+from ragline.runtime.leases import SqliteTurnLeases
+from ragline.runtime.recovery import TurnRecovery
 from ragline.server.app import create_app
+
+logger = logging.getLogger(__name__)
+
+# A reader's response outlives the grace period by this much on shutdown, so it gets the final ``error``.
+_READER_MARGIN_S = 5.0
+
+
+def shutdown_grace_s(container: Container) -> float:
+    """``RAGLINE_SHUTDOWN_GRACE_S``, else config.yaml's ``recovery.shutdown_grace_s``."""
+    configured = container.settings.shutdown_grace_s
+    return container.config.recovery.shutdown_grace_s if configured is None else configured
+
+
+def build_runner(container: Container) -> LocalRunner:
+    """A runner whose turns are leased in the embedded database, so any process can tell they are alive."""
+    if container.db is None:
+        raise ValueError("the embedded runner needs the embedded database")
+    recovery = container.config.recovery
+    leases = SqliteTurnLeases(container.db, ttl_s=recovery.runner_ttl_s, unclaimed_grace_s=recovery.unclaimed_grace_s)
+    return LocalRunner(
+        container.orchestrator,
+        container.stream,
+        container.turns,
+        container.config.stream,
+        leases=leases,
+        heartbeat_interval_s=recovery.heartbeat_interval_s,
+    )
+
+
+def build_recovery(container: Container, runner: LocalRunner) -> TurnRecovery:
+    if runner.leases is None:
+        raise ValueError("recovery needs a runner with leases")
+    return TurnRecovery(container.sessions, container.stream, container.turns, runner.leases)
+
+
+async def _sweep_every(recovery: TurnRecovery, interval_s: float) -> None:
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            await recovery.sweep()
+        except Exception:
+            logger.warning("recovery sweep failed", exc_info=True)
 
 
 def build_embedded_app(container: Container) -> FastAPI:
-    runner = LocalRunner(container.orchestrator, container.stream, container.turns, container.config.stream)
-    return create_app(container, runner, on_shutdown=runner.shutdown)
+    runner = build_runner(container)
+    recovery = build_recovery(container, runner)
+    # On shutdown a reader's response may outlive the grace period, so it receives its turn's last event.
+    container.config.stream.shutdown_drain_s = shutdown_grace_s(container) + _READER_MARGIN_S
+    app = create_app(container, runner, on_shutdown=runner.shutdown)
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
+        # Before the first request: turns a crash left open end now, and their readers close.
+        await recovery.sweep(cause="restart")
+        sweeper = asyncio.create_task(_sweep_every(recovery, container.config.recovery.sweep_interval_s))
+        try:
+            async with inner(app) as state:
+                yield state
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+
+    app.router.lifespan_context = lifespan
+    app.state.runner = runner
+    app.state.recovery = recovery
+    return app
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn that, on SIGTERM/SIGINT, closes its listening sockets and runs ``drain`` before it waits
+    for the open connections (readers of the draining turns among them) and shuts the app down.
+
+    A second SIGINT while draining (uvicorn's force exit) cuts the grace period short.
+    """
+
+    def __init__(self, config: uvicorn.Config, drain: Callable[[Callable[[], bool]], Awaitable[Any]]) -> None:
+        super().__init__(config)
+        self._drain = drain
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        if not self.force_exit:
+            try:
+                await self._drain(lambda: self.force_exit)
+            except Exception:
+                logger.exception("draining the running turns failed")
+        await super().shutdown(sockets)
+
+
+def serve_embedded(container: Container, host: str, port: int, *, sockets: list[socket.socket] | None = None) -> None:
+    """``ragline serve``: the embedded app under :class:`DrainingServer` (blocks until shut down)."""
+    app = build_embedded_app(container)
+    runner: LocalRunner = app.state.runner
+    grace = shutdown_grace_s(container)
+
+    async def drain(hurry: Callable[[], bool]) -> None:
+        await runner.drain(grace, hurry=hurry)
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        # Once the turns have ended, readers close on their own; anything left is cut after this.
+        timeout_graceful_shutdown=int(_READER_MARGIN_S),
+    )
+    DrainingServer(config, drain).run(sockets=sockets)

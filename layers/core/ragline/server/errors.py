@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ragline.runtime.turns import TurnsClosed
 from ragline.server.wire import error_code
 
 
@@ -73,6 +74,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(error_body(exc.status, exc.code, exc.message, exc.field), status_code=exc.status)
+
+    @app.exception_handler(TurnsClosed)
+    async def _closed(request: Request, exc: TurnsClosed) -> JSONResponse:
+        # Nothing was stored: the client may ask again once the server is back.
+        return JSONResponse(error_body(503, "shutting_down", str(exc)), status_code=503, headers={"Retry-After": "5"})
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

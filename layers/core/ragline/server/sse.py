@@ -55,4 +55,7 @@ def sse_response(body: AsyncIterator[bytes], config: StreamConfig) -> EventSourc
         ping=int(config.ping_interval_s),
         sep="\n",
         ping_message_factory=lambda: ServerSentEvent(comment="ping", sep="\n"),
+        # On shutdown the body goes on (up to this long) until its turn's terminal event: a stream ends
+        # with its turn, not with the process.
+        shutdown_grace_period=config.shutdown_drain_s,
     )

@@ -88,6 +88,11 @@ class SessionStore(Protocol):
         """Completes a pending assistant message once; False when it was already completed (or is not one)."""
         ...
 
+    def incomplete_assistant_messages(self, limit: int = 1000) -> list[Message]:
+        """Assistant messages not completed yet, of every tenant, oldest first: the turns that may still be
+        running, or whose runner is gone (for recovery; never for serving a request)."""
+        ...
+
     def message_by_request(self, tenant_id: str, session_id: str, request_id: str) -> tuple[Message, Message] | None:
         """The (user, assistant) pair of an earlier turn with this request id: a repeated request is one turn."""
         ...

@@ -102,6 +102,7 @@ CREATE TABLE IF NOT EXISTS messages (
 );
 CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, created_at);
 CREATE INDEX IF NOT EXISTS messages_by_request ON messages(request_id);
+CREATE INDEX IF NOT EXISTS messages_incomplete ON messages(created_at) WHERE is_completed = 0 AND role = 'assistant';
 CREATE TABLE IF NOT EXISTS index_versions (
     knowledge_base_id TEXT PRIMARY KEY,
     version INTEGER NOT NULL
@@ -112,6 +113,18 @@ CREATE TABLE IF NOT EXISTS stream_events (
     event TEXT NOT NULL,
     PRIMARY KEY (stream_key, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS turn_runners (
+    id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    process_start TEXT NOT NULL DEFAULT '',
+    heartbeat_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS turn_leases (
+    stream_key TEXT PRIMARY KEY,
+    runner_id TEXT NOT NULL,
+    acquired_at REAL NOT NULL
+);
 """
 
 

@@ -449,6 +449,23 @@ class DynamoSessionStore:
         messages.sort(key=lambda m: m.created_at, reverse=True)
         return messages[:limit]
 
+    def incomplete_assistant_messages(self, limit: int = 1000) -> list[Message]:
+        """A filtered Scan of the messages table (what a scheduled sweep reads; a sparse index would read
+        less on a large table)."""
+        kwargs: dict[str, Any] = {
+            "FilterExpression": Attr("role").eq("assistant") & Attr("is_completed").eq(False),
+            "ConsistentRead": True,
+        }
+        found: list[Message] = []
+        while len(found) < limit:
+            page = self._messages.scan(**kwargs)
+            found.extend(self._message(item) for item in page.get("Items", []))
+            if not page.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        found.sort(key=lambda m: m.created_at)
+        return found[:limit]
+
     def message_by_request(self, tenant_id: str, session_id: str, request_id: str) -> tuple[Message, Message] | None:
         pair = {m.role: m for m in self._all(session_id) if m.request_id == request_id and m.tenant_id == tenant_id}
         if "user" in pair and "assistant" in pair:

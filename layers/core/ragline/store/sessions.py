@@ -114,6 +114,13 @@ class SqliteSessionStore:
             return pair["user"], pair["assistant"]
         return None
 
+    def incomplete_assistant_messages(self, limit: int = 1000) -> list[Message]:
+        rows = self._db.query(
+            "SELECT * FROM messages WHERE is_completed = 0 AND role = 'assistant' ORDER BY created_at LIMIT ?",
+            (limit,),
+        )
+        return [_message(r) for r in rows]
+
     def message(self, tenant_id: str, session_id: str, message_id: str) -> Message | None:
         row = self._db.query_one(
             "SELECT * FROM messages WHERE id = ? AND session_id = ? AND tenant_id = ?",

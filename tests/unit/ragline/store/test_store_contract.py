@@ -442,6 +442,19 @@ def test_complete_does_not_touch_user_messages_or_unknown_ids(stores):
     assert stores.sessions.message("t1", session.id, assistant.id).is_completed is False
 
 
+def test_incomplete_assistant_messages_of_every_tenant_oldest_first(stores):
+    mine = stores.sessions.create_session("t1", [])
+    theirs = stores.sessions.create_session("t2", [])
+    _, first = stores.sessions.create_turn(mine, "req-1", "q1")
+    _, done = stores.sessions.create_turn(mine, "req-2", "q2")
+    _, other = stores.sessions.create_turn(theirs, "req-3", "q3")
+    stores.sessions.complete_assistant_message(mine.id, done.id, "answer", [])
+    found = stores.sessions.incomplete_assistant_messages()
+    assert [m.id for m in found] == [first.id, other.id]
+    assert all(m.role == "assistant" and not m.is_completed for m in found)
+    assert [m.id for m in stores.sessions.incomplete_assistant_messages(limit=1)] == [first.id]
+
+
 def _three_turns(stores: Stores) -> Session:
     session = stores.sessions.create_session("t1", [])
     other = stores.sessions.create_session("t1", [])

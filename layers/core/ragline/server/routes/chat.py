@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette.sse import EventSourceResponse
 
 from ragline.container import Container
-from ragline.runtime.turns import AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
+from ragline.runtime.turns import STOP_REPLIES, AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
 from ragline.server.deps import (
     ContainerDep,
     LauncherDep,
@@ -60,7 +60,9 @@ class AcceptedQuestion(BaseModel):
 
 
 class StopStatus(BaseModel):
-    status: Literal["stopped", "already_completed"]
+    """``stopped``, or how the answer had already ended."""
+
+    status: Literal["stopped", "already_completed", "already_stopped", "already_failed", "already_interrupted"]
 
 
 class StopReply(BaseModel):
@@ -218,6 +220,4 @@ async def stop(
         status = await container.turns.stop(launcher, tenant.id, session.id, body.message_id)
     except LookupError:
         raise not_found("message", "message_id") from None
-    if status == "already_completed":
-        return StopReply(message="Message already completed", data=StopStatus(status="already_completed"))
-    return StopReply(message="Generation stopped", data=StopStatus(status="stopped"))
+    return StopReply(message=STOP_REPLIES[status], data=StopStatus(status=status))
