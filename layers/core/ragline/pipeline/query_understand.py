@@ -13,6 +13,7 @@ Which model:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from ragline.pipeline.plugin import NextFn, PluginError
 from ragline.store.base import SessionStore
 from ragline.types import ChatManage, ChatOptions, EventType, History
 from ragline.types.intent import needs_retrieval
+from ragline.understanding.acceptance import rewrite_rejection
 from ragline.understanding.notes import UserMessageNotes
 from ragline.understanding.parse import Understanding, parse_understanding
 from ragline.understanding.prompt import DEFAULT_REWRITE_TEMPLATE_ID, intent_system_prompt, understanding_messages
@@ -125,6 +127,17 @@ class PluginQueryUnderstand:
         if not understanding.parsed:
             logger.warning("query understanding reply unreadable; keeping the question", extra=log)
             return await next()
+        rejected = understanding.rewrite_query and rewrite_rejection(
+            understanding.rewrite_query,
+            request.query,
+            history,
+            (m.content for m in messages),
+            seen=(understanding.image_description,) if sends_images else (),
+        )
+        if rejected:
+            # Searching for a line of the prompt, or for something unrelated, would find nothing asked for.
+            logger.info("rewrite ignored (%s); searching the question as asked", rejected, extra=log)
+            understanding = dataclasses.replace(understanding, rewrite_query="")
         self._apply(cm, understanding, sends_images)
         return await next()
 

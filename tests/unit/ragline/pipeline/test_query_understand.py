@@ -203,10 +203,10 @@ def test_single_turn_conversations_read_no_history(make_request):
 
 
 def test_history_read_failure_does_not_stop_understanding(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="rewritten", intent="summarize"))
+    model = FakeChatModel("chat", reply(rewrite_query="ragline, rewritten", intent="summarize"))
     cm = ChatManage.start(make_request())
     assert run(plugin_for(registry(model), RecordingSessions(error=RuntimeError("db down"))), cm)
-    assert cm.state.rewrite_query == "rewritten"
+    assert cm.state.rewrite_query == "ragline, rewritten"
     assert cm.state.intent == "summarize"
 
 
@@ -368,28 +368,28 @@ def test_missing_rewrite_template_keeps_the_question(make_request):
 
 
 def test_dedicated_understanding_model_is_preferred(make_request):
-    small = FakeChatModel("qu-small", reply(rewrite_query="from small model"))
-    chat = FakeChatModel("chat", reply(rewrite_query="from chat model"))
+    small = FakeChatModel("qu-small", reply(rewrite_query="ragline from small model"))
+    chat = FakeChatModel("chat", reply(rewrite_query="ragline from chat model"))
     cm = ChatManage.start(make_request(chat_model_id="chat"))
     run(plugin_for(registry(chat, small, default="chat"), understand_model_id="qu-small"), cm)
-    assert cm.state.rewrite_query == "from small model"
+    assert cm.state.rewrite_query == "ragline from small model"
     assert chat.calls == []
 
 
 def test_missing_understanding_model_falls_back_to_the_request_chat_model(make_request):
-    chat = FakeChatModel("chat-9", reply(rewrite_query="from chat model"))
-    other = FakeChatModel("default-model", reply(rewrite_query="from default"))
+    chat = FakeChatModel("chat-9", reply(rewrite_query="ragline from chat model"))
+    other = FakeChatModel("default-model", reply(rewrite_query="ragline from default"))
     cm = ChatManage.start(make_request(chat_model_id="chat-9"))
     run(plugin_for(registry(other, chat, default="default-model"), understand_model_id="qu-gone"), cm)
-    assert cm.state.rewrite_query == "from chat model"
+    assert cm.state.rewrite_query == "ragline from chat model"
     assert other.calls == []
 
 
 def test_without_a_chat_model_id_the_default_model_answers(make_request):
-    default = FakeChatModel("default-model", reply(rewrite_query="from default"))
+    default = FakeChatModel("default-model", reply(rewrite_query="ragline from default"))
     cm = ChatManage.start(make_request(chat_model_id=""))
     run(plugin_for(registry(default), understand_model_id="qu-gone"), cm)
-    assert cm.state.rewrite_query == "from default"
+    assert cm.state.rewrite_query == "ragline from default"
 
 
 # Images -------------------------------------------------------------------------------------------------------
@@ -405,7 +405,7 @@ IMAGE_REPLY = reply(
 
 def test_vision_chat_model_gets_the_images_and_the_larger_budget(make_request):
     chat = FakeChatModel("chat", IMAGE_REPLY)
-    small = FakeChatModel("qu-small", reply(rewrite_query="text only"))
+    small = FakeChatModel("qu-small", reply(rewrite_query="ragline text only"))
     notes = InMemoryUserMessageNotes()
     cm = ChatManage.start(
         make_request(chat_model_id="chat", chat_model_supports_vision=True, images=IMAGES, user_message_id="u-msg-1")
@@ -453,7 +453,8 @@ def test_images_no_model_can_see_go_text_only_and_are_not_described(make_request
     assert message_images(user) == ()
     assert 'visible="false"' in user.content
     assert chat.options.max_tokens == UNDERSTAND_MAX_TOKENS
-    assert cm.state.rewrite_query == "What is the total on this receipt?"
+    # A rewrite drawn from images the model never saw is invented: the question is searched as asked.
+    assert cm.state.rewrite_query == cm.request.query
     assert IMAGE_DESCRIPTION_EXTRA not in cm.context.extras
     assert notes.image_descriptions == {}
 
@@ -484,11 +485,24 @@ def test_description_is_not_stored_without_a_user_message_id(make_request):
 
 
 def test_when_no_image_model_loads_the_text_model_answers_without_images(make_request):
-    small = FakeChatModel("qu-small", reply(rewrite_query="text path"))
+    small = FakeChatModel("qu-small", reply(rewrite_query="ragline text path"))
     cm = ChatManage.start(
         make_request(chat_model_id="gone", chat_model_supports_vision=True, vlm_model_id="vlm-gone", images=IMAGES)
     )
     run(plugin_for(registry(small), understand_model_id="qu-small"), cm)
     assert message_images(small.messages[-1]) == ()
     assert small.options.max_tokens == UNDERSTAND_MAX_TOKENS
-    assert cm.state.rewrite_query == "text path"
+    assert cm.state.rewrite_query == "ragline text path"
+
+
+@pytest.mark.parametrize("echo", ["Conversation so far:", "Latest message:", "The weather in Paris"])
+def test_a_rewrite_that_does_not_look_like_the_question_is_ignored_and_logged(make_request, echo, caplog):
+    model = FakeChatModel("chat", reply(rewrite_query=echo, intent="kb_search"))
+    cm = ChatManage.start(make_request(query="How does the reactor cool?"))
+    with caplog.at_level("INFO", logger="ragline.pipeline.query_understand"):
+        assert run(plugin_for(registry(model)), cm)
+    assert cm.state.rewrite_query == "How does the reactor cool?"
+    assert cm.search_query == "How does the reactor cool?"
+    assert cm.state.intent == "kb_search"  # the rest of the reply still counts
+    assert any("rewrite ignored" in r.getMessage() for r in caplog.records)
+    assert not any(echo in r.getMessage() for r in caplog.records)  # user content stays out of INFO logs
