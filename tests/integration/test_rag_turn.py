@@ -185,7 +185,7 @@ def test_the_first_turn_titles_the_session_before_complete(ragline, scripted):
 def test_clean_and_heuristic_titles():
     from ragline.pipeline.session_title import clean_title, heuristic_title
 
-    assert clean_title('Title: "Brewing **coffee** at altitude."\nextra') == "Brewing **coffee** at altitude"
+    assert clean_title('Title: "Brewing **coffee** at altitude."\nextra') == "Brewing coffee at altitude"
     assert clean_title("  \n标题：咖啡的水温。") == "咖啡的水温"
     assert len(clean_title("word " * 40)) <= 60
     assert heuristic_title("what water temperature should I use for brewing coffee at home?") == (

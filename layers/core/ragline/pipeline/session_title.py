@@ -29,11 +29,24 @@ TITLE_MAX_WORDS = 8
 _TASK_KEY = "session_title_task"
 _PREFIX = re.compile(r"^\s*(?:title|titre|标题)\s*[:：]\s*", re.IGNORECASE)
 _EDGE = re.compile(r"^[\s\"'“”‘’`*#>\-]+|[\s\"'“”‘’`*.。!！?？:：;；,，]+$")
+# Markup a model may put in any reply: citation tags (<ref id="1"/>, <kb .../>), HTML, a thinking block.
+_THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
+_MARKDOWN = re.compile(r"(\*\*|__|`)")
+# Control characters (Cc) and the bidirectional controls, which could reorder what the page shows.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without tags, emphasis marks or control characters: what a title may hold."""
+    text = _CONTROL.sub("", _THINKING.sub("", text))
+    return _MARKDOWN.sub("", _TAG.sub("", text))
 
 
 def clean_title(text: str, max_chars: int = TITLE_MAX_CHARS) -> str:
-    """The first non-empty line without quotes, markup, a "Title:" prefix or final punctuation, cut at a word."""
-    line = next((line for line in text.splitlines() if line.strip()), "")
+    """The first non-empty line of plain text (no tags, quotes, markup, "Title:" prefix or final
+    punctuation), cut at a word."""
+    line = next((line for line in plain_text(text).splitlines() if line.strip()), "")
     title = _EDGE.sub("", _PREFIX.sub("", _EDGE.sub("", line)))
     title = " ".join(title.split())
     if len(title) > max_chars:
