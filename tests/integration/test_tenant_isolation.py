@@ -217,6 +217,58 @@ def _create_manual_knowledge(w: World) -> None:
     w.owner("POST", url, 200, json={"title": "Owner's page", "content": "Deuterium is heavy hydrogen."})
 
 
+def _update_knowledge_base(w: World) -> None:
+    w.denied("PUT", f"/api/v1/knowledge-bases/{w.kb}", json={"name": "hijacked"})
+    assert w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}", 200).json()["data"]["name"] == "guide"
+    w.owner("PUT", f"/api/v1/knowledge-bases/{w.kb}", 200, json={"name": "guide", "description": "the guide"})
+
+
+def _delete_knowledge_base(w: World) -> None:
+    w.denied("DELETE", f"/api/v1/knowledge-bases/{w.kb}")
+    w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}", 200)
+    doomed = w.a.create_kb("doomed", {"Note": "To be deleted."})
+    w.owner("DELETE", f"/api/v1/knowledge-bases/{doomed}", 200)
+
+
+def _clear_knowledge_base(w: World) -> None:
+    w.denied("DELETE", f"/api/v1/knowledge-bases/{w.kb}/knowledge")
+    assert w.owner("GET", f"/api/v1/knowledge/{w.document}", 200)
+    emptied = w.a.create_kb("emptied", {"Note": "To be cleared."})
+    assert w.owner("DELETE", f"/api/v1/knowledge-bases/{emptied}/knowledge", 200).json()["data"]["deleted_count"] == 1
+
+
+def _delete_knowledge(w: World) -> None:
+    w.denied("DELETE", f"/api/v1/knowledge/{w.document}")
+    w.owner("GET", f"/api/v1/knowledge/{w.document}", 200)
+    note = w.owner(
+        "POST", f"/api/v1/knowledge-bases/{w.kb}/knowledge/manual", 200, json={"title": "Scrap", "content": "Scrap."}
+    )
+    w.owner("DELETE", f"/api/v1/knowledge/{note.json()['data']['id']}", 200)
+
+
+def _batch_delete_knowledge(w: World) -> None:
+    url = "/api/v1/knowledge/batch-delete"
+    w.denied("POST", url, json={"kb_id": w.kb, "ids": [w.document]})
+    # B's own knowledge base cannot name A's document.
+    reply = w.other("POST", url, json={"kb_id": w.b_kb, "ids": [w.document]})
+    assert reply.status_code == 422, reply.text
+    w.owner("GET", f"/api/v1/knowledge/{w.document}", 200)
+    note = w.owner(
+        "POST", f"/api/v1/knowledge-bases/{w.kb}/knowledge/manual", 200, json={"title": "Batch", "content": "Batch."}
+    )
+    w.owner("POST", url, 200, json={"kb_id": w.kb, "ids": [note.json()["data"]["id"]]})
+
+
+def _delete_message(w: World) -> None:
+    w.denied("DELETE", f"/api/v1/messages/{w.session}/{w.user_message}")
+    w.denied("DELETE", f"/api/v1/messages/{w.b_session}/{w.user_message}")  # A's message, B's session
+    assert w.user_message in {m["id"] for m in w.a.messages(w.session)}
+    scratch = w.a.session([w.kb])
+    read_frames(w.a.client, "POST", f"/api/v1/knowledge-chat/{scratch}", json={"query": "Scratch?"})
+    first = w.a.messages(scratch)[0]["id"]
+    w.owner("DELETE", f"/api/v1/messages/{scratch}/{first}", 200)
+
+
 def _load_messages(w: World) -> None:
     w.denied("GET", f"/api/v1/messages/{w.session}/load")
     assert w.message in {m["id"] for m in w.owner("GET", f"/api/v1/messages/{w.session}/load", 200).json()["data"]}
@@ -358,6 +410,12 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/api/v1/knowledge/batch"): _get_knowledge_batch,
     ("GET", "/api/v1/knowledge/{knowledge_id}"): _get_knowledge,
     ("GET", "/api/v1/messages/{session_id}/load"): _load_messages,
+    ("DELETE", "/api/v1/messages/{session_id}/{message_id}"): _delete_message,
+    ("PUT", "/api/v1/knowledge-bases/{kb_id}"): _update_knowledge_base,
+    ("DELETE", "/api/v1/knowledge-bases/{kb_id}"): _delete_knowledge_base,
+    ("DELETE", "/api/v1/knowledge-bases/{kb_id}/knowledge"): _clear_knowledge_base,
+    ("DELETE", "/api/v1/knowledge/{knowledge_id}"): _delete_knowledge,
+    ("POST", "/api/v1/knowledge/batch-delete"): _batch_delete_knowledge,
     ("POST", "/api/v1/sessions"): _create_session,
     ("GET", "/api/v1/sessions"): _list_sessions,
     ("GET", "/api/v1/sessions/{session_id}"): _get_session,
@@ -376,6 +434,7 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
 # Routes whose path names no session, message, knowledge base, document, chunk or memory: probed above for
 # what they could leak (lists, names, ids in the body) rather than for a 404.
 NO_ID_ROUTES = {
+    ("POST", "/api/v1/knowledge/batch-delete"),
     ("POST", "/api/v1/knowledge-bases"),
     ("GET", "/api/v1/knowledge-bases"),
     ("POST", "/api/v1/sessions"),

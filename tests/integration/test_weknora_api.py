@@ -499,3 +499,102 @@ def test_the_tenant_header_confirms_the_key_and_never_widens_it(ragline: Ragline
         assert number != own
         assert ok(other.get("/api/v1/knowledge-bases", headers={"X-Tenant-ID": str(number)})) == []
     assert other_tenant.id
+
+
+# Updates and deletions ---------------------------------------------------------------------------------
+def _search(ragline: Ragline, kb: str, query: str) -> list[dict[str, Any]]:
+    return list(ok(ragline.client.post("/api/v1/knowledge-search", json={"query": query, "knowledge_base_id": kb})))
+
+
+def test_update_knowledge_base_as_documented(ragline: Ragline, kb: str) -> None:
+    body = {
+        "name": "drinks new",
+        "description": "hot drinks",
+        "config": {"chunking_config": {"chunk_size": 1000, "chunk_overlap": 200}, "image_processing_config": {}},
+    }
+    data = ok(ragline.client.put(f"/api/v1/knowledge-bases/{kb}", json=body))
+    assert (data["id"], data["name"], data["description"]) == (kb, "drinks new", "hot drinks")
+    assert data["knowledge_count"] == 2
+    ragline.client.post("/api/v1/knowledge-bases", json={"name": "other"}).raise_for_status()
+    taken = ragline.client.put(f"/api/v1/knowledge-bases/{kb}", json={"name": "other"})
+    assert taken.status_code == 409
+    assert taken.json()["error"]["field"] == "name"
+    missing = ragline.client.put(f"/api/v1/knowledge-bases/{kb}", json={"description": "no name"})
+    assert missing.status_code == 422
+    assert missing.json()["error"]["field"] == "name"
+
+
+def test_delete_knowledge_removes_it_from_search(ragline: Ragline, kb: str) -> None:
+    tea = next(h["knowledge_id"] for h in _search(ragline, kb, "green tea") if h["knowledge_title"] == "Tea basics")
+    reply = ragline.client.delete(f"/api/v1/knowledge/{tea}")
+    assert reply.status_code == 200, reply.text
+    assert reply.json() == {"success": True, "message": "Deleted successfully"}
+    assert tea not in {h["knowledge_id"] for h in _search(ragline, kb, "green tea brewed minutes")}
+    assert ragline.client.get(f"/api/v1/knowledge/{tea}").status_code == 404
+    assert ragline.client.get(f"/api/v1/chunks/{tea}").status_code == 404
+    assert ragline.client.delete(f"/api/v1/knowledge/{tea}").status_code == 404
+    assert ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}"))["knowledge_count"] == 1
+    # The same content can be uploaded again (its hash went with it).
+    again = ragline.client.post(
+        f"/api/v1/knowledge-bases/{kb}/documents", json={"title": "Tea basics", "content": DRINKS["Tea basics"]}
+    )
+    assert again.status_code == 201, again.text
+
+
+def test_batch_delete_is_all_or_nothing(ragline: Ragline, kb: str) -> None:
+    ids = [d["id"] for d in ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge"))]
+    other_kb = ragline.create_kb("other", {"Juice": "Orange juice is pressed from oranges."})
+    foreign = ok(ragline.client.get(f"/api/v1/knowledge-bases/{other_kb}/knowledge"))[0]["id"]
+    refused = ragline.client.post("/api/v1/knowledge/batch-delete", json={"kb_id": kb, "ids": [*ids, foreign]})
+    assert refused.status_code == 422
+    assert refused.json()["error"]["field"] == "ids"
+    assert len(ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge"))) == 2
+    reply = ragline.client.post("/api/v1/knowledge/batch-delete", json={"kb_id": kb, "ids": ids})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["data"]["deleted_count"] == 2
+    assert reply.json()["data"]["task_id"]
+    assert ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge")) == []
+    assert len(ok(ragline.client.get(f"/api/v1/knowledge-bases/{other_kb}/knowledge"))) == 1
+
+
+def test_clear_then_delete_a_knowledge_base(ragline: Ragline, kb: str) -> None:
+    cleared = ragline.client.delete(f"/api/v1/knowledge-bases/{kb}/knowledge")
+    assert cleared.status_code == 200, cleared.text
+    assert cleared.json()["data"] == {"deleted_count": 2}
+    assert _search(ragline, kb, "coffee water temperature") == []
+    assert ragline.client.delete(f"/api/v1/knowledge-bases/{kb}/knowledge").json()["message"] == (
+        "Knowledge base is already empty"
+    )
+    deleted = ragline.client.delete(f"/api/v1/knowledge-bases/{kb}")
+    assert deleted.json() == {"success": True, "message": "Knowledge base deleted successfully"}
+    assert ragline.client.get(f"/api/v1/knowledge-bases/{kb}").status_code == 404
+    assert ok(ragline.client.get("/api/v1/knowledge-bases")) == []
+    assert ragline.client.delete(f"/api/v1/knowledge-bases/{kb}").status_code == 404
+
+
+def test_delete_a_knowledge_base_with_its_documents(ragline: Ragline, kb: str) -> None:
+    documents = ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge"))
+    assert ragline.client.delete(f"/api/v1/knowledge-bases/{kb}").status_code == 200
+    for document in documents:
+        assert ragline.client.get(f"/api/v1/knowledge/{document['id']}").status_code == 404
+    recreated = ragline.create_kb("drinks", DRINKS)  # the name and the contents can come back
+    assert ok(ragline.client.get(f"/api/v1/knowledge-bases/{recreated}"))["knowledge_count"] == 2
+
+
+def test_delete_message_as_documented(ragline: Ragline, session: str) -> None:
+    ragline.chat(session, "How hot should coffee water be?")
+    user, assistant = ok(ragline.client.get(f"/api/v1/messages/{session}/load"))
+    reply = ragline.client.delete(f"/api/v1/messages/{session}/{assistant['id']}")
+    assert reply.json() == {"success": True, "message": "Message deleted successfully"}
+    assert [m["id"] for m in ok(ragline.client.get(f"/api/v1/messages/{session}/load"))] == [user["id"]]
+    assert ragline.client.delete(f"/api/v1/messages/{session}/{assistant['id']}").status_code == 404
+
+
+def test_a_running_answer_is_not_deleted(ragline: Ragline, session: str, scripted: Any) -> None:
+    scripted.queue(Script.answer(*[f"w{i} " for i in range(30)], delay=0.05))
+    running = ragline.ask(session, "How hot should coffee water be?")["assistant_message_id"]
+    reply = ragline.client.delete(f"/api/v1/messages/{session}/{running}")
+    assert reply.status_code == 409, reply.text
+    assert reply.json()["error"]["field"] == "message_id"
+    ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": running}).raise_for_status()
+    assert ragline.client.delete(f"/api/v1/messages/{session}/{running}").status_code == 200

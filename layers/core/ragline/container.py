@@ -15,6 +15,7 @@ from ragline.config import AppConfig, PromptTemplates, Settings, load_config
 from ragline.graph.extract import GraphExtractor
 from ragline.graph.ingest import GraphIndexer
 from ragline.graph.store import GraphNamespace, GraphStore
+from ragline.ingest.removal import KnowledgeRemoval
 from ragline.ingest.service import IngestService
 from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
@@ -284,6 +285,7 @@ class Container:
     search_parallel: PluginSearchParallel
     orchestrator: Orchestrator
     ingest: IngestService
+    removal: KnowledgeRemoval
     turns: TurnService
     search: SearchService
     memories: MemoryStore
@@ -343,6 +345,7 @@ class Container:
                 config.ingestion,
                 tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
             ),
+            removal=KnowledgeRemoval(knowledge, engine, graph, tables),
             turns=TurnService(config, templates, knowledge, sessions, stream),
             search=SearchService(events, knowledge, config),
             memories=memories,

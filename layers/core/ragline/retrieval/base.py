@@ -47,3 +47,8 @@ class RetrieveEngine(Protocol):
         *,
         document: Document | None = None,
     ) -> None: ...
+
+    def delete_document(self, knowledge_id: str) -> int:
+        """Stops matching the document's chunks; returns how many index entries went (0 for an engine whose
+        entries live with the chunks and go with them)."""
+        ...

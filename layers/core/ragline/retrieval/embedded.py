@@ -217,6 +217,11 @@ class EmbeddedEngine:
                 )
             bump_index_version(conn, knowledge_base_id)
 
+    def delete_document(self, knowledge_id: str) -> int:
+        """Nothing to do here: the keyword rows and vectors live in the knowledge store's database and
+        its ``delete_document`` removes them with the chunks (and bumps the index version)."""
+        return 0
+
     # Vector search --------------------------------------------------------------------------------------
     def _version(self, kb_id: str) -> int:
         row = self._db.query_one("SELECT version FROM index_versions WHERE knowledge_base_id = ?", (kb_id,))

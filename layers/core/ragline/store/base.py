@@ -46,7 +46,23 @@ class KnowledgeStore(Protocol):
 
     def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]: ...
 
+    def update_knowledge_base(
+        self, tenant_id: str, kb_id: str, *, name: str | None = None, description: str | None = None
+    ) -> KnowledgeBase | None:
+        """Renames or re-describes a knowledge base (None: not this tenant's); a name taken by another of the
+        tenant's knowledge bases raises :class:`DuplicateName`."""
+        ...
+
+    def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
+        """Removes the knowledge base with its documents and chunks; False when it is not this tenant's.
+        An external search index and graph are the caller's to clear (see ``ingest/removal.py``)."""
+        ...
+
     def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None: ...
+
+    def delete_document(self, tenant_id: str, document_id: str) -> bool:
+        """Removes the document and its chunks; False when it is not this tenant's."""
+        ...
 
     def document(self, tenant_id: str, document_id: str) -> Document | None: ...
 
@@ -103,4 +119,8 @@ class SessionStore(Protocol):
 
     def recent_messages(self, session_id: str, limit: int) -> list[Message]:
         """The newest ``limit`` messages, newest first."""
+        ...
+
+    def delete_message(self, tenant_id: str, session_id: str, message_id: str) -> bool:
+        """Removes one message of the session; False when there is no such message of this tenant's."""
         ...

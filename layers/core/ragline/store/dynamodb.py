@@ -226,6 +226,87 @@ class DynamoKnowledgeStore:
                 counts[kb_id] = total
         return counts
 
+    def update_knowledge_base(
+        self, tenant_id: str, kb_id: str, *, name: str | None = None, description: str | None = None
+    ) -> KnowledgeBase | None:
+        kb = self.knowledge_base(tenant_id, kb_id)
+        if kb is None:
+            return None
+        changes: dict[str, str] = {}
+        if name is not None and name != kb.name:
+            changes["name"] = name
+        if description is not None and description != kb.description:
+            changes["description"] = description
+        if not changes:
+            return kb
+        updated = kb.model_copy(update=changes)
+        client, table = self._table.meta.client, self._table.name
+        writes: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": table,
+                    "Item": _attrs({"pk": f"tenant#{tenant_id}", "sk": f"kb#{kb.id}", **updated.model_dump()}),
+                }
+            }
+        ]
+        if "name" in changes:
+            # The new name is claimed and the old one released in the same transaction as the record.
+            writes += [
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": _attrs({"pk": f"tenant#{tenant_id}", "sk": f"kbname#{name}", "kb_id": kb.id}),
+                        "ConditionExpression": "attribute_not_exists(sk)",
+                    }
+                },
+                {
+                    "Delete": {
+                        "TableName": table,
+                        "Key": _attrs({"pk": f"tenant#{tenant_id}", "sk": f"kbname#{kb.name}"}),
+                    }
+                },
+            ]
+        try:
+            client.transact_write_items(TransactItems=writes)
+        except ClientError as error:
+            if _conditional_failure(error):
+                raise DuplicateName(str(name)) from None
+            raise
+        return updated
+
+    def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
+        kb = self.knowledge_base(tenant_id, kb_id)
+        if kb is None:
+            return False
+        for document in self.documents(tenant_id, kb_id, limit=1_000_000):
+            self.delete_document(tenant_id, document.id)
+        with self._table.batch_writer() as batch:
+            # Whatever else is kept under the knowledge base's partition (hashes, markers) goes too.
+            for item in _query_all(self._table, KeyConditionExpression=Key("pk").eq(f"kb#{kb_id}")):
+                batch.delete_item(Key={"pk": item["pk"], "sk": item["sk"]})
+            batch.delete_item(Key={"pk": f"tenant#{tenant_id}", "sk": f"kbname#{kb.name}"})
+            batch.delete_item(Key={"pk": f"tenant#{tenant_id}", "sk": f"kb#{kb_id}"})
+            batch.delete_item(Key={"pk": f"kbid#{kb_id}", "sk": "meta"})
+        return True
+
+    def delete_document(self, tenant_id: str, document_id: str) -> bool:
+        document = self.document(tenant_id, document_id)
+        if document is None:
+            return False
+        items = _query_all(self._table, KeyConditionExpression=Key("pk").eq(f"doc#{document_id}"))
+        with self._table.batch_writer() as batch:
+            for item in items:
+                if str(item["sk"]).startswith("chunk#") and "id" in item:
+                    batch.delete_item(Key={"pk": f"chunk#{item['id']}", "sk": "meta"})
+                batch.delete_item(Key={"pk": item["pk"], "sk": item["sk"]})
+            kb_partition = f"kb#{document.knowledge_base_id}"
+            batch.delete_item(Key={"pk": kb_partition, "sk": f"doc#{document.created_at}#{document.id}"})
+            if document.content_hash:
+                held = self._table.get_item(Key={"pk": kb_partition, "sk": f"hash#{document.content_hash}"}).get("Item")
+                if held is not None and held.get("doc_id") == document.id:
+                    batch.delete_item(Key={"pk": kb_partition, "sk": f"hash#{document.content_hash}"})
+        return True
+
     def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None:
         stored = document.model_copy(update={"chunk_count": len([c for c in chunks if c.searchable])})
         data = stored.model_dump()
@@ -471,6 +552,20 @@ class DynamoSessionStore:
         if "user" in pair and "assistant" in pair:
             return pair["user"], pair["assistant"]
         return None
+
+    def delete_message(self, tenant_id: str, session_id: str, message_id: str) -> bool:
+        try:
+            self._messages.delete_item(
+                Key={"session_id": session_id, "id": message_id},
+                # Only this tenant's message: another tenant's id must read as absent, never be deleted.
+                ConditionExpression="tenant_id = :t",
+                ExpressionAttributeValues={":t": tenant_id},
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                return False
+            raise
+        return True
 
 
 class DynamoCitationHistory:

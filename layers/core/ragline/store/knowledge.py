@@ -214,6 +214,46 @@ class SqliteKnowledgeStore:
         """A document and its index entries commit together (the embedded engine shares this database)."""
         return self._db.transaction()
 
+    def update_knowledge_base(
+        self, tenant_id: str, kb_id: str, *, name: str | None = None, description: str | None = None
+    ) -> KnowledgeBase | None:
+        with self._db.transaction() as conn:
+            kb = self.knowledge_base(tenant_id, kb_id)
+            if kb is None:
+                return None
+            changes: dict[str, str] = {}
+            if name is not None and name != kb.name:
+                # The check and the write share one immediate transaction: no other writer between them.
+                if self.knowledge_base_by_name(tenant_id, name) is not None:
+                    raise DuplicateName(name)
+                changes["name"] = name
+            if description is not None and description != kb.description:
+                changes["description"] = description
+            if changes:
+                assignments = ", ".join(f"{column} = ?" for column in changes)
+                conn.execute(
+                    f"UPDATE knowledge_bases SET {assignments} WHERE id = ? AND tenant_id = ?",
+                    (*changes.values(), kb_id, tenant_id),
+                )
+        return kb.model_copy(update=changes)
+
+    def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
+        """Removes the knowledge base; its documents, chunks and vectors go with it (foreign keys), its
+        keyword rows here."""
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT id FROM knowledge_bases WHERE id = ? AND tenant_id = ?", (kb_id, tenant_id)
+            ).fetchone()
+            if row is None:
+                return False
+            conn.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_base_id = ?)",
+                (kb_id,),
+            )
+            conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb_id,))
+            bump_index_version(conn, kb_id)
+        return True
+
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         """Removes the document, its chunks, their vectors and keyword rows."""
         with self._db.transaction() as conn:

@@ -142,3 +142,12 @@ class SqliteSessionStore:
             (session_id, limit),
         )
         return [_message(r) for r in rows]
+
+    def delete_message(self, tenant_id: str, session_id: str, message_id: str) -> bool:
+        return (
+            self._db.execute(
+                "DELETE FROM messages WHERE id = ? AND session_id = ? AND tenant_id = ?",
+                (message_id, session_id, tenant_id),
+            )
+            > 0
+        )

@@ -528,3 +528,75 @@ def test_message_by_request_finds_the_pair_of_one_tenant(stores):
     stores.sessions.complete_assistant_message(session.id, assistant.id, "done", [])
     _, completed = stores.sessions.message_by_request("t1", session.id, "req-1")
     assert (completed.is_completed, completed.content) == (True, "done")
+
+
+# Updates and deletions (WeKnora's PUT/DELETE routes) ---------------------------------------------------------
+def test_a_knowledge_base_is_renamed_and_its_old_name_freed(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "old", "minilm", "first")
+    other = stores.knowledge.create_knowledge_base(a, "taken", "minilm")
+    renamed = stores.knowledge.update_knowledge_base(a, kb.id, name="new", description="second")
+    assert (renamed.name, renamed.description) == ("new", "second")
+    assert stores.knowledge.knowledge_base(a, kb.id).name == "new"
+    assert stores.knowledge.knowledge_base_by_name(a, "new").id == kb.id
+    assert stores.knowledge.knowledge_base_by_name(a, "old") is None
+    assert stores.knowledge.create_knowledge_base(a, "old", "minilm").id != kb.id  # the old name is free
+    with pytest.raises(DuplicateName):
+        stores.knowledge.update_knowledge_base(a, kb.id, name="taken")
+    assert stores.knowledge.knowledge_base_by_name(a, "taken").id == other.id
+    # Another tenant's id reads as absent and changes nothing.
+    assert stores.knowledge.update_knowledge_base(b, kb.id, name="hijacked") is None
+    assert stores.knowledge.knowledge_base(a, kb.id).name == "new"
+    description_only = stores.knowledge.update_knowledge_base(a, kb.id, description="third")
+    assert (description_only.name, description_only.description) == ("new", "third")
+
+
+def test_deleting_a_document_removes_its_chunks_and_hash(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    doomed, doomed_chunks = make_document(a, kb.id, "Doomed", n_chunks=3, n_parents=1)
+    kept, kept_chunks = make_document(a, kb.id, "Kept", n_chunks=2)
+    stores.knowledge.insert_document(doomed, doomed_chunks)
+    stores.knowledge.insert_document(kept, kept_chunks)
+    assert stores.knowledge.delete_document(b, doomed.id) is False  # not B's
+    assert stores.knowledge.document(a, doomed.id) is not None
+    assert stores.knowledge.delete_document(a, doomed.id) is True
+    assert stores.knowledge.document(a, doomed.id) is None
+    assert stores.knowledge.chunks_of_document(a, doomed.id) == []
+    assert stores.knowledge.chunks(a, [c.id for c in doomed_chunks]) == []
+    assert stores.knowledge.documents_by_hash(a, kb.id, doomed.content_hash) is None
+    assert [d.id for d in stores.knowledge.documents(a, kb.id)] == [kept.id]
+    assert len(stores.knowledge.chunks_of_document(a, kept.id)) == 2
+    assert stores.knowledge.document_counts([kb.id]) == {kb.id: 1}
+    assert stores.knowledge.delete_document(a, doomed.id) is False
+
+
+def test_deleting_a_knowledge_base_removes_everything_in_it(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    neighbour = stores.knowledge.create_knowledge_base(a, "neighbour", "minilm")
+    document, chunks = make_document(a, kb.id, "Inside", n_chunks=2)
+    outside, outside_chunks = make_document(a, neighbour.id, "Outside", n_chunks=1)
+    stores.knowledge.insert_document(document, chunks)
+    stores.knowledge.insert_document(outside, outside_chunks)
+    assert stores.knowledge.delete_knowledge_base(b, kb.id) is False
+    assert stores.knowledge.delete_knowledge_base(a, kb.id) is True
+    assert stores.knowledge.knowledge_base(a, kb.id) is None
+    assert stores.knowledge.knowledge_base_by_name(a, "kb") is None
+    assert stores.knowledge.knowledge_base_any_tenant(kb.id) is None
+    assert [k.id for k in stores.knowledge.list_knowledge_bases(a)] == [neighbour.id]
+    assert stores.knowledge.document(a, document.id) is None
+    assert stores.knowledge.chunks(a, [c.id for c in chunks]) == []
+    assert stores.knowledge.document(a, outside.id) is not None
+    assert stores.knowledge.create_knowledge_base(a, "kb", "minilm").id != kb.id
+
+
+def test_deleting_one_message(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    session = stores.sessions.create_session(a, [])
+    user, assistant = stores.sessions.create_turn(session, "req-1", "hello?")
+    assert stores.sessions.delete_message(b, session.id, user.id) is False
+    assert stores.sessions.delete_message(a, "another-session", user.id) is False
+    assert stores.sessions.delete_message(a, session.id, user.id) is True
+    assert [m.id for m in stores.sessions.messages(a, session.id)] == [assistant.id]
+    assert stores.sessions.delete_message(a, session.id, user.id) is False

@@ -1,12 +1,15 @@
-"""Documents as WeKnora's "knowledge": upload a file, write Markdown, list a page, get one or several.
+"""Documents as WeKnora's "knowledge": upload a file, write Markdown, list a page, get one or several,
+delete one or several.
 
 The same documents as ragline's ``/documents`` routes, stored and indexed by the same code.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -19,7 +22,7 @@ from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read
 from ragline.server.errors import ApiError
 from ragline.server.records import KnowledgeView
 from ragline.server.routes.documents import ingest_text, ingest_upload, knowledge_view
-from ragline.server.views import Envelope, Page, page_of
+from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.store.models import Document
 
 logger = logging.getLogger(__name__)
@@ -211,3 +214,44 @@ def document_or_404(container: Container, tenant_id: str, knowledge_id: str) -> 
 @router.get("/knowledge/{knowledge_id}")
 async def get_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeView]:
     return Envelope(data=KnowledgeView.of(document_or_404(container, tenant.id, knowledge_id)))
+
+
+@router.delete("/knowledge/{knowledge_id}")
+async def delete_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    """The document, its chunks, index entries, graph and table."""
+    document_or_404(container, tenant.id, knowledge_id)
+    if await asyncio.to_thread(container.removal.delete_document, tenant.id, knowledge_id) is None:
+        raise ApiError(404, "not_found", "knowledge not found", "id")
+    return Done(message="Deleted successfully")
+
+
+class BatchDeleteBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kb_id: str = Field(min_length=1, max_length=200)
+    ids: list[str] = Field(min_length=1, max_length=MAX_BATCH_IDS)
+
+
+class BatchDeleted(BaseModel):
+    task_id: str
+    deleted_count: int
+
+
+class BatchDeleteReply(Done):
+    data: BatchDeleted
+
+
+@router.post("/knowledge/batch-delete")
+async def batch_delete_knowledge(body: BatchDeleteBody, tenant: TenantDep, container: ContainerDep) -> BatchDeleteReply:
+    """Several documents of one knowledge base, all or none: an id that is not one of its documents
+    refuses the whole batch. Done before the reply (WeKnora queues a task; the task id names this one)."""
+    kb = knowledge_base_of(container, tenant, body.kb_id)
+    ids = list(dict.fromkeys(body.ids))
+    for knowledge_id in ids:
+        document = container.knowledge.document(tenant.id, knowledge_id)
+        if document is None or document.knowledge_base_id != kb.id:
+            raise ApiError(422, "invalid_field", f"{knowledge_id} is not a document of knowledge base {kb.id}", "ids")
+    deleted = [i for i in ids if await asyncio.to_thread(container.removal.delete_document, tenant.id, i)]
+    return BatchDeleteReply(
+        message="Batch delete task submitted",
+        data=BatchDeleted(task_id=f"kg_delete_{uuid.uuid4().hex}", deleted_count=len(deleted)),
+    )

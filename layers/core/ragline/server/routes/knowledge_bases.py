@@ -1,7 +1,9 @@
-"""Knowledge bases: create, list, get, and hybrid search within one (WeKnora's ``/knowledge-bases``)."""
+"""Knowledge bases: create, list, get, update, delete, clear, and hybrid search within one (WeKnora's
+``/knowledge-bases``)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Literal
 
@@ -11,10 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ragline.container import Container
 from ragline.runtime.search import SearchBody
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
-from ragline.server.errors import ApiError, validation_error
+from ragline.server.errors import ApiError, not_found, validation_error
 from ragline.server.records import ChunkingConfigView, KnowledgeBaseView, SearchResultView
 from ragline.server.routes.search import run_search
-from ragline.server.views import Envelope
+from ragline.server.views import Done, Envelope
 from ragline.server.wire import log_ignored
 from ragline.store.models import DuplicateName, KnowledgeBase, Tenant
 
@@ -221,3 +223,58 @@ async def _hybrid_search(kb_id: str, request: Request, tenant: Tenant, container
         keyword_threshold=body.keyword_threshold,
     )
     return await run_search(container, tenant.id, search)
+
+
+class KnowledgeBaseUpdateBody(BaseModel):
+    """WeKnora's update: a name, a description and a ``config`` (chunking, image processing, FAQ, …)
+    that ragline accepts and does not act on: its chunking is the same for every knowledge base."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=2000)
+    config: Config = None
+
+
+@router.put("/{kb_id}")
+async def update_knowledge_base(
+    kb_id: str, body: KnowledgeBaseUpdateBody, tenant: TenantDep, container: ContainerDep
+) -> Envelope[KnowledgeBaseView]:
+    log_ignored(body, ("config",), "update knowledge base")
+    knowledge_base_of(container, tenant, kb_id)
+    try:
+        kb = container.knowledge.update_knowledge_base(
+            tenant.id, kb_id, name=body.name.strip(), description=body.description
+        )
+    except DuplicateName:
+        raise ApiError(409, "duplicate_name", f"a knowledge base named {body.name!r} exists", "name") from None
+    if kb is None:
+        raise not_found("knowledge base", "kb_id")
+    count = container.knowledge.document_counts([kb.id]).get(kb.id, 0)
+    return Envelope(data=knowledge_base_view(container, kb, count))
+
+
+@router.delete("/{kb_id}")
+async def delete_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    """The knowledge base, its documents, chunks, index entries and graph."""
+    knowledge_base_of(container, tenant, kb_id)
+    if not await asyncio.to_thread(container.removal.delete_knowledge_base, tenant.id, kb_id):
+        raise not_found("knowledge base", "kb_id")
+    return Done(message="Knowledge base deleted successfully")
+
+
+class DeletedCount(BaseModel):
+    deleted_count: int
+
+
+class Cleared(Done):
+    data: DeletedCount
+
+
+@router.delete("/{kb_id}/knowledge")
+async def clear_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Cleared:
+    """Every document of the knowledge base deleted, the knowledge base kept (done before the reply;
+    WeKnora queues it)."""
+    knowledge_base_of(container, tenant, kb_id)
+    deleted = await asyncio.to_thread(container.removal.clear_knowledge_base, tenant.id, kb_id)
+    message = "Knowledge base contents cleared" if deleted else "Knowledge base is already empty"
+    return Cleared(message=message, data=DeletedCount(deleted_count=deleted))

@@ -9,9 +9,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ragline.server.deps import ContainerDep, TenantDep, session_of
-from ragline.server.errors import ApiError
+from ragline.server.errors import ApiError, not_found
 from ragline.server.records import MessageView
-from ragline.server.views import Envelope
+from ragline.server.views import Done, Envelope
 from ragline.store.models import Message
 
 router = APIRouter(prefix="/api/v1/messages", tags=["messages"])
@@ -56,3 +56,17 @@ async def load_messages(
     before = _instant(before_time, "before_time") if before_time and before_time.strip() else None
     messages = container.sessions.messages(tenant.id, session.id, limit=100_000)
     return Envelope(data=[MessageView.of(m) for m in page_before(messages, before, limit)])
+
+
+@router.delete("/{session_id}/{message_id}")
+async def delete_message(session_id: str, message_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    """One message of the session. An answer still being written is refused (409): stop it first."""
+    session = session_of(container, tenant, session_id)
+    message = container.sessions.message(tenant.id, session.id, message_id)
+    if message is None:
+        raise not_found("message", "message_id")
+    if message.role == "assistant" and not message.is_completed:
+        raise ApiError(409, "message_running", "the answer is still being written; stop it first", "message_id")
+    if not container.sessions.delete_message(tenant.id, session.id, message_id):
+        raise not_found("message", "message_id")
+    return Done(message="Message deleted successfully")

@@ -1,0 +1,57 @@
+"""Removing documents and knowledge bases everywhere they live: the knowledge store, the search index,
+the entity graph and the table store. Both runtimes delete through this one place."""
+
+from __future__ import annotations
+
+import logging
+
+from ragline.graph.store import GraphNamespace, GraphStore
+from ragline.retrieval.base import RetrieveEngine
+from ragline.store.base import KnowledgeStore
+from ragline.store.models import Document
+from ragline.tables.store import TableStore
+
+logger = logging.getLogger(__name__)
+
+
+class KnowledgeRemoval:
+    def __init__(
+        self,
+        knowledge: KnowledgeStore,
+        engine: RetrieveEngine,
+        graph: GraphStore | None = None,
+        tables: TableStore | None = None,
+    ) -> None:
+        self._knowledge = knowledge
+        self._engine = engine
+        self._graph = graph
+        self._tables = tables
+
+    def delete_document(self, tenant_id: str, document_id: str) -> Document | None:
+        """The document removed (None: not this tenant's). The index goes first: a document half deleted
+        must never be found by a search whose chunks are gone."""
+        document = self._knowledge.document(tenant_id, document_id)
+        if document is None:
+            return None
+        self._engine.delete_document(document.id)
+        if self._graph is not None:
+            self._graph.delete_document(
+                GraphNamespace(knowledge_base_id=document.knowledge_base_id, knowledge_id=document.id)
+            )
+        if self._tables is not None:
+            self._tables.delete(document.id)
+        if not self._knowledge.delete_document(tenant_id, document.id):
+            return None
+        logger.info("document deleted", extra={"document_id": document.id})
+        return document
+
+    def clear_knowledge_base(self, tenant_id: str, kb_id: str) -> int:
+        """Every document of the knowledge base removed, the knowledge base kept; how many went."""
+        documents = self._knowledge.documents(tenant_id, kb_id, limit=1_000_000)
+        return sum(1 for d in documents if self.delete_document(tenant_id, d.id) is not None)
+
+    def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
+        if self._knowledge.knowledge_base(tenant_id, kb_id) is None:
+            return False
+        self.clear_knowledge_base(tenant_id, kb_id)
+        return self._knowledge.delete_knowledge_base(tenant_id, kb_id)
