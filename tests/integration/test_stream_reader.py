@@ -134,3 +134,25 @@ def test_a_response_cut_by_the_time_limit_resumes_exactly(reader):
     assert received[-1].type == "complete"
     assert [f.id for f in received] == sorted({f.id for f in received})  # nothing repeated
     assert answer_text(received) == "".join(words)
+
+
+def test_a_finished_stream_closes_at_its_end_on_the_dynamodb_log(reader):
+    """The same end as the embedded server: 204 at the terminal event, 416 past it, never a ping."""
+    runtime, server = reader
+    api_key, session_id, message_id = _turn(runtime)
+    _write_turn(runtime.log, stream_key(session_id, message_id), ["a ", "b "], 0)
+    url = f"/api/v1/sessions/{session_id}/messages/{message_id}/events"
+    with httpx.Client(base_url=server.url, headers={"X-API-Key": api_key}, timeout=10) as client:
+        frames = read_frames(client, "GET", url)
+        last = frames[-1].id
+        assert frames[-1].type == "complete"
+        at_end = client.get(url, headers={"Last-Event-ID": str(last)})
+        past = client.get(url, params={"offset": last + 5})
+        overflow = client.get(url, params={"offset": 2**63})
+        tail = read_frames(client, "GET", url, headers={"Last-Event-ID": str(last - 1)})
+    assert at_end.status_code == 204
+    assert at_end.content == b""
+    assert past.status_code == 416
+    assert past.json()["error"]["field"] == "offset"
+    assert overflow.status_code == 422
+    assert [f.type for f in tail] == ["complete"]

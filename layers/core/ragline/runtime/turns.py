@@ -31,6 +31,7 @@ from ragline.types import (
     StreamEvent,
 )
 from ragline.types.chat_manage import SummaryConfig
+from ragline.types.text import PlainText
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +42,9 @@ def _not_blank_query(value: str) -> str:
     return value
 
 
-# A question as the HTTP API takes it: at least one character that is not whitespace.
-Query = Annotated[str, Field(min_length=1), AfterValidator(_not_blank_query)]
+# A question as the HTTP API takes it: at least one character that is not whitespace, no NUL, no other
+# control character but tabs and line breaks, no bidi override.
+Query = Annotated[PlainText, Field(min_length=1), AfterValidator(_not_blank_query)]
 
 
 class MentionedItem(BaseModel):

@@ -20,7 +20,7 @@ from ragline.container import Container
 from ragline.memory.api import memory_router
 from ragline.runtime.turns import TurnLauncher
 from ragline.server.deps import tenant_of
-from ragline.server.errors import install_error_handlers
+from ragline.server.errors import ERROR_REPLIES, install_error_handlers
 from ragline.server.request_id import RequestIdMiddleware
 from ragline.server.routes import chat, chunks, documents, knowledge, knowledge_bases, messages, search, sessions
 
@@ -57,6 +57,8 @@ def create_app(
         version=__version__,
         description="Knowledge-base question answering with streamed, resumable answers.",
         lifespan=lifespan,
+        # Every route checks the key and its input: the error replies each may give, in OpenAPI.
+        responses=ERROR_REPLIES,
     )
     install_error_handlers(app)
     app.add_middleware(RequestIdMiddleware)

@@ -9,15 +9,54 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragline.runtime.turns import TurnsClosed
 from ragline.server.wire import error_code
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+class ErrorDetail(BaseModel):
+    code: int = Field(description="WeKnora's error code (1000 bad request, 1001 unauthorized, 1003 not found, ...)")
+    type: str = Field(description="ragline's stable error type: not_found, missing_field, invalid_field, ...")
+    message: str
+    field: str | None = Field(default=None, description="The body field, parameter or header at fault")
+
+
+class ErrorReply(BaseModel):
+    """Every 4xx/5xx reply."""
+
+    success: Literal[False] = False
+    error: ErrorDetail
+
+
+def _reply(description: str) -> dict[str, Any]:
+    return {"model": ErrorReply, "description": description}
+
+
+# What any route may answer besides its success (OpenAPI): every route checks the key and its input.
+ERROR_REPLIES: dict[int | str, dict[str, Any]] = {
+    400: _reply("The body is not valid JSON"),
+    401: _reply("No valid X-API-Key (or Authorization: Bearer) header"),
+    403: _reply("X-Tenant-ID names another tenant than the key's"),
+    404: _reply("No such resource for this tenant"),
+    422: _reply("A field, parameter or header is missing or invalid (named in error.field)"),
+}
+# Routes that accept uploads, and the routes that start a turn.
+UPLOAD_REPLIES: dict[int | str, dict[str, Any]] = {
+    413: _reply("The upload is larger than the configured limit"),
+    415: _reply("The file type is not supported"),
+}
+TURN_REPLIES: dict[int | str, dict[str, Any]] = {
+    503: _reply("The server is shutting down and accepts no new question (retry after Retry-After)"),
+}
 
 
 class ApiError(Exception):
@@ -48,6 +87,11 @@ def _field_of(loc: Any) -> str | None:
     return ".".join(parts) or None
 
 
+def _validator_error(error: Any) -> object:
+    context = error.get("ctx") if isinstance(error, dict) else None
+    return context.get("error") if isinstance(context, dict) else None
+
+
 def validation_error(errors: Sequence[Any]) -> ApiError:
     """The error for a request body that failed validation, named by its first failing field. Used for
     FastAPI's own validation and by routes that validate a body themselves (JSON or multipart)."""
@@ -60,6 +104,9 @@ def validation_error(errors: Sequence[Any]) -> ApiError:
         code, message = "missing_field", f"{field} is required"
     elif kind == "extra_forbidden":
         code, message = "unknown_field", f"{field} is not a known field"
+    elif kind == "value_error" and isinstance(_validator_error(first), Exception):
+        # A validator's own sentence ("must not contain a NUL character"), without pydantic's prefix.
+        code, message = "invalid_field", f"{field} {_validator_error(first)}"
     else:
         code, message = "invalid_field", f"{field}: {first.get('msg', 'invalid value')}"
     if field is None and kind in {"model_attributes_type", "model_type", "dict_type"}:
@@ -68,6 +115,39 @@ def validation_error(errors: Sequence[Any]) -> ApiError:
 
 
 logger = logging.getLogger(__name__)
+
+
+def empty_body_error(model: type[BaseModel] | None) -> ApiError:
+    """The error for an empty body: the first field the body must have, by name (else ``body``)."""
+    if model is not None:
+        try:
+            model.model_validate({})
+        except ValidationError as exc:
+            return validation_error(_in_body(exc))
+    return ApiError(422, "missing_body", "a JSON request body is required", "body")
+
+
+def parse_body(model: type[_Model], raw: bytes) -> _Model:
+    """A JSON body read by a route itself (one that also takes multipart), with the errors FastAPI's own
+    validation gives: an empty body names the first required field."""
+    if not raw.strip():
+        raw = b"{}"
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise validation_error(_in_body(exc)) from None
+
+
+def _in_body(exc: ValidationError) -> list[Any]:
+    """A model's errors located as FastAPI locates them (``("body", field)``), so a field named like a
+    location (``query``) keeps its name."""
+    return [{**error, "loc": ("body", *error.get("loc", ()))} for error in exc.errors()]
+
+
+def _body_model(request: Request) -> type[BaseModel] | None:
+    field = getattr(request.scope.get("route"), "body_field", None)
+    annotation = getattr(getattr(field, "field_info", None), "annotation", None)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -82,7 +162,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return await _api_error(request, validation_error(exc.errors()))
+        errors = exc.errors()
+        if errors and tuple(errors[0].get("loc", ())) == ("body",) and errors[0].get("type") == "missing":
+            # No body at all: say which field it must have, not "None is required".
+            return await _api_error(request, empty_body_error(_body_model(request)))
+        return await _api_error(request, validation_error(errors))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette.sse import EventSourceResponse
 
@@ -24,12 +24,12 @@ from ragline.server.deps import (
     check_query_length,
     session_of,
 )
-from ragline.server.errors import ApiError, not_found
+from ragline.server.errors import TURN_REPLIES, ApiError, ErrorReply, not_found
 from ragline.server.sse import frames, sse_response
 from ragline.server.views import Envelope
 from ragline.store.models import Session, Tenant
 from ragline.stream.base import stream_key
-from ragline.stream.replay import start_offset
+from ragline.stream.replay import MAX_SEQ, StreamPosition, start_offset, stream_position
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["chat"])
@@ -41,7 +41,15 @@ SSE_REPLY: dict[int | str, dict[str, Any]] = {
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     }
 }
-LastEventId = Annotated[str | None, Header(alias="Last-Event-ID")]
+LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", max_length=32)]
+# An event's offset in its answer's log: ``?offset=N`` replays from event N on.
+EventOffset = Annotated[int | None, Query(ge=0, le=MAX_SEQ)]
+# The replies of a resumable stream besides its events.
+STREAM_REPLIES: dict[int | str, dict[str, Any]] = {
+    **SSE_REPLY,
+    204: {"description": "The reader is already past the answer's last event: nothing more will come"},
+    416: {"description": "The offset is past the end of the answer's events", "model": ErrorReply},
+}
 
 
 class StopBody(BaseModel):
@@ -96,7 +104,7 @@ async def _accept(
     return turn
 
 
-@router.post("/sessions/{session_id}/questions", status_code=202)
+@router.post("/sessions/{session_id}/questions", status_code=202, responses=TURN_REPLIES)
 async def ask(
     session_id: str,
     body: QuestionBody,
@@ -113,7 +121,9 @@ async def ask(
     return Envelope(data=AcceptedQuestion(**ids))
 
 
-@router.post("/knowledge-chat/{session_id}", responses=SSE_REPLY, response_class=EventSourceResponse)
+@router.post(
+    "/knowledge-chat/{session_id}", responses={**SSE_REPLY, **TURN_REPLIES}, response_class=EventSourceResponse
+)
 async def knowledge_chat(
     session_id: str,
     body: QuestionBody,
@@ -128,7 +138,7 @@ async def knowledge_chat(
     return _answer_stream(container, session.id, turn.assistant_message.id, turn.request.request_id, 0)
 
 
-@router.post("/agent-chat/{session_id}", responses=SSE_REPLY, response_class=EventSourceResponse)
+@router.post("/agent-chat/{session_id}", responses={**SSE_REPLY, **TURN_REPLIES}, response_class=EventSourceResponse)
 async def agent_chat(
     session_id: str,
     body: QuestionBody,
@@ -169,7 +179,9 @@ async def _stream_message(
     message_id: str,
     last_event_id: str | None,
     offset: int | None,
-) -> EventSourceResponse:
+) -> Response:
+    """The answer's events from the reader's position: a replay and the live rest, 204 for a reader
+    already past the terminal event, 416 for an offset the answer never reached."""
     session = session_of(container, tenant, session_id)
     message = container.sessions.message(tenant.id, session.id, message_id)
     if message is None or message.role != "assistant":
@@ -177,37 +189,44 @@ async def _stream_message(
     key = stream_key(session.id, message.id)
     if not await container.stream.has_events(key):
         raise ApiError(404, "not_found", "No stream events found", "message_id")
+    field = "Last-Event-ID" if last_event_id is not None and last_event_id.strip() else "offset"
     try:
         start = start_offset(last_event_id, offset)
     except ValueError as exc:
-        field = "Last-Event-ID" if last_event_id is not None else "offset"
         raise ApiError(422, "invalid_field", str(exc), field) from None
+    position = await stream_position(container.stream, key, start)
+    if position == StreamPosition.ENDED:
+        # At or after the terminal event: nothing will ever follow. 204 also tells a browser's EventSource
+        # not to reconnect (it reconnects after any other close).
+        return Response(status_code=204, headers={"Cache-Control": "no-store"})
+    if position == StreamPosition.BEYOND:
+        raise ApiError(416, "offset_out_of_range", f"{field} is past the end of this answer's events", field)
     return _answer_stream(container, session.id, message.id, message.request_id, start)
 
 
 @router.get(
-    "/sessions/{session_id}/messages/{message_id}/events", responses=SSE_REPLY, response_class=EventSourceResponse
+    "/sessions/{session_id}/messages/{message_id}/events", responses=STREAM_REPLIES, response_class=EventSourceResponse
 )
 async def message_events(
     session_id: str,
     message_id: str,
     tenant: TenantDep,
     container: ContainerDep,
-    offset: Annotated[int | None, Query()] = None,
+    offset: EventOffset = None,
     last_event_id: LastEventId = None,
-) -> EventSourceResponse:
+) -> Response:
     return await _stream_message(container, tenant, session_id, message_id, last_event_id, offset)
 
 
-@router.get("/sessions/continue-stream/{session_id}", responses=SSE_REPLY, response_class=EventSourceResponse)
+@router.get("/sessions/continue-stream/{session_id}", responses=STREAM_REPLIES, response_class=EventSourceResponse)
 async def continue_stream(
     session_id: str,
     tenant: TenantDep,
     container: ContainerDep,
     message_id: Annotated[str, Query(min_length=1)],
-    offset: Annotated[int | None, Query()] = None,
+    offset: EventOffset = None,
     last_event_id: LastEventId = None,
-) -> EventSourceResponse:
+) -> Response:
     return await _stream_message(container, tenant, session_id, message_id, last_event_id, offset)
 
 

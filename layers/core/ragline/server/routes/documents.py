@@ -7,37 +7,41 @@ import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
 from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
 from ragline.ingest.faq import parse_entries, parse_faq_file
 from ragline.ingest.service import DocumentInput, IngestResult
 from ragline.server.deps import ContainerDep, TenantDep, in_background, knowledge_base_of, read_upload
-from ragline.server.errors import ApiError, validation_error
+from ragline.server.errors import UPLOAD_REPLIES, ApiError, parse_body
 from ragline.server.records import KnowledgeView
 from ragline.server.views import Envelope
 from ragline.store.models import KnowledgeBase
 from ragline.types import ChunkType
+from ragline.types.text import PlainName, PlainText, forbidden_characters, safe_filename
+
+# The largest offset a store takes (SQLite's INTEGER): 2^63 overflowed it (a plain-text 500).
+MAX_OFFSET = 2**63 - 1
 
 router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}", tags=["knowledge"])
 
 
 class DocumentBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    title: str = Field(default="", max_length=500)
+    title: PlainName = Field(default="", max_length=500)
     content: str = Field(min_length=1)
     file_type: str = Field(default="markdown", pattern="^(markdown|text)$")
-    description: str = Field(default="", max_length=2000)
-    tags: list[str] = Field(default_factory=list, max_length=50)
+    description: PlainText = Field(default="", max_length=2000)
+    tags: list[PlainName] = Field(default_factory=list, max_length=50)
     kind: Literal["document", "wiki"] = "document"
 
 
 class FAQBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     entries: list[dict[str, Any]] = Field(min_length=1)
-    title: str = Field(default="FAQ", max_length=500)
-    tags: list[str] = Field(default_factory=list, max_length=50)
+    title: PlainName = Field(default="FAQ", max_length=500)
+    tags: list[PlainName] = Field(default_factory=list, max_length=50)
 
 
 def _chunk_type(kind: str) -> str:
@@ -77,7 +81,17 @@ def _index_graph_later(container: Container, kb: KnowledgeBase, result: IngestRe
 async def ingest_upload(
     container: Container, kb: KnowledgeBase, filename: str, raw: bytes, *, title: str, tags: list[str], kind: str
 ) -> IngestResult:
-    """An uploaded file, extracted, chunked and indexed before the reply (the graph follows)."""
+    """An uploaded file, extracted, chunked and indexed before the reply (the graph follows).
+
+    The file is stored under its safe base name (no directories, controls or bidi characters); a title or
+    tag with NUL, control or bidi characters is refused (422, naming the field).
+    """
+    for field, values in (("title", [title]), ("tags", tags)):
+        for value in values:
+            found = forbidden_characters(value, allow_line_breaks=False)
+            if found is not None:
+                raise ApiError(422, "invalid_field", f"{field} must not contain {found}", field)
+    filename = safe_filename(filename, default="upload.txt")
     try:
         result = await asyncio.to_thread(
             container.ingest.ingest_bytes, kb, filename, raw, title=title, tags=tags, chunk_type=_chunk_type(kind)
@@ -101,7 +115,10 @@ async def ingest_text(container: Container, kb: KnowledgeBase, item: DocumentInp
 @router.post(
     "/documents",
     status_code=201,
-    responses={200: {"model": Envelope[KnowledgeView], "description": "The same content was already stored"}},
+    responses={
+        200: {"model": Envelope[KnowledgeView], "description": "The same content was already stored"},
+        **UPLOAD_REPLIES,
+    },
     openapi_extra=_file_upload_body(DocumentBody.model_json_schema()),
 )
 async def upload_document(
@@ -118,10 +135,7 @@ async def upload_document(
         title, tags = str(form.get("title") or ""), _tags_field(form.get("tags"))
         result = await ingest_upload(container, kb, filename, raw, title=title, tags=tags, kind=kind)
     else:
-        try:
-            body = DocumentBody.model_validate_json(await request.body())
-        except ValidationError as exc:
-            raise validation_error(exc.errors()) from None
+        body = parse_body(DocumentBody, await request.body())
         item = DocumentInput(
             content=body.content,
             title=body.title,
@@ -137,7 +151,10 @@ async def upload_document(
 @router.post(
     "/faq",
     status_code=201,
-    responses={200: {"model": Envelope[KnowledgeView], "description": "The same entries were already stored"}},
+    responses={
+        200: {"model": Envelope[KnowledgeView], "description": "The same entries were already stored"},
+        **UPLOAD_REPLIES,
+    },
     openapi_extra=_file_upload_body(FAQBody.model_json_schema(), json_first=True),
 )
 async def import_faq(
@@ -153,10 +170,7 @@ async def import_faq(
             title = str(form.get("title") or "FAQ")
             tags = _tags_field(form.get("tags"))
         else:
-            try:
-                body = FAQBody.model_validate_json(await request.body())
-            except ValidationError as exc:
-                raise validation_error(exc.errors()) from None
+            body = parse_body(FAQBody, await request.body())
             entries, title, tags = parse_entries(body.entries), body.title, body.tags
     except UnsupportedFile as exc:
         status = 415 if isinstance(exc, UnsupportedFileType) else 422
@@ -171,8 +185,8 @@ async def list_documents(
     tenant: TenantDep,
     container: ContainerDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: int = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Envelope[list[KnowledgeView]]:
     kb = knowledge_base_of(container, tenant, kb_id)
-    documents = container.knowledge.documents(tenant.id, kb.id, limit=limit, offset=max(0, offset))
+    documents = container.knowledge.documents(tenant.id, kb.id, limit=limit, offset=offset)
     return Envelope(data=[KnowledgeView.of(d) for d in documents])

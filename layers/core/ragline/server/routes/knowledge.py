@@ -19,11 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragline.container import Container
 from ragline.ingest.service import DocumentInput, IngestResult
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read_upload
-from ragline.server.errors import ApiError
+from ragline.server.errors import UPLOAD_REPLIES, ApiError
 from ragline.server.records import KnowledgeView
 from ragline.server.routes.documents import ingest_text, ingest_upload, knowledge_view
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.store.models import Document
+from ragline.types.text import PlainName
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["knowledge"])
@@ -71,7 +72,10 @@ def _form_text(form: Any, name: str, limit: int = 1000) -> str:
 
 @router.post(
     "/knowledge-bases/{kb_id}/knowledge/file",
-    responses={409: {"description": "The same file is already in the knowledge base (its record in data)"}},
+    responses={
+        409: {"description": "The same file is already in the knowledge base (its record in data)"},
+        **UPLOAD_REPLIES,
+    },
     openapi_extra={
         "requestBody": {
             "content": {
@@ -126,9 +130,9 @@ async def create_knowledge_from_file(
 
 class ManualKnowledgeBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    title: str = Field(min_length=1, max_length=500)
+    title: PlainName = Field(min_length=1, max_length=500)
     content: str = Field(min_length=1)
-    tag_id: str | None = Field(default=None, max_length=200)
+    tag_id: PlainName | None = Field(default=None, max_length=200)
     # Accepted and not acted on: a document is published (searchable) once stored.
     status: str | None = Field(default=None, max_length=40)
     channel: str | None = Field(default=None, max_length=40)

@@ -8,17 +8,19 @@ import logging
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
 from ragline.runtime.search import SearchBody
+from ragline.runtime.turns import Query
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
-from ragline.server.errors import ApiError, not_found, validation_error
+from ragline.server.errors import ApiError, not_found, parse_body
 from ragline.server.records import ChunkingConfigView, KnowledgeBaseView, SearchResultView
 from ragline.server.routes.search import run_search
 from ragline.server.views import Done, Envelope
 from ragline.server.wire import log_ignored
 from ragline.store.models import DuplicateName, KnowledgeBase, Tenant
+from ragline.types.text import PlainName, PlainText
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/knowledge-bases", tags=["knowledge bases"])
@@ -31,8 +33,8 @@ class KnowledgeBaseBody(BaseModel):
     ragline's switches."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
-    description: str = Field(default="", max_length=2000)
+    name: PlainName = Field(min_length=1, max_length=200)
+    description: PlainText = Field(default="", max_length=2000)
     wiki_enabled: bool = False
     graph_extraction_enabled: bool = False
     embedding_model_id: str = Field(default="", max_length=200)
@@ -154,7 +156,7 @@ class HybridSearchBody(BaseModel):
     """WeKnora's ``SearchParams``."""
 
     model_config = ConfigDict(extra="forbid")
-    query_text: str = Field(min_length=1)
+    query_text: Query
     vector_threshold: float | None = Field(default=None, ge=0, le=1)
     keyword_threshold: float | None = Field(default=None, ge=0, le=1)
     match_count: int | None = Field(default=None, ge=0, le=200)
@@ -206,10 +208,7 @@ async def hybrid_search_get(
 
 
 async def _hybrid_search(kb_id: str, request: Request, tenant: Tenant, container: Container) -> list[SearchResultView]:
-    try:
-        body = HybridSearchBody.model_validate_json(await request.body() or b"{}")
-    except ValidationError as exc:
-        raise validation_error(exc.errors()) from None
+    body = parse_body(HybridSearchBody, await request.body())
     log_ignored(body, ("only_recommended", "skip_context_enrichment"), "hybrid search")
     kb = knowledge_base_of(container, tenant, kb_id)
     search = SearchBody(
@@ -230,8 +229,8 @@ class KnowledgeBaseUpdateBody(BaseModel):
     that ragline accepts and does not act on: its chunking is the same for every knowledge base."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
-    description: str | None = Field(default=None, max_length=2000)
+    name: PlainName = Field(min_length=1, max_length=200)
+    description: PlainText | None = Field(default=None, max_length=2000)
     config: Config = None
 
 

@@ -13,6 +13,7 @@ from ragline.server.errors import not_found
 from ragline.server.records import MessageView, SessionView
 from ragline.server.views import Envelope, Page, page_of
 from ragline.server.wire import log_ignored
+from ragline.types.text import PlainName, PlainText
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/sessions", tags=["sessions"])
@@ -32,8 +33,8 @@ class SessionBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     knowledge_base_ids: list[str] = Field(default_factory=list)
-    title: str = Field(default="", max_length=200)
-    description: str = Field(default="", max_length=2000)
+    title: PlainName = Field(default="", max_length=200)
+    description: PlainText = Field(default="", max_length=2000)
 
 
 @router.post("", status_code=201)
