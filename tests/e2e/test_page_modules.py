@@ -120,3 +120,25 @@ def test_the_sse_parser_follows_the_event_stream_format(ragline: Any, page: Any)
         {"id": "2", "event": "message", "data": "no space"},
         {"id": "", "event": "message", "data": "z"},
     ]
+
+
+FOLLOW_ENDED = """async ({ key, url, last }) => {
+  localStorage.setItem('ragline.apiKey', key);
+  const { followStream } = await import('/static/sse.js');
+  const frames = [];
+  const started = performance.now();
+  const result = await followStream(url, { lastEventId: last, onFrame: (f) => frames.push(f.response_type) });
+  return { result, frames, ms: performance.now() - started };
+}"""
+
+
+def test_following_a_stream_from_its_last_event_ends_at_once(ragline: Any, page: Any) -> None:
+    """The server answers 204 to a reader already at the terminal event; the page stops there."""
+    session = ragline.session([ragline.create_kb("kb", {"Doc": "# Doc\n\nPears ripen off the tree."})])
+    ids = ragline.ask(session, "pears?")
+    frames = ragline.events(session, ids["assistant_message_id"])
+    page.goto(f"{ragline.url}/healthz")
+    url = f"{ragline.url}/api/v1/sessions/{session}/messages/{ids['assistant_message_id']}/events"
+    out = page.evaluate(FOLLOW_ENDED, {"key": ragline.key, "url": url, "last": frames[-1].id})
+    assert out["result"] == {"ended": "ended", "lastEventId": str(frames[-1].id)}
+    assert out["frames"] == []

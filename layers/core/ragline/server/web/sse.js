@@ -110,6 +110,8 @@ export async function followStream(url, { lastEventId = null, onFrame, onStatus 
       }
       throw await errorFrom(response);
     }
+    // 204: the stream had already ended at `last` (the server says so instead of pinging forever).
+    if (response.status === 204) return { ended: 'ended', lastEventId: last };
     onStatus('streaming');
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     const parser = new SSEParser();
