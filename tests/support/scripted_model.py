@@ -46,6 +46,8 @@ class Received:
     started_at: float = field(default_factory=time.monotonic)
     # A streamed reply the client closed before its end: when the server saw it (time.monotonic()).
     closed_early_at: float | None = None
+    # Set while streaming to cut the connection mid-reply (a dying network or process).
+    break_now: bool = False
 
     @property
     def closed_early(self) -> bool:
@@ -167,6 +169,8 @@ class ScriptedModel:
                             return
                         if piece.delay:
                             await asyncio.sleep(piece.delay)
+                        if received.break_now:
+                            raise ConnectionAbortedError("the scripted model cut the connection")
                         delta: dict[str, Any] = {}
                         if piece.reasoning:
                             delta["reasoning_content"] = piece.reasoning
@@ -179,7 +183,7 @@ class ScriptedModel:
                     received.completed = True
                 finally:
                     # Cancelled by the client's disconnect (or closed) before the end: the stream was closed.
-                    if not received.completed and script.break_after is None:
+                    if not received.completed and script.break_after is None and not received.break_now:
                         received.closed_early_at = time.monotonic()
 
             return StreamingResponse(stream(), media_type="text/event-stream")

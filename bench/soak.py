@@ -1,0 +1,423 @@
+"""Soak: N turns with random client drops, stops and one crash of the server in the middle; every turn must
+end with exactly one terminal event, with nothing lost or repeated and no orphan left.
+
+Run from the repository root::
+
+    .venv/bin/python bench/soak.py [--turns 120] [--concurrency 8] [--runtime embedded|serverless|both]
+
+What runs where:
+
+* the model: ``tests/support/scripted_model.py`` behind uvicorn in this process, streaming each answer as
+  ``--pieces`` word pieces ``--piece-delay-ms`` apart; it records when a client closed its stream early;
+* **embedded**: a real ``ragline serve`` subprocess on its own data directory. Halfway through, it is killed
+  with SIGKILL while turns are in flight and started again on the same directory: its recovery sweep ends
+  the orphaned turns (``error``, reason ``interrupted``) before it serves again;
+* **serverless**: ``tests/support/serverless.py`` — moto executes the real generated state machine, its
+  Lambda tasks run the real ``pipeline_step`` code, the log is DynamoDB's — and the AWS app (ingest_turn's
+  and stream_reader's routes) behind uvicorn. Halfway through, the API server is shut down hard (readers
+  drop) and a new one started; the streaming steps then in flight lose their model connection (the model's
+  streams break), as a crashed ``pipeline_step`` would, and the workflow ends those turns with ``error``.
+
+Each turn is one client thread: it asks (with a request id, so a retry across the crash is the same
+turn), reads the SSE stream, drops the connection after a random frame with probability ``--drop-rate``
+and resumes with ``Last-Event-ID``, and with probability ``--stop-rate`` stops the answer once it is
+under way. At the end every turn's log is read from the store itself and compared with what its client
+received. Printed: turns started, turns ended with exactly one terminal event, bytes lost and repeated,
+orphans (no terminal event, or the message not completed), messages that disagree with their stream,
+how the turns ended, and the stop-to-closed time (the stop request sent → the model saw its stream
+closed). Figures, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # tests.support, as pytest's pythonpath = ["."] gives it
+
+from bench.stats import percentile  # noqa: E402
+
+DOCS = {
+    "Reactor": "# Reactor\n\nThe reactor cools with heavy water. Heavy water slows neutrons down.",
+    "Turbine": "# Turbine\n\nSteam from the reactor turns the turbine, which drives the generator.",
+}
+TERMINAL = {"complete", "error", "stop"}
+
+
+@dataclass
+class TurnRecord:
+    number: int
+    request_id: str
+    message_id: str = ""
+    started: bool = False
+    frames: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, type, content)
+    drops: int = 0
+    reconnects: int = 0
+    stop_sent_at: float | None = None
+    client_end: str = ""
+    failure: str = ""
+
+
+@dataclass
+class Target:
+    """A running API for the soak: where it is, its key, and how to crash it and read a turn's raw log."""
+
+    name: str
+    url: Callable[[], str]
+    key: str
+    session_id: str
+    crash: Callable[[], None]
+    raw_log: Callable[[str], list[Any]]
+
+
+def _client(target: Target, timeout: float = 30.0) -> Any:
+    import httpx
+
+    return httpx.Client(base_url=target.url(), headers={"X-API-Key": target.key}, timeout=timeout)
+
+
+def _post_question(target: Target, turn: TurnRecord, deadline: float) -> None:
+    import httpx
+
+    body = {"query": f"Soak question {turn.number}: how does the reactor cool?", "request_id": turn.request_id}
+    while time.monotonic() < deadline:
+        try:
+            with _client(target) as client:
+                reply = client.post(f"/api/v1/sessions/{target.session_id}/questions", json=body)
+            if reply.status_code == 202:
+                turn.message_id = reply.json()["data"]["assistant_message_id"]
+                turn.started = True
+                return
+            if reply.status_code != 503:
+                turn.failure = f"ask {reply.status_code}"
+                return
+        except httpx.HTTPError:
+            pass  # the server is down (the crash): the same request id again is the same turn
+        time.sleep(0.2)
+    turn.failure = "ask: no server"
+
+
+def _follow(target: Target, turn: TurnRecord, rng: random.Random, args: argparse.Namespace, deadline: float) -> None:
+    import httpx
+    from httpx_sse import connect_sse
+
+    url = f"/api/v1/sessions/{target.session_id}/messages/{turn.message_id}/events"
+    last: int | None = None
+    while time.monotonic() < deadline:
+        headers = {"Last-Event-ID": str(last)} if last is not None else {}
+        drop_at = rng.randint(2, 12) if rng.random() < args.drop_rate and turn.drops < 3 else None
+        try:
+            with _client(target, timeout=60) as client, connect_sse(client, "GET", url, headers=headers) as source:
+                if source.response.status_code == 204:
+                    turn.client_end = turn.frames[-1][1] if turn.frames else "204"
+                    return
+                source.response.raise_for_status()
+                for received, sse in enumerate(source.iter_sse(), start=1):
+                    try:
+                        data = json.loads(sse.data)
+                    except ValueError:
+                        break  # a frame cut by the crash: reconnect from the last whole one
+                    seq = int(sse.id)
+                    turn.frames.append((seq, str(data["response_type"]), str(data.get("content", ""))))
+                    last = seq
+                    kind = data["response_type"]
+                    if kind in TERMINAL:
+                        turn.client_end = kind
+                        return
+                    if (
+                        kind == "answer"
+                        and turn.stop_sent_at is None
+                        and turn.number in args.stop_turns
+                        and received >= 2
+                    ):
+                        turn.stop_sent_at = time.monotonic()
+                        client.post(f"/api/v1/sessions/{target.session_id}/stop", json={"message_id": turn.message_id})
+                    if drop_at is not None and received >= drop_at:
+                        turn.drops += 1
+                        break  # the client goes away; it comes back with Last-Event-ID
+        except (httpx.HTTPError, ValueError):
+            time.sleep(0.2)  # the server went away (the crash), or the read failed: reconnect
+        turn.reconnects += 1
+    turn.failure = turn.failure or "no terminal frame before the deadline"
+
+
+def run_turns(
+    target: Target, scripted: Any, args: argparse.Namespace, crash_after: int
+) -> tuple[list[TurnRecord], dict[str, Any]]:
+    from tests.support.scripted_model import Script
+
+    rng = random.Random(args.seed)
+    turns = [TurnRecord(i, f"soak-{target.name}-{i}-{uuid.uuid4().hex[:8]}") for i in range(args.turns)]
+    args.stop_turns = {t.number for t in turns if rng.random() < args.stop_rate}
+    pieces = [f"w{i} " for i in range(args.pieces)]
+    for _ in turns:
+        scripted.queue(Script.answer(*pieces, delay=args.piece_delay_ms / 1000))
+    semaphore = threading.Semaphore(args.concurrency)
+    started_count = 0
+    lock = threading.Lock()
+    crashed = threading.Event()
+    crash_info: dict[str, Any] = {}
+    deadline = time.monotonic() + args.timeout_s
+
+    def worker(turn: TurnRecord) -> None:
+        nonlocal started_count
+        with semaphore:
+            seeded = random.Random(args.seed * 1000 + turn.number)
+            _post_question(target, turn, deadline)
+            with lock:
+                started_count += 1
+                trigger = started_count == crash_after and not crashed.is_set()
+            if trigger:
+                crashed.set()
+                threading.Thread(target=do_crash, daemon=True).start()
+            if turn.started:
+                _follow(target, turn, seeded, args, deadline)
+
+    def do_crash() -> None:
+        time.sleep(args.piece_delay_ms / 1000 * 5)  # the turns just started are answering
+        in_flight = sum(1 for t in turns if t.started and not t.client_end)
+        crash_info["in_flight"] = in_flight
+        begun = time.monotonic()
+        try:
+            target.crash()
+        except Exception as exc:
+            crash_info["error"] = repr(exc)
+        crash_info["restart_s"] = time.monotonic() - begun
+
+    threads = [threading.Thread(target=worker, args=(t,), daemon=True) for t in turns]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()) + 5)
+    return turns, crash_info
+
+
+def verify(target: Target, turns: list[TurnRecord], scripted: Any) -> dict[str, Any]:
+    from ragline.stream.base import stream_key
+    from ragline.stream.replay import summarize_answer
+
+    figures: Counter[str] = Counter()
+    ends: Counter[str] = Counter()
+    stop_to_closed: list[float] = []
+    with _client(target) as client:
+        messages = {m["id"]: m for m in client.get(f"/api/v1/sessions/{target.session_id}/messages").json()["data"]}
+    for turn in turns:
+        if not turn.started:
+            figures["not_started"] += 1
+            continue
+        figures["started"] += 1
+        events = target.raw_log(stream_key(target.session_id, turn.message_id))
+        terminals = [e for e in events if e.is_terminal]
+        if len(terminals) == 1 and events[-1].is_terminal:
+            figures["one_terminal"] += 1
+        elif not terminals:
+            figures["orphans"] += 1
+        else:
+            figures["several_terminals"] += 1
+        end = terminals[0] if terminals else None
+        label = end.type.value if end is not None else "none"
+        if end is not None and end.data.get("reason") == "interrupted":
+            label = f"error interrupted ({end.data.get('cause')})"
+        ends[label] += 1
+        logged = summarize_answer(events).content.encode()
+        seen: set[int] = set()
+        received = b""
+        for seq, kind, content in turn.frames:
+            if seq in seen:
+                figures["bytes_repeated"] += len(content.encode())
+                continue
+            seen.add(seq)
+            if kind == "answer":
+                received += content.encode()
+        if received != logged:
+            figures["turns_with_text_mismatch"] += 1
+            figures["bytes_lost"] += max(0, len(logged) - len(received))
+        if turn.client_end not in TERMINAL:
+            figures["clients_without_terminal_frame"] += 1
+        message = messages.get(turn.message_id)
+        if message is None or not message.get("is_completed"):
+            figures["orphans_message"] += 1
+        elif message.get("content", "").encode() != logged:
+            figures["messages_disagreeing"] += 1
+        figures["drops"] += turn.drops
+        if turn.stop_sent_at is not None:
+            figures["stops_sent"] += 1
+            token = f"Soak question {turn.number}:"
+            request = next((r for r in scripted.answers if token in _last_user_text(r)), None)
+            closed = request.closed_early_at if request is not None else None
+            # Closed by this stop (not earlier, by the crash): the time from the stop request to the close.
+            if closed is not None and closed >= turn.stop_sent_at:
+                stop_to_closed.append((closed - turn.stop_sent_at) * 1000)
+    return {"figures": figures, "ends": ends, "stop_to_closed_ms": stop_to_closed}
+
+
+def _last_user_text(request: Any) -> str:
+    users = [m for m in request.messages if m.get("role") == "user"]
+    return str(users[-1].get("content", "")) if users else ""
+
+
+# Runtimes ------------------------------------------------------------------------------------------------------
+def embedded_target(scripted: Any, work: Path) -> tuple[Target, Callable[[], None]]:
+    from tests.support.process import RaglineProcess
+
+    process = RaglineProcess(work / "data", f"{scripted.url}/v1", RAGLINE_SHUTDOWN_GRACE_S="2").start()
+    with process.client() as client:
+        kb = client.post("/api/v1/knowledge-bases", json={"name": "soak"}).json()["data"]["id"]
+        for title, content in DOCS.items():
+            client.post(f"/api/v1/knowledge-bases/{kb}/documents", json={"title": title, "content": content})
+        session = client.post("/api/v1/sessions", json={"knowledge_base_ids": [kb]}).json()["data"]["id"]
+
+    def crash() -> None:
+        process.kill()
+        process.start()
+
+    def raw_log(key: str) -> list[Any]:
+        import asyncio
+
+        from ragline.store.db import Database
+        from ragline.stream.sqlite import SqliteStreamManager
+
+        db = Database(work / "data" / "ragline.db")
+        try:
+            return asyncio.run(SqliteStreamManager(db).get_events(key))
+        finally:
+            db.close()
+
+    target = Target("embedded", lambda: process.url, process.api_key, session, crash, raw_log)
+    return target, process.stop
+
+
+def run_serverless(scripted: Any, models: Any, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    import httpx
+
+    from tests.support.serverless import serverless_stack
+    from tests.support.servers import ServerThread
+
+    with serverless_stack(work, models) as stack:
+        _, key = stack.create_tenant("soak")
+        state = {"server": ServerThread(stack.runtime.app()).start()}
+        with httpx.Client(base_url=state["server"].url, headers={"X-API-Key": key}, timeout=60) as client:
+            kb = client.post("/api/v1/knowledge-bases", json={"name": "soak"}).json()["data"]["id"]
+            for title, content in DOCS.items():
+                client.post(f"/api/v1/knowledge-bases/{kb}/documents", json={"title": title, "content": content})
+            session = client.post("/api/v1/sessions", json={"knowledge_base_ids": [kb]}).json()["data"]["id"]
+
+        def crash() -> None:
+            state["server"].stop(timeout=2)
+            # The streaming steps in flight lose their model connection, as a crashed step would.
+            for request in scripted.answers:
+                if not request.completed and request.closed_early_at is None:
+                    request.break_now = True
+            state["server"] = ServerThread(stack.runtime.app()).start()
+
+        target = Target(
+            "serverless", lambda: state["server"].url, key, session, crash, lambda k: stack.runtime.log.events_sync(k)
+        )
+        return soak(target, scripted, args)
+
+
+def soak(target: Target, scripted: Any, args: argparse.Namespace) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
+    began = time.monotonic()
+    turns, crash = run_turns(target, scripted, args, crash_after=max(1, args.turns // 2))
+    elapsed = time.monotonic() - began
+    # Turns the client saw end may still be writing their message: give the stores a moment to agree.
+    time.sleep(1.0)
+    result = verify(target, turns, scripted)
+    result.update({"crash": crash, "elapsed_s": elapsed, "load": (load_before, os.getloadavg()[0])})
+    return result
+
+
+def report(name: str, result: dict[str, Any], args: argparse.Namespace) -> None:
+    f, ends, stc = result["figures"], result["ends"], result["stop_to_closed_ms"]
+    print(f"\n== {name}: {args.turns} turns, {args.concurrency} at a time, crash after {args.turns // 2} ==")
+    print(f"turns started                         {f['started']} (not started: {f['not_started']})")
+    print(f"ended with exactly one terminal event {f['one_terminal']}")
+    print(f"orphans (no terminal event)           {f['orphans']}  (messages not completed: {f['orphans_message']})")
+    print(f"several terminal events               {f['several_terminals']}")
+    print(
+        f"bytes lost / repeated                 {f['bytes_lost']} / {f['bytes_repeated']}"
+        f"  (turns whose client text differs: {f['turns_with_text_mismatch']})"
+    )
+    print(f"messages disagreeing with the stream  {f['messages_disagreeing']}")
+    print(f"clients without a terminal frame      {f['clients_without_terminal_frame']}")
+    print(f"client drops (resumed)                {f['drops']}")
+    print(
+        f"turns in flight at the crash          {result['crash'].get('in_flight')}"
+        f" (restart {result['crash'].get('restart_s', 0):.1f} s)"
+    )
+    print("ends                                  " + ", ".join(f"{k} {v}" for k, v in sorted(ends.items())))
+    if stc:
+        print(
+            f"stop → model stream closed (ms)       n={len(stc)} p50 {percentile(stc, 50):.0f}"
+            f" p95 {percentile(stc, 95):.0f} max {max(stc):.0f}  (stops sent {f['stops_sent']})"
+        )
+    else:
+        print(f"stop → model stream closed            no measurement (stops sent {f['stops_sent']})")
+    print(f"wall time {result['elapsed_s']:.1f} s, load average {result['load'][0]:.1f} → {result['load'][1]:.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=120)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--pieces", type=int, default=40)
+    parser.add_argument("--piece-delay-ms", type=float, default=40)
+    parser.add_argument("--drop-rate", type=float, default=0.3)
+    parser.add_argument("--stop-rate", type=float, default=0.15)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--timeout-s", type=float, default=600)
+    parser.add_argument("--runtime", choices=["embedded", "serverless", "both"], default="both")
+    args = parser.parse_args()
+
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    from ragline.config import Settings, load_config
+    from ragline.container import build_models
+    from tests.support.scripted_model import ScriptedModel
+    from tests.support.servers import ServerThread
+
+    scripted = ScriptedModel()
+    model_server = ServerThread(scripted.app).start()
+    scripted.url = model_server.url  # type: ignore[attr-defined]
+    print(
+        f"soak: {args.turns} turns per runtime, {args.pieces} pieces {args.piece_delay_ms:.0f} ms apart, "
+        f"drop rate {args.drop_rate}, stop rate {args.stop_rate}, seed {args.seed}; "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+    )
+    try:
+        if args.runtime in ("embedded", "both"):
+            with tempfile.TemporaryDirectory() as tmp:
+                target, stop = embedded_target(scripted, Path(tmp))
+                try:
+                    report("embedded (ragline serve, kill -9 + restart)", soak(target, scripted, args), args)
+                finally:
+                    stop()
+            scripted._queue.clear()
+        if args.runtime in ("serverless", "both"):
+            config, _ = load_config()
+            models = build_models(
+                Settings(chat_base_url=f"{model_server.url}/v1", chat_model="scripted", chat_api_key="x"), config
+            )
+            with tempfile.TemporaryDirectory() as tmp:
+                result = run_serverless(scripted, models, args, Path(tmp))
+                report("serverless (moto, API server restarted, streaming steps broken)", result, args)
+    finally:
+        model_server.stop()
+
+
+if __name__ == "__main__":
+    main()
