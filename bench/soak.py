@@ -228,6 +228,7 @@ def verify(target: Target, turns: list[TurnRecord], scripted: Any) -> dict[str, 
             figures["orphans"] += 1
         else:
             figures["several_terminals"] += 1
+            print(f"  several terminal events in turn {turn.number}: {[(e.seq, e.type.value) for e in terminals]}")
         end = terminals[0] if terminals else None
         label = end.type.value if end is not None else "none"
         if end is not None and end.data.get("reason") == "interrupted":

@@ -255,24 +255,22 @@ def _failed_stage(error: dict[str, Any] | None) -> tuple[str, str]:
 
 async def _run_fail(step: StepInput, deps: StepDeps) -> dict[str, Any]:
     """Whatever failed, a reader must see a terminal event: write ``error`` unless the log already ended."""
-    key = step.turn.key
-    last = await deps.log.last_event(key)
-    if last is None or not last.is_terminal:
-        stage, message = _failed_stage(step.error)
-        await deps.log.append_event(
-            key,
-            StreamEvent(
-                id=f"{hashlib.sha1(step.turn.request_id.encode()).hexdigest()[:8]}-error",
-                type=ResponseType.ERROR,
-                content=message,
-                done=True,
-                data={
-                    "stage": stage,
-                    "error_type": str((step.error or {}).get("Error", "internal_error")),
-                    "error": message,
-                },
-            ),
-        )
+    stage, message = _failed_stage(step.error)
+    # Through the log's check-and-append: a stop racing this step must not leave two terminal events.
+    await deps.log.append_if_open(
+        step.turn.key,
+        StreamEvent(
+            id=f"{hashlib.sha1(step.turn.request_id.encode()).hexdigest()[:8]}-error",
+            type=ResponseType.ERROR,
+            content=message,
+            done=True,
+            data={
+                "stage": stage,
+                "error_type": str((step.error or {}).get("Error", "internal_error")),
+                "error": message,
+            },
+        ),
+    )
     await deps.container.turns.finalize(step.turn.session_id, step.turn.assistant_message_id)
     return {"outcome": StageOutcome.FAILED}
 
