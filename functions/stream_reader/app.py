@@ -2,7 +2,7 @@
 AWS Lambda Web Adapter (a function URL in RESPONSE_STREAM mode; Mangum buffers and cannot stream).
 
 Responses end before the function timeout (``RAGLINE_STREAM_MAX_SECONDS``); a client reconnects with
-``Last-Event-ID`` and continues exactly where it was.
+``Last-Event-ID`` and continues exactly where it was. A reader: no model, graph, secret or search engine.
 """
 
 from __future__ import annotations
@@ -11,4 +11,4 @@ from ragline.observability import configure_logging
 from ragline.serverless.aws import build_aws_runtime
 
 configure_logging()
-app = build_aws_runtime().app()
+app = build_aws_runtime(reader=True).app()

@@ -1,31 +1,43 @@
-"""Wiring of the AWS runtime: DynamoDB stores and log, S3 for large states, Step Functions, models.
+"""Wiring of the AWS runtime: DynamoDB stores and log, S3 for large states, Step Functions, OpenSearch, models.
 
-Each Lambda function builds one :class:`AwsRuntime` per container (cold start) and reuses it.
+Each Lambda function builds one :class:`AwsRuntime` per container (cold start) and reuses it, from its own
+environment (``AwsSettings``: the names template.yaml gives it) and its own boto3 clients. Secrets (API keys
+in SSM, the Neo4j password in Secrets Manager) are read once per container, by the functions that use them;
+``stream_reader`` builds a reader (``reader=True``): no model, no graph, no secret, no search engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import boto3
-from fastapi import FastAPI
+import numpy as np
+import numpy.typing as npt
 
 from ragline.config import Settings, load_config
 from ragline.container import Container, build_graph, build_models
 from ragline.memory.dynamodb import DynamoMemoryStore
 from ragline.models.registry import ModelRegistry
-from ragline.retrieval.base import RetrieveEngine
-from ragline.server.app import create_app
+from ragline.retrieval.base import RetrieveEngine, RetrieveParams
 from ragline.serverless.launcher import StepFunctionsLauncher
 from ragline.serverless.settings import AwsSettings
 from ragline.serverless.state_store import StateStore
 from ragline.serverless.step import StepDeps
 from ragline.store.base import KnowledgeStore
 from ragline.store.dynamodb import DynamoCitationHistory, DynamoKnowledgeStore, DynamoSessionStore, DynamoTenantStore
+from ragline.store.models import Chunk, Document
 from ragline.stream.dynamodb import DynamoDBStreamManager
 from ragline.tables.s3 import S3TableStore
+from ragline.types import SearchResult
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 
 @dataclass
@@ -40,9 +52,12 @@ class AwsRuntime:
         return StepDeps(container=self.container, state=self.state, log=self.log)
 
     def app(self) -> FastAPI:
+        from ragline.server.app import create_app
+
         return create_app(self.container, self.launcher, stream_base_url=self.aws.stream_base_url)
 
 
+# ---------------------------------------------------------------------------------------------- secrets
 def _secret(ssm: Any, parameter: str) -> str | None:
     """An API key from an SSM SecureString parameter (never from plain configuration)."""
     if not parameter:
@@ -51,15 +66,117 @@ def _secret(ssm: Any, parameter: str) -> str | None:
     return str(value)
 
 
-def _opensearch_engine(aws: AwsSettings, session: boto3.Session) -> RetrieveEngine:
+@lru_cache(maxsize=8)
+def _secret_value(secret_arn: str, endpoint: str | None) -> str:
+    """A Secrets Manager secret, read once per container (a warm invocation pays nothing)."""
+    client = boto3.Session().client("secretsmanager", endpoint_url=endpoint)
+    return str(client.get_secret_value(SecretId=secret_arn)["SecretString"])
+
+
+def neo4j_credentials(secret: str, default_user: str) -> tuple[str, str]:
+    """``(user, password)`` from the secret: the password alone, or JSON ``{"username", "password"}``."""
+    text = secret.strip()
+    if text.startswith("{"):
+        parsed = json.loads(text)
+        return str(parsed.get("username") or default_user), str(parsed["password"])
+    return default_user, text
+
+
+# -------------------------------------------------------------------------------------------- OpenSearch
+def signing_service(url: str) -> str:
+    """SigV4 signs OpenSearch Serverless requests for ``aoss`` and OpenSearch Service domains for ``es``."""
+    host = urlsplit(url).hostname or ""
+    return "aoss" if host.endswith(".aoss.amazonaws.com") else "es"
+
+
+def opensearch_client(aws: AwsSettings, session: boto3.Session) -> Any:
+    """An OpenSearch client for ``aws.opensearch_url``, every request signed with the function's role."""
     from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth
 
+    url = aws.opensearch_url
+    service = aws.opensearch_service or signing_service(url)
+    credentials = session.get_credentials()
+    if credentials is None:
+        raise RuntimeError("no AWS credentials to sign OpenSearch requests with")
+    auth = Urllib3AWSV4SignerAuth(credentials, session.region_name or "us-east-1", service)
+    return OpenSearch(
+        hosts=[url],
+        http_auth=auth,
+        use_ssl=url.startswith("https"),
+        verify_certs=url.startswith("https"),
+        timeout=aws.opensearch_timeout_s,
+        max_retries=2,
+        retry_on_timeout=True,
+    )
+
+
+class LazyEngine:
+    """The search engine, built on first use: a function that never searches never imports the client."""
+
+    def __init__(self, factory: Callable[[], RetrieveEngine]) -> None:
+        self._factory = factory
+        self._engine: RetrieveEngine | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def engine(self) -> RetrieveEngine:
+        if self._engine is None:
+            with self._lock:
+                if self._engine is None:
+                    self._engine = self._factory()
+        return self._engine
+
+    def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        return self.engine.vector_search(params, top_k)
+
+    def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        return self.engine.keyword_search(params, top_k)
+
+    def index_chunks(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
+    ) -> None:
+        self.engine.index_chunks(knowledge_base_id, embedding_model, chunks, vectors, document=document)
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything else the engine offers (deleting a document, ensuring the index).
+        return getattr(self.engine, name)
+
+
+def _opensearch_engine(aws: AwsSettings, session: boto3.Session) -> RetrieveEngine:
+    if not aws.opensearch_url:
+        raise RuntimeError(
+            "RAGLINE_OPENSEARCH_URL is not set: the AWS runtime searches OpenSearch (template.yaml provisions a "
+            "domain unless the OpenSearchEndpoint parameter names one)"
+        )
     from ragline.retrieval.opensearch import OpenSearchEngine
 
-    credentials = session.get_credentials()
-    auth = Urllib3AWSV4SignerAuth(credentials, session.region_name or "us-east-1", "es")
-    client = OpenSearch(hosts=[aws.opensearch_url], http_auth=auth, use_ssl=aws.opensearch_url.startswith("https"))
-    return OpenSearchEngine(client, aws.opensearch_index)
+    return OpenSearchEngine(opensearch_client(aws, session), aws.opensearch_index)
+
+
+# ---------------------------------------------------------------------------------------------- runtime
+def _model_settings(aws: AwsSettings, ssm: Any, endpoint: str | None) -> Settings:
+    values: dict[str, Any] = {
+        "chat_provider": aws.chat_provider,
+        "chat_region": aws.chat_region or None,
+        "chat_base_url": aws.chat_base_url or None,
+        "chat_model": aws.chat_model or None,
+        "chat_api_key": _secret(ssm, aws.chat_api_key_parameter),
+        "embedding_base_url": aws.embedding_base_url or None,
+        "embedding_model": aws.embedding_model or None,
+        "embedding_api_key": _secret(ssm, aws.embedding_api_key_parameter),
+    }
+    if aws.neo4j_uri:
+        user, password = aws.neo4j_user, ""
+        if aws.neo4j_password_secret_arn:
+            user, password = neo4j_credentials(_secret_value(aws.neo4j_password_secret_arn, endpoint), aws.neo4j_user)
+        values.update(graph_enabled=True, neo4j_uri=aws.neo4j_uri, neo4j_user=user, neo4j_password=password)
+    return Settings(**values)
 
 
 def build_aws_runtime(
@@ -71,8 +188,12 @@ def build_aws_runtime(
     engine: RetrieveEngine | None = None,
     models: ModelRegistry | None = None,
     start_guard: Callable[[Callable[..., str]], Callable[..., str]] | None = None,
+    reader: bool = False,
 ) -> AwsRuntime:
-    """Tests inject the knowledge store and engine (no OpenSearch here) and the model registry."""
+    """The runtime of one function. ``reader`` (stream_reader) needs no model, graph, secret or engine.
+
+    Unit tests inject the knowledge store, the engine and the model registry.
+    """
     aws = aws or AwsSettings()
     session = session or boto3.Session()
     endpoint = aws.aws_endpoint_url or None
@@ -83,24 +204,16 @@ def build_aws_runtime(
     config = config.model_copy(
         update={"stream": config.stream.model_copy(update={"max_stream_seconds": aws.stream_max_seconds})}
     )
-    if models is None:
-        ssm = session.client("ssm", endpoint_url=endpoint)
-        settings = settings or Settings(
-            chat_provider=aws.chat_provider,
-            chat_region=aws.chat_region or None,
-            chat_base_url=aws.chat_base_url or None,
-            chat_model=aws.chat_model or None,
-            chat_api_key=_secret(ssm, aws.chat_api_key_parameter),
-            embedding_base_url=aws.embedding_base_url or None,
-            embedding_model=aws.embedding_model or None,
-            embedding_api_key=_secret(ssm, aws.embedding_api_key_parameter),
+    if settings is None:
+        settings = (
+            Settings()
+            if reader or models is not None
+            else _model_settings(aws, session.client("ssm", endpoint_url=endpoint), endpoint)
         )
-        models = build_models(settings, config)
-    settings = settings or Settings()
+    if models is None:
+        models = ModelRegistry() if reader else build_models(settings, config)
     if engine is None:
-        if not aws.opensearch_url:
-            raise RuntimeError("RAGLINE_OPENSEARCH_URL is not set: the AWS runtime searches OpenSearch")
-        engine = _opensearch_engine(aws, session)
+        engine = LazyEngine(lambda: _opensearch_engine(aws, session))
     log = DynamoDBStreamManager(dynamodb.Table(aws.events_table), aws.event_ttl_seconds)
     sessions = DynamoSessionStore(dynamodb.Table(aws.sessions_table), dynamodb.Table(aws.messages_table))
     container = Container.assemble(
@@ -115,10 +228,9 @@ def build_aws_runtime(
         models=models,
         citations=DynamoCitationHistory(sessions),
         memories=DynamoMemoryStore(dynamodb.Table(aws.knowledge_table)),
-        # The graph in AWS is Neo4j (NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD); without it, off.
-        graph=build_graph(settings, None),
-        # Tables for data analysis live in the state bucket; the analysis itself needs DuckDB, which the
-        # Lambda layer leaves out (size): without it the stage is not registered.
+        # Neo4j when RAGLINE_NEO4J_URI is set (the password from Secrets Manager); else no graph.
+        graph=None if reader else build_graph(settings, None),
+        # Tables for data analysis live in the state bucket.
         tables=S3TableStore(s3, aws.state_bucket, "tables/"),
     )
     state = StateStore(dynamodb.Table(aws.state_table), s3, aws.state_bucket, aws.event_ttl_seconds)

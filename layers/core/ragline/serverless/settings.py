@@ -29,9 +29,17 @@ class AwsSettings(BaseSettings):
     # stream_reader ends a response before the function timeout; the client resumes with Last-Event-ID.
     stream_max_seconds: float = 840.0
 
+    # The OpenSearch endpoint (a domain's or a serverless collection's); requests are SigV4-signed for
+    # ``opensearch_service`` (empty: "aoss" for *.aoss.amazonaws.com, else "es").
     opensearch_url: str = ""
     opensearch_index: str = "ragline-chunks"
+    opensearch_service: str = ""
+    opensearch_timeout_s: float = 10.0
+    # Neo4j for the knowledge graph (empty: no graph); the password is read from Secrets Manager (the secret
+    # holds the password, or JSON {"username", "password"}).
     neo4j_uri: str = ""
+    neo4j_user: str = "neo4j"
+    neo4j_password_secret_arn: str = ""
 
     chat_provider: Literal["openai", "bedrock"] = "openai"
     chat_region: str = ""
@@ -45,7 +53,6 @@ class AwsSettings(BaseSettings):
 
     # stream_reader's function URL: the stream_url ingest_turn returns points there.
     stream_base_url: str = ""
-    neo4j_password_secret_arn: str = ""
 
     # Set by tests and LocalStack users: one endpoint for every AWS client.
     aws_endpoint_url: str = ""
