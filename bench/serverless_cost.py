@@ -526,7 +526,7 @@ def run_workflow(
 ) -> tuple[list[Turn], dict[str, Any]]:
     import httpx
 
-    from tests.support.serverless import serverless_stack
+    from tests.support.serverless_inprocess import serverless_stack
     from tests.support.servers import ServerThread
 
     turns: list[Turn] = []

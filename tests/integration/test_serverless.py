@@ -23,7 +23,7 @@ DOCS = {
 
 @pytest.fixture
 def stack(tmp_path, shared_models):
-    from tests.support.serverless import serverless_stack
+    from tests.support.serverless_inprocess import serverless_stack
 
     with serverless_stack(tmp_path, shared_models) as stack:
         yield stack

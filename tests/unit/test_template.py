@@ -7,9 +7,7 @@ would ask IAM fails the test if it is ever called) and a region given explicitly
 
 from __future__ import annotations
 
-import copy
 import json
-import os
 import re
 import stat
 from collections.abc import Iterator
@@ -23,7 +21,6 @@ from cfnlint.api import ManualArgs, lint
 from fastapi import FastAPI, Request
 from mangum import Mangum
 from moto import mock_aws
-from samtranslator.translator.transform import transform
 
 from ragline.serverless.settings import AwsSettings
 from ragline.serverless.statemachine import FUNCTION_ARN
@@ -34,6 +31,7 @@ from ragline.serverless.template_tables import (
     table_specs,
 )
 from tests.support.aws import TEMPLATE_PATH, create_tables_from_template, settings_environment
+from tests.support.cfn import sam_transform
 
 ROOT = TEMPLATE_PATH.parent
 EVENTS_DIR = ROOT / "events"
@@ -91,29 +89,6 @@ STAR_ONLY_ACTIONS = {
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
     return load_template(TEMPLATE_PATH)
-
-
-class OfflineManagedPolicyLoader:
-    """Stands in for the loader that lists IAM managed policies: the bundled map must be enough."""
-
-    def load(self) -> dict[str, str]:
-        raise AssertionError("the SAM translator asked IAM for managed policies (needs AWS credentials)")
-
-
-def packaged(template: dict[str, Any]) -> dict[str, Any]:
-    """The template as ``sam package`` leaves it: local code, layer and definition paths become S3 URIs."""
-    result = copy.deepcopy(template)
-    for resource in result["Resources"].values():
-        props = resource.get("Properties") or {}
-        for key in ("CodeUri", "ContentUri", "DefinitionUri"):
-            if isinstance(props.get(key), str) and not props[key].startswith("s3://"):
-                props[key] = f"s3://ragline-artifacts/{props[key].strip('/').replace('/', '-')}"
-    return result
-
-
-def sam_transform(template: dict[str, Any], parameters: dict[str, str] | None = None) -> dict[str, Any]:
-    with mock.patch.dict(os.environ, {"AWS_DEFAULT_REGION": REGION}):
-        return transform(packaged(template), dict(parameters or {}), OfflineManagedPolicyLoader())
 
 
 def lint_findings(text: str) -> list[str]:

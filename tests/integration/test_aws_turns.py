@@ -1,0 +1,202 @@
+"""Turns through the deployed AWS stack: API Gateway → ingest_turn → Step Functions → pipeline_step tasks →
+the DynamoDB log → stream_reader's function URL, each function in sandboxes of its own with the environment
+and the role template.yaml gives it (tests/support/serverless.py). No knowledge base here: these turns search
+nothing (tests/integration/test_aws_knowledge.py searches the real OpenSearch).
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.support.lambdas import Result, ServiceError
+from tests.support.polling import wait_until
+from tests.support.scripted_model import Script
+from tests.support.sse import answer_text
+
+
+def _types(events):
+    return [e.type.value for e in events]
+
+
+def _answer(events):
+    return "".join(e.content for e in events if e.type.value == "answer")
+
+
+def _steps(aws, ids, with_errors=False):
+    """The pipeline_step invocations of one turn: (stage, phase), or (stage, phase, error)."""
+    found = []
+    for invoked in aws.stack.lambdas.invocations:
+        turn = invoked.event.get("turn", {})
+        if (
+            invoked.function == "PipelineStepFunction"
+            and turn.get("assistant_message_id") == ids["assistant_message_id"]
+        ):
+            step = (invoked.event["stage"], invoked.event.get("phase", "run"))
+            found.append((*step, invoked.error) if with_errors else step)
+    return found
+
+
+def test_a_turn_runs_through_the_deployed_functions(aws, scripted):
+    session = aws.session()
+    scripted.queue(Script.answer("Hello ", "from ", "AWS."))
+    ids = aws.ask(session, "Say hello?")
+    assert ids["stream_url"].startswith(aws.stack.stream_url)  # the function URL, from ingest_turn's environment
+    frames = aws.frames(ids)
+    assert frames[0].type == "agent_query"
+    assert frames[-1].type == "complete"
+    assert answer_text(frames) == "Hello from AWS."
+    assert aws.wait(ids)["status"] == "SUCCEEDED"
+    assert aws.assistant(ids)["content"] == "Hello from AWS."
+    assert aws.assistant(ids)["is_completed"] is True
+    # The title is written by pipeline_step while the turn runs (UpdateItem on the sessions table).
+    title = aws.api.get(f"/api/v1/sessions/{session}").json()["title"]
+    assert title == "Scripted title"
+    # The chat API key came from SSM through pipeline_step's own grant.
+    assert scripted.answers[-1].body["model"] == "scripted"
+    calls = [c for c in aws.stack.calls() if c.action == "ssm:GetParameter"]
+    assert {c.function for c in calls} >= {"PipelineStepFunction"}
+    assert all(c.resource.endswith("parameter/ragtest/chat-api-key") for c in calls)
+
+
+def test_stop_sent_to_the_stream_url_ends_the_turn_with_stop(aws, scripted):
+    session = aws.session()
+    words = [f"w{i} " for i in range(80)]
+    scripted.queue(Script.answer(*words, delay=0.1))
+    ids = aws.ask(session, "Count slowly?")
+    wait_until(lambda: "answer" in _types(aws.log(ids)), timeout=60)
+    reply = aws.stream.post(f"api/v1/sessions/{session}/stop", json={"message_id": ids["assistant_message_id"]})
+    assert reply.status_code == 200, reply.text
+    # AWS reports ABORTED after StopExecution; moto lets the running task fail the execution instead (its
+    # Catch is skipped once the execution is stopped). What the client sees is the same: the log ends with stop.
+    aws.wait(ids)
+    events = wait_until(lambda: (e := aws.log(ids)) and e[-1].type.value in ("stop", "complete", "error") and e)
+    types = _types(events)
+    assert types.count("stop") == 1
+    assert "complete" not in types
+    assert "error" not in types
+    assert any(c.action == "states:StopExecution" and c.function == "StreamReaderFunction" for c in aws.stack.calls())
+    partial = _answer(events[: types.index("stop")])
+    assert partial
+    assert partial != "".join(words)
+    wait_until(lambda: aws.assistant(ids)["content"] == partial)
+    frames = aws.frames(ids)
+    assert frames[-1].type == "stop"
+
+
+def test_a_failing_model_ends_with_one_error_event(aws, scripted):
+    session = aws.session()
+    scripted.queue(*[Script(status=500)] * 3)
+    ids = aws.ask(session, "Will this fail?")
+    assert aws.wait(ids)["status"] == "FAILED"
+    events = aws.log(ids)
+    assert _types(events)[-1] == "error"
+    assert _types(events).count("error") == 1
+    assert events[-1].data["stage"] == "chat_completion_stream"
+    assert aws.assistant(ids)["is_completed"] is True
+    assert aws.frames(ids)[-1].type == "error"
+
+
+def test_a_crashed_step_still_ends_the_turn_with_an_error(aws, scripted):
+    session = aws.session()
+
+    def crash(event, run):
+        if event["stage"] == "into_chat_message":
+            # What Lambda reports when the handler raises: a function error with the exception's type.
+            return Result(b'{"errorType": "RuntimeError", "errorMessage": "disk on fire"}', "Unhandled")
+        return run()
+
+    aws.stack.lambdas.around("PipelineStepFunction", crash)
+    ids = aws.ask(session, "Does this crash?")
+    assert aws.wait(ids)["status"] == "FAILED"
+    events = aws.log(ids)
+    assert _types(events)[-1] == "error"
+    assert "disk on fire" in events[-1].content
+    assert ("fail", "fail") in _steps(aws, ids)
+
+
+def test_a_step_retried_after_a_lambda_failure_writes_no_duplicate_events(aws, scripted):
+    session = aws.session()
+    failed = []
+
+    def fail_once_after_running(event, run):
+        result = run()
+        if event["stage"] == "into_chat_message" and not failed:
+            failed.append(event)
+            raise ServiceError("ServiceException", "Lambda is having a bad day")  # the step ran; Invoke failed
+        return result
+
+    aws.stack.lambdas.around("PipelineStepFunction", fail_once_after_running)
+    scripted.queue(Script.answer("Once ", "only."))
+    ids = aws.ask(session, "Retry me?")
+    assert aws.wait(ids)["status"] == "SUCCEEDED"
+    assert failed
+    steps = _steps(aws, ids, with_errors=True)
+    assert steps.count(("into_chat_message", "run", "ServiceException")) == 1
+    assert steps.count(("into_chat_message", "run", None)) == 1
+    events = aws.log(ids)
+    assert _types(events).count("complete") == 1
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert _answer(events) == "Once only."
+
+
+def test_denied_calls_are_reported_with_function_action_and_resource(aws_stack, scripted):
+    """The checker works: without the SessionTitle grant, pipeline_step's title write is refused (and the
+    turn ends with an error, as it did on AWS before the grant existed)."""
+    statements = aws_stack.resolver.role_statements("PipelineStepFunctionRole")
+    without_title = [s for s in statements if s.get("Sid") != "SessionTitle"]
+    assert len(without_title) == len(statements) - 1
+    since = len(aws_stack.calls())
+    _, key = aws_stack.create_tenant("denied")
+    with (
+        aws_stack.role_statements("PipelineStepFunction", without_title),
+        httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key}, timeout=60) as api,
+    ):
+        session = api.post("/api/v1/sessions", json={"knowledge_base_ids": []}).json()["id"]
+        ids = api.post(f"/api/v1/sessions/{session}/questions", json={"query": "Title this?"}).json()
+        arn = aws_stack.execution_of(ids["session_id"], ids["assistant_message_id"])
+        assert aws_stack.wait_for_execution(arn)["status"] == "FAILED"
+    sessions_table = aws_stack.resolver.get_att("SessionsTable", "Arn")
+    denied = {(c.function, c.action, c.resource) for c in aws_stack.denials(since)}
+    assert denied == {("PipelineStepFunction", "dynamodb:UpdateItem", sessions_table)}
+    with pytest.raises(AssertionError, match=f"PipelineStepFunction: dynamodb:UpdateItem on {sessions_table}"):
+        aws_stack.assert_no_denials(since)
+
+
+def test_a_step_that_timed_out_before_saving_its_state_is_retried_on_the_same_offsets(aws, scripted):
+    """into_chat_message's sandbox dies at its state write (Sandbox.Timedout): the retry, in a fresh sandbox,
+    runs the stage again from the previous state and the log keeps one copy of everything."""
+    session = aws.session()
+    scripted.queue(Script.answer("After ", "a ", "timeout."))
+    state_table = aws.stack.refs["StateTable"]
+    with aws.stack.fault("PipelineStepFunction", "dynamodb:PutItem", resource=state_table, params='"v#000002"'):
+        ids = aws.ask(session, "Time out once?")
+        assert aws.wait(ids)["status"] == "SUCCEEDED"
+    steps = _steps(aws, ids, with_errors=True)
+    assert ("into_chat_message", "run", "Sandbox.Timedout") in steps
+    assert steps.count(("into_chat_message", "run", None)) == 1
+    events = aws.log(ids)
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert _types(events).count("complete") == 1
+    assert _answer(events) == "After a timeout."
+
+
+def test_a_streaming_step_that_timed_out_ends_with_an_error_not_a_second_answer(aws, scripted):
+    """The model's words cannot be generated twice the same: a timed-out streaming step is not retried, the
+    workflow ends the turn with one error after the words already sent."""
+    session = aws.session()
+    scripted.queue(Script.answer(*[f"s{i} " for i in range(30)], delay=0.02))
+    events_table = aws.stack.refs["EventsTable"]
+    with aws.stack.fault("PipelineStepFunction", "dynamodb:PutItem", resource=events_table, params="s1"):
+        ids = aws.ask(session, "Stream then die?")
+        assert aws.wait(ids)["status"] == "FAILED"
+    steps = _steps(aws, ids, with_errors=True)
+    assert steps.count(("chat_completion_stream", "run", "Sandbox.Timedout")) == 1
+    assert ("chat_completion_stream", "run", None) not in steps
+    events = aws.log(ids)
+    types = _types(events)
+    assert types[-1] == "error"
+    assert types.count("error") == 1
+    assert "complete" not in types
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert aws.frames(ids)[-1].type == "error"

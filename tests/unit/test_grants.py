@@ -1,0 +1,195 @@
+"""The grant checker the deployed-stack tests rely on (tests/support/grants.py): IAM requests per API call and
+the policy evaluation, including the template's own statements resolved for a deployment."""
+
+from __future__ import annotations
+
+import pytest
+from boto3.dynamodb.conditions import Key
+
+from tests.support.cfn import Resolver, sam_transform
+from tests.support.grants import IamRequest, Policy, UnknownOperation, requests_for
+
+REGION, ACCOUNT = "us-east-1", "123456789012"
+TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/t"
+
+
+def _requests(service, operation, params, partitions=None):
+    return requests_for(service, operation, params, REGION, ACCOUNT, partitions)
+
+
+# ------------------------------------------------------------------------------------------ call → IAM
+def test_dynamodb_requests_name_the_table_or_its_index():
+    assert _requests("dynamodb", "GetItem", {"TableName": "t", "Key": {"pk": "a"}}) == [
+        IamRequest("dynamodb:GetItem", TABLE)
+    ]
+    [query] = _requests("dynamodb", "Query", {"TableName": "t", "IndexName": "by-name"})
+    assert query.resource == f"{TABLE}/index/by-name"
+
+
+def test_batches_and_transactions_name_every_table():
+    batch = _requests("dynamodb", "BatchWriteItem", {"RequestItems": {"a": [], "b": []}})
+    assert {(r.action, r.resource.rsplit("/", 1)[1]) for r in batch} == {
+        ("dynamodb:BatchWriteItem", "a"),
+        ("dynamodb:BatchWriteItem", "b"),
+    }
+    transaction = _requests(
+        "dynamodb",
+        "TransactWriteItems",
+        {
+            "TransactItems": [
+                {"Put": {"TableName": "a", "Item": {}}},
+                {"Update": {"TableName": "b", "Key": {}}},
+                {"ConditionCheck": {"TableName": "c", "Key": {}}},
+            ]
+        },
+    )
+    assert [(r.action, r.resource.rsplit("/", 1)[1]) for r in transaction] == [
+        ("dynamodb:PutItem", "a"),
+        ("dynamodb:UpdateItem", "b"),
+        ("dynamodb:ConditionCheckItem", "c"),
+    ]
+
+
+def test_leading_keys_from_items_keys_batches_and_key_conditions():
+    partitions = {"t": "pk"}
+    [put] = _requests("dynamodb", "PutItem", {"TableName": "t", "Item": {"pk": {"S": "memory#a#b"}}}, partitions)
+    assert put.context == {"dynamodb:LeadingKeys": ["memory#a#b"]}
+    [batch] = _requests(
+        "dynamodb",
+        "BatchWriteItem",
+        {
+            "RequestItems": {
+                "t": [{"PutRequest": {"Item": {"pk": "memory#1"}}}, {"DeleteRequest": {"Key": {"pk": "doc#2"}}}]
+            }
+        },
+        partitions,
+    )
+    assert batch.context == {"dynamodb:LeadingKeys": ["memory#1", "doc#2"]}
+    [high_level] = _requests(
+        "dynamodb",
+        "Query",
+        {"TableName": "t", "KeyConditionExpression": Key("pk").eq("p1") & Key("sk").gt("x")},
+        partitions,
+    )
+    assert high_level.context == {"dynamodb:LeadingKeys": ["p1"]}
+    [expression] = _requests(
+        "dynamodb",
+        "Query",
+        {
+            "TableName": "t",
+            "KeyConditionExpression": "#n0 = :v0 AND begins_with(#n1, :v1)",
+            "ExpressionAttributeNames": {"#n0": "pk", "#n1": "sk"},
+            "ExpressionAttributeValues": {":v0": {"S": "p2"}, ":v1": {"S": "mem#"}},
+        },
+        partitions,
+    )
+    assert expression.context == {"dynamodb:LeadingKeys": ["p2"]}
+
+
+def test_s3_step_functions_ssm_secrets_and_lambda():
+    assert _requests("s3", "HeadObject", {"Bucket": "b", "Key": "k/1"}) == [
+        IamRequest("s3:GetObject", "arn:aws:s3:::b/k/1")
+    ]
+    assert _requests("s3", "ListObjectsV2", {"Bucket": "b", "Prefix": "p/"})[0] == IamRequest(
+        "s3:ListBucket", "arn:aws:s3:::b", {"s3:prefix": "p/"}
+    )
+    assert [
+        r.resource for r in _requests("s3", "DeleteObjects", {"Bucket": "b", "Delete": {"Objects": [{"Key": "x"}]}})
+    ] == ["arn:aws:s3:::b/x"]
+    assert _requests("states", "StopExecution", {"executionArn": "arn:x"}) == [
+        IamRequest("states:StopExecution", "arn:x")
+    ]
+    assert _requests("ssm", "GetParameter", {"Name": "/app/key"})[0].resource == (
+        f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/app/key"
+    )
+    assert _requests("secretsmanager", "GetSecretValue", {"SecretId": "arn:aws:secretsmanager:x"})[0].resource == (
+        "arn:aws:secretsmanager:x"
+    )
+    assert _requests("lambda", "Invoke", {"FunctionName": "f"}) == [
+        IamRequest("lambda:InvokeFunction", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:f")
+    ]
+    with pytest.raises(UnknownOperation):
+        _requests("sqs", "SendMessage", {})
+    with pytest.raises(UnknownOperation):
+        _requests("s3", "PutBucketPolicy", {"Bucket": "b"})
+
+
+# ------------------------------------------------------------------------------------------- evaluation
+def test_allow_needs_action_and_resource_and_an_explicit_deny_wins():
+    policy = Policy(
+        [
+            {"Effect": "Allow", "Action": ["dynamodb:Get*", "dynamodb:Query"], "Resource": [TABLE, f"{TABLE}/index/*"]},
+            {"Effect": "Deny", "Action": "dynamodb:GetItem", "Resource": f"{TABLE}-secret"},
+            {"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": f"{TABLE}-secret"},
+        ]
+    )
+    assert policy.allows(IamRequest("dynamodb:GetItem", TABLE))
+    assert policy.allows(IamRequest("DynamoDB:getitem", TABLE))  # actions are case-insensitive
+    assert policy.allows(IamRequest("dynamodb:Query", f"{TABLE}/index/by-name"))
+    assert not policy.allows(IamRequest("dynamodb:PutItem", TABLE))  # implicit deny
+    assert not policy.allows(IamRequest("dynamodb:GetItem", f"{TABLE}2"))
+    assert not policy.allows(IamRequest("dynamodb:GetItem", f"{TABLE}-secret"))  # explicit deny
+
+
+def test_conditions():
+    policy = Policy(
+        [
+            {
+                "Effect": "Allow",
+                "Action": "dynamodb:PutItem",
+                "Resource": TABLE,
+                "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["memory#*"]}},
+            },
+            {
+                "Effect": "Deny",
+                "Action": "s3:*",
+                "Resource": "*",
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"},
+        ]
+    )
+    assert policy.allows(IamRequest("dynamodb:PutItem", TABLE, {"dynamodb:LeadingKeys": ["memory#t#u"]}))
+    assert not policy.allows(IamRequest("dynamodb:PutItem", TABLE, {"dynamodb:LeadingKeys": ["memory#t#u", "kb#1"]}))
+    assert not policy.allows(IamRequest("dynamodb:PutItem", TABLE, {"dynamodb:LeadingKeys": ["doc#1"]}))
+    assert policy.allows(IamRequest("s3:GetObject", "arn:aws:s3:::b/k", {"aws:SecureTransport": "true"}))
+    assert not policy.allows(IamRequest("s3:GetObject", "arn:aws:s3:::b/k", {"aws:SecureTransport": "false"}))
+    with pytest.raises(ValueError, match="not supported"):
+        Policy([{"Effect": "Allow", "Action": "*", "Resource": "*", "Condition": {"IpAddress": {"k": "v"}}}]).allows(
+            IamRequest("s3:GetObject", "x", {"k": "v"})
+        )
+
+
+def test_the_template_roles_resolve_to_statements_on_the_deployed_names():
+    cfn = sam_transform()
+    resolver = Resolver(
+        cfn,
+        {"ChatApiKeyParameter": "/ragline/chat"},
+        refs={logical: f"phys-{logical}" for logical in cfn["Resources"]},
+        attributes={
+            **{
+                f"{logical}.Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/phys-{logical}"
+                for logical in cfn["Resources"]
+            },
+            "PipelineStateMachine.Name": "machine",
+            "StateBucket.Arn": "arn:aws:s3:::bucket",
+            "StreamReaderFunctionUrl.FunctionUrl": "https://reader.lambda-url.us-east-1.on.aws/",
+        },
+    )
+    policy = Policy(resolver.role_statements("PipelineStepFunctionRole"))
+    sessions = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/phys-SessionsTable"
+    knowledge = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/phys-KnowledgeTable"
+    assert policy.allows(IamRequest("dynamodb:UpdateItem", sessions))  # the session title
+    assert policy.allows(IamRequest("dynamodb:Query", f"{sessions}/index/any"))  # SAM's read policy: /index/*
+    assert policy.allows(IamRequest("dynamodb:PutItem", knowledge, {"dynamodb:LeadingKeys": ["memory#t#u"]}))
+    assert not policy.allows(IamRequest("dynamodb:PutItem", knowledge, {"dynamodb:LeadingKeys": ["kb#t"]}))
+    assert policy.allows(IamRequest("ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/ragline/chat"))
+    assert policy.allows(IamRequest("s3:PutObject", "arn:aws:s3:::bucket/state/x"))
+    assert not policy.allows(IamRequest("states:StartExecution", "arn:aws:states:x"))
+    reader = Policy(resolver.role_statements("StreamReaderFunctionRole"))
+    assert reader.allows(IamRequest("dynamodb:PutItem", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/phys-StateTable"))
+    assert not reader.allows(IamRequest("ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/ragline/chat"))
+    env = resolver.environment("IngestTurnFunction")
+    assert env["RAGLINE_EVENTS_TABLE"] == "phys-EventsTable"
+    assert env["RAGLINE_CHAT_API_KEY_PARAMETER"] == "/ragline/chat"
+    assert env["RAGLINE_STREAM_BASE_URL"] == "https://reader.lambda-url.us-east-1.on.aws/"
