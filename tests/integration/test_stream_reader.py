@@ -97,7 +97,9 @@ def test_live_follow_then_resume_with_last_event_id(reader):
         assert writer.is_alive(), "the first frames must arrive while the turn is still being written"
         rest = read_frames(client, "GET", url, headers={"Last-Event-ID": str(first[-1].id)})
     writer.join()
-    assert rest[0].id == first[-1].id + 1
+    # Resumed right after the last frame seen: answer events already written by then coalesce into one
+    # frame carrying the last one's offset, so the first resumed id may skip ahead, never back.
+    assert rest[0].id > first[-1].id
     assert rest[-1].type == "complete"
     assert answer_text(first) + answer_text(rest) == "".join(words)
     # A full replay from the log gives the same answer, in few frames (coalesced).
