@@ -57,6 +57,7 @@ STACK = "ragtest"
 ASL_PATH = ROOT / "statemachine" / "pipeline.asl.json"
 # moto signs Step Functions' own calls (its Lambda tasks) with this access key.
 STATES_ACCESS_KEY = "ak"
+UNREACHABLE_OPENSEARCH = "http://127.0.0.1:9"
 FUNCTION_CONCURRENCY = {"PipelineStepFunction": 4, "IngestTurnFunction": 3, "StreamReaderFunction": 4}
 
 
@@ -237,6 +238,13 @@ def _physical_names(
             refs[logical_id] = f"{prefix}:lambda:{REGION}:{ACCOUNT_ID}:layer:{physical}:1"
         elif kind == "AWS::ApiGatewayV2::Api":
             refs[logical_id] = _suffix(10).lower()
+        elif kind == "AWS::OpenSearchService::Domain":
+            name = physical.lower()[:28]
+            refs[logical_id] = name
+            attributes[f"{logical_id}.Arn"] = f"{prefix}:es:{REGION}:{ACCOUNT_ID}:domain/{name}"
+            attributes[f"{logical_id}.DomainEndpoint"] = (
+                f"search-{name}-{_suffix(26).lower()}.{REGION}.es.amazonaws.com"
+            )
         elif kind == "AWS::Lambda::Url":
             refs[logical_id] = physical
         else:
@@ -306,6 +314,9 @@ def deployed_stack(
     work_dir.mkdir(parents=True, exist_ok=True)
     (work_dir / "logs").mkdir(exist_ok=True)
     parameters = dict(parameters or {})
+    # Without an engine the stack still names one (nothing listens there): a search or an upload fails, the
+    # rest works. Tests that search take the ``aws_search`` fixture, which skips without OpenSearch.
+    opensearch = opensearch or OpenSearchTarget(UNREACHABLE_OPENSEARCH)
     if opensearch is not None:
         parameters.setdefault("OpenSearchEndpoint", opensearch.url)
         parameters.setdefault(

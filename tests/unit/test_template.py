@@ -63,7 +63,11 @@ ALL_OPTIONS = {
     "EmbeddingApiKeyParameter": "/ragline/embedding-api-key",
     "OpenSearchEndpoint": "https://search-ragline.us-east-1.es.amazonaws.com",
     "OpenSearchDomainArn": "arn:aws:es:us-east-1:123456789012:domain/ragline",
+    "OpenSearchCollectionArn": "arn:aws:aoss:us-east-1:123456789012:collection/abc123",
+    "SearchInstanceType": "m6g.large.search",
+    "SearchVolumeGiB": "50",
     "Neo4jUri": "neo4j+s://graph.example.com:7687",
+    "Neo4jUser": "graph",
     "Neo4jPasswordSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:ragline/neo4j-AbCdEf",
     "CorsAllowOrigin": "https://app.example.com,https://admin.example.com",
     "LambdaWebAdapterLayerArn": "arn:aws:lambda:us-east-1:123456789012:layer:web-adapter:1",
@@ -190,13 +194,81 @@ def test_conditional_permissions_follow_their_parameters(template: dict[str, Any
     for role_id, statement in iam_statements(cfn):
         by_role.setdefault(role_id, set()).update(as_list(statement["Action"]))
     for role_id in ("IngestTurnFunctionRole", "PipelineStepFunctionRole"):
-        assert {"ssm:GetParameter", "es:ESHttp*", "secretsmanager:GetSecretValue"} <= by_role[role_id]
+        assert {"ssm:GetParameter", "es:ESHttp*", "aoss:APIAccessAll", "secretsmanager:GetSecretValue"} <= by_role[
+            role_id
+        ]
     assert "states:StartExecution" in by_role["IngestTurnFunctionRole"]
     assert "states:StopExecution" in by_role["IngestTurnFunctionRole"]
     assert "states:StopExecution" in by_role["StreamReaderFunctionRole"]
     assert not {"states:StartExecution", "states:StopExecution"} & by_role["PipelineStepFunctionRole"]
-    assert not {"ssm:GetParameter", "es:ESHttp*"} & by_role["StreamReaderFunctionRole"]
+    assert not {"ssm:GetParameter", "es:ESHttp*", "aoss:APIAccessAll"} & by_role["StreamReaderFunctionRole"]
     assert by_role["PipelineStateMachineRole"] >= {"lambda:InvokeFunction", "logs:CreateLogDelivery"}
+
+
+def test_a_default_deploy_provisions_the_search_domain_the_functions_search(template: dict[str, Any]) -> None:
+    """No OpenSearchEndpoint: the stack creates a domain, every function's URL points at it and the roles that
+    search may call it; with an endpoint, no domain, the URL is the parameter."""
+    from tests.support.cfn import Resolver
+
+    cfn = sam_transform(template)
+    domain = cfn["Resources"]["SearchDomain"]
+    assert domain["Type"] == "AWS::OpenSearchService::Domain"
+    assert domain["Condition"] == "CreateSearchDomain"
+    props = domain["Properties"]
+    assert props["EngineVersion"] == "OpenSearch_2.19"
+    assert props["EncryptionAtRestOptions"] == {"Enabled": True}
+    assert props["NodeToNodeEncryptionOptions"] == {"Enabled": True}
+    assert props["DomainEndpointOptions"]["EnforceHTTPS"] is True
+    assert props["ClusterConfig"]["InstanceCount"] == 1
+    names = {logical: f"phys-{logical}" for logical in cfn["Resources"]}
+    attributes = {
+        **{f"{k}.Arn": f"arn:aws:dynamodb:us-east-1:123456789012:table/{v}" for k, v in names.items()},
+        "SearchDomain.DomainEndpoint": "search-phys-abc.us-east-1.es.amazonaws.com",
+        "SearchDomain.Arn": "arn:aws:es:us-east-1:123456789012:domain/phys-search",
+        "StreamReaderFunctionUrl.FunctionUrl": "https://reader.lambda-url.us-east-1.on.aws/",
+        "StateBucket.Arn": "arn:aws:s3:::bucket",
+        "PipelineStateMachine.Name": "machine",
+    }
+    default = Resolver(cfn, {}, names, attributes)
+    for function_id in FUNCTIONS:
+        assert default.environment(function_id)["RAGLINE_OPENSEARCH_URL"] == (
+            "https://search-phys-abc.us-east-1.es.amazonaws.com"
+        )
+    for role_id in ("IngestTurnFunctionRole", "PipelineStepFunctionRole"):
+        statements = default.role_statements(role_id)
+        assert {
+            "Sid": "SearchDomain",
+            "Effect": "Allow",
+            "Action": "es:ESHttp*",
+            "Resource": [
+                "arn:aws:es:us-east-1:123456789012:domain/phys-search",
+                "arn:aws:es:us-east-1:123456789012:domain/phys-search/*",
+            ],
+        } in statements
+    reader_actions = {a for s in default.role_statements("StreamReaderFunctionRole") for a in as_list(s["Action"])}
+    assert not [a for a in reader_actions if a.startswith(("es:", "aoss:"))]
+
+    existing = {"OpenSearchEndpoint": "https://search-mine.eu-west-1.es.amazonaws.com"}
+    cfn = sam_transform(template, existing)
+    given = Resolver(cfn, existing, names, attributes)
+    assert "SearchDomain" not in given.resources()
+    assert given.environment("PipelineStepFunction")["RAGLINE_OPENSEARCH_URL"] == existing["OpenSearchEndpoint"]
+    assert not [s for s in given.role_statements("PipelineStepFunctionRole") if s.get("Sid") == "SearchDomain"]
+
+
+def test_parameter_descriptions_say_what_the_code_does(template: dict[str, Any]) -> None:
+    """The issue found 'empty = search in DynamoDB-held vectors' where the code raised: descriptions of the
+    search and graph parameters name what happens when they are empty."""
+    parameters = template["Parameters"]
+    assert "provisions its own" in parameters["OpenSearchEndpoint"]["Description"]
+    assert "DynamoDB" not in parameters["OpenSearchEndpoint"]["Description"]
+    assert "no graph" in parameters["Neo4jUri"]["Description"]
+    globals_env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert globals_env["RAGLINE_NEO4J_URI"] == {"Ref": "Neo4jUri"}
+    assert globals_env["RAGLINE_NEO4J_USER"] == {"Ref": "Neo4jUser"}
+    assert globals_env["RAGLINE_NEO4J_PASSWORD_SECRET_ARN"] == {"Ref": "Neo4jPasswordSecretArn"}
+    for name in ("neo4j_uri", "neo4j_user", "neo4j_password_secret_arn", "opensearch_url"):
+        assert name in AwsSettings.model_fields
 
 
 # ------------------------------------------------------------------------------------------- (b) structure
