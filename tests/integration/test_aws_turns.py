@@ -200,3 +200,38 @@ def test_a_streaming_step_that_timed_out_ends_with_an_error_not_a_second_answer(
     assert "complete" not in types
     assert [e.seq for e in events] == list(range(len(events)))
     assert aws.frames(ids)[-1].type == "error"
+
+
+def test_a_tenant_created_with_the_cli_reaches_the_deployed_api(aws_stack, tmp_path):
+    """``ragline tenant create NAME --aws TABLE`` from an operator's shell, against the stack's account."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": aws_stack.moto_url,
+        "AWS_ACCESS_KEY_ID": "operator",
+        "AWS_SECRET_ACCESS_KEY": "operator",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "RAGLINE_DATA_DIR": str(tmp_path),
+    }
+    ragline = Path(sys.executable).with_name("ragline")
+    table = aws_stack.refs["TenantsTable"]
+    done = subprocess.run(
+        [str(ragline), "tenant", "create", "operator-made", "--aws", table],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    key = done.stdout.strip().splitlines()[-1]
+    assert not (tmp_path / "ragline.db").exists()  # nothing written locally
+    with httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key}, timeout=60) as api:
+        created = api.post("/api/v1/knowledge-bases", json={"name": "ops"})
+        assert created.status_code == 201, created.text
+        assert api.get("/api/v1/knowledge-bases").json()["items"][0]["name"] == "ops"
+    with httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key + "x"}, timeout=60) as api:
+        assert api.get("/api/v1/knowledge-bases").status_code == 401

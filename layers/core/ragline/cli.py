@@ -113,8 +113,29 @@ def ingest(
 
 
 @tenant_app.command("create")
-def tenant_create(name: Annotated[str, typer.Argument(help="Tenant name.")]) -> None:
+def tenant_create(
+    name: Annotated[str, typer.Argument(help="Tenant name.")],
+    aws: Annotated[
+        str | None,
+        typer.Option(
+            "--aws",
+            help="Create it in a deployed stack: the stack's name (its TenantsTableName output) or the tenants "
+            "table's name. Uses your AWS credentials and region (AWS_ENDPOINT_URL for LocalStack).",
+        ),
+    ] = None,
+) -> None:
     """Create a tenant and print its API key (shown once)."""
+    if aws is not None:
+        from ragline.serverless.tenants import StackNotFound, aws_tenant_store
+
+        try:
+            tenant, key = aws_tenant_store(aws).create(name)
+        except StackNotFound as error:
+            err.print(f"[red]{error}[/]")
+            raise typer.Exit(2) from None
+        console.print(f"tenant {tenant.name} ({tenant.id})")
+        console.print(key)
+        return
     container = _container()
     tenant, key = container.tenants.create(name)
     console.print(f"tenant {tenant.name} ({tenant.id})")
