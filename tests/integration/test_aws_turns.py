@@ -6,6 +6,8 @@ nothing (tests/integration/test_aws_knowledge.py searches the real OpenSearch).
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
@@ -235,3 +237,33 @@ def test_a_tenant_created_with_the_cli_reaches_the_deployed_api(aws_stack, tmp_p
         assert api.get("/api/v1/knowledge-bases").json()["items"][0]["name"] == "ops"
     with httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key + "x"}, timeout=60) as api:
         assert api.get("/api/v1/knowledge-bases").status_code == 401
+
+
+def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, scripted):
+    """fail_turn itself fails: the execution ends FAILED with nothing written. The reader waiting on the log
+    notices the execution's status and serves one terminal error (reason interrupted) within its check."""
+    session = aws.session()
+
+    def everything_fails(event, run):
+        if event["stage"] in ("into_chat_message", "fail"):
+            return Result(b'{"errorType": "RuntimeError", "errorMessage": "lost"}', "Unhandled")
+        return run()
+
+    aws.stack.lambdas.around("PipelineStepFunction", everything_fails)
+    ids = aws.ask(session, "Will anyone notice?")
+    assert aws.wait(ids)["status"] == "FAILED"
+    assert "error" not in _types(aws.log(ids))  # nothing wrote the end
+    started = time.monotonic()
+    frames = aws.frames(ids)
+    waited = time.monotonic() - started
+    assert frames[-1].type == "error"
+    assert frames[-1].extra["reason"] == "interrupted"
+    check = float(aws.stack.environment("StreamReaderFunction").get("RAGLINE_EXECUTION_CHECK_S", "10"))
+    assert waited < check + 20  # bounded: one idle interval, then the check
+    types = _types(aws.log(ids))
+    assert types.count("error") == 1
+    assert aws.assistant(ids)["is_completed"] is True
+    assert aws.frames(ids)[-1].type == "error"  # and a second reader gets the same end at once
+    assert any(
+        c.action == "states:DescribeExecution" and c.function == "StreamReaderFunction" for c in aws.stack.calls()
+    )

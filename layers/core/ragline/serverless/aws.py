@@ -29,6 +29,7 @@ from ragline.serverless.launcher import StepFunctionsLauncher
 from ragline.serverless.settings import AwsSettings
 from ragline.serverless.state_store import StateStore
 from ragline.serverless.step import StepDeps
+from ragline.serverless.watch import ExecutionLiveness, WatchedLog
 from ragline.store.base import KnowledgeStore
 from ragline.store.dynamodb import DynamoCitationHistory, DynamoKnowledgeStore, DynamoSessionStore, DynamoTenantStore
 from ragline.store.models import Chunk, Document
@@ -214,7 +215,16 @@ def build_aws_runtime(
         models = ModelRegistry() if reader else build_models(settings, config)
     if engine is None:
         engine = LazyEngine(lambda: _opensearch_engine(aws, session))
-    log = DynamoDBStreamManager(dynamodb.Table(aws.events_table), aws.event_ttl_seconds)
+    state = StateStore(dynamodb.Table(aws.state_table), s3, aws.state_bucket, aws.event_ttl_seconds)
+    log: DynamoDBStreamManager
+    if reader:
+        # A reader notices a turn whose workflow ended without a terminal event, and ends it.
+        liveness = ExecutionLiveness(sfn, state, aws.workflow_type)
+        log = WatchedLog(
+            dynamodb.Table(aws.events_table), aws.event_ttl_seconds, liveness, check_after_s=aws.execution_check_s
+        )
+    else:
+        log = DynamoDBStreamManager(dynamodb.Table(aws.events_table), aws.event_ttl_seconds)
     sessions = DynamoSessionStore(dynamodb.Table(aws.sessions_table), dynamodb.Table(aws.messages_table))
     container = Container.assemble(
         settings,
@@ -233,7 +243,8 @@ def build_aws_runtime(
         # Tables for data analysis live in the state bucket.
         tables=S3TableStore(s3, aws.state_bucket, "tables/"),
     )
-    state = StateStore(dynamodb.Table(aws.state_table), s3, aws.state_bucket, aws.event_ttl_seconds)
+    if isinstance(log, WatchedLog):
+        log.on_interrupted = container.turns.finalize
     launcher = StepFunctionsLauncher(sfn, aws.state_machine_arn, state, aws.workflow_type, start_guard=start_guard)
     return AwsRuntime(container=container, state=state, log=log, launcher=launcher, aws=aws)
 

@@ -28,6 +28,9 @@ class AwsSettings(BaseSettings):
     event_ttl_seconds: int = 7 * 24 * 3600
     # stream_reader ends a response before the function timeout; the client resumes with Last-Event-ID.
     stream_max_seconds: float = 840.0
+    # stream_reader asks the workflow whether a turn whose log has been idle this long still runs (and ends
+    # it with an error when its execution ended without a terminal event).
+    execution_check_s: float = 10.0
 
     # The OpenSearch endpoint (a domain's or a serverless collection's); requests are SigV4-signed for
     # ``opensearch_service`` (empty: "aoss" for *.aoss.amazonaws.com, else "es").

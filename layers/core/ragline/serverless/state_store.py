@@ -158,10 +158,23 @@ class StateStore:
         return self._get(turn, "stop") is not None
 
     def set_execution(self, turn: str, execution_arn: str) -> None:
+        now = time.time()
         self._table.put_item(
-            Item={PARTITION: turn, SORT: "execution", "arn": execution_arn, TTL_ATTRIBUTE: int(time.time()) + self._ttl}
+            Item={
+                PARTITION: turn,
+                SORT: "execution",
+                "arn": execution_arn,
+                # When it started: an EXPRESS execution cannot be described, only aged.
+                "started_at": int(now),
+                TTL_ATTRIBUTE: int(now) + self._ttl,
+            }
         )
 
     def execution(self, turn: str) -> str | None:
         item = self._get(turn, "execution")
         return str(item["arn"]) if item else None
+
+    def execution_record(self, turn: str) -> tuple[str, float] | None:
+        """The execution ARN and its start (epoch seconds; 0 when an older launcher did not record it)."""
+        item = self._get(turn, "execution")
+        return (str(item["arn"]), float(item.get("started_at", 0))) if item else None

@@ -1,0 +1,134 @@
+"""Turns whose workflow ended without a terminal event, noticed by the reader that waits for one.
+
+``fail_turn`` writes the ``error`` of a failed turn, but it can fail itself; an EXPRESS execution that passes
+its 5-minute limit, or a StopExecution that lands between two steps, ends the workflow with nothing written.
+A reader would then poll an open log forever. :class:`WatchedLog` is the log stream_reader reads through:
+once a turn's log has been idle for ``check_after_s``, it asks the workflow (:class:`ExecutionLiveness`)
+whether the turn still runs, and if not writes the terminal ``error`` itself (``data.reason =
+"interrupted"``) at the next offset — a conditional write, so a step that does write its own end still wins
+— and completes the message with the answer so far. The reader then serves that ``error`` and closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ragline.serverless.state_store import StateStore
+from ragline.stream.dynamodb import DynamoDBStreamManager
+from ragline.types import ResponseType, StreamEvent
+
+logger = logging.getLogger(__name__)
+
+# An EXPRESS execution lasts 5 minutes at most; past this (with a margin) nothing will write to the log.
+EXPRESS_LIMIT_S = 300.0
+EXPRESS_GRACE_S = 30.0
+INTERRUPTED = "interrupted"
+
+
+class ExecutionLiveness:
+    """Whether a turn's workflow execution may still write to its log.
+
+    STANDARD: DescribeExecution (RUNNING is alive; SUCCEEDED, FAILED, TIMED_OUT, ABORTED are not). EXPRESS has
+    no DescribeExecution: an execution older than the 5-minute limit (plus a margin) is gone. A turn whose
+    execution was never recorded is alive while it is young (the launcher records the ARN right after
+    StartExecution).
+    """
+
+    def __init__(self, sfn: Any, state: StateStore, workflow_type: str, clock: Any = time.time) -> None:
+        self._sfn = sfn
+        self._state = state
+        self._workflow_type = workflow_type.upper()
+        self._clock = clock
+
+    def status(self, turn: str) -> str:
+        """RUNNING, a final status (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), or EXPIRED (EXPRESS past its limit)."""
+        recorded = self._state.execution_record(turn)
+        if recorded is None:
+            return "RUNNING"
+        arn, started_at = recorded
+        if self._workflow_type == "EXPRESS":
+            age = self._clock() - started_at if started_at else 0.0
+            return "EXPIRED" if age > EXPRESS_LIMIT_S + EXPRESS_GRACE_S else "RUNNING"
+        try:
+            return str(self._sfn.describe_execution(executionArn=arn)["status"])
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
+                return "EXPIRED"
+            raise
+
+
+def interrupted_error(turn: str, status: str) -> StreamEvent:
+    """The ``error`` a reader writes for a turn whose execution ended without one."""
+    message = f"the turn's workflow ended ({status.lower()}) without finishing the answer"
+    return StreamEvent(
+        id=f"{hashlib.sha1(turn.encode()).hexdigest()[:8]}-interrupted",
+        type=ResponseType.ERROR,
+        content=message,
+        done=True,
+        data={
+            "stage": "knowledge_qa_execution",
+            "error_type": f"execution_{status.lower()}",
+            "error": message,
+            "reason": INTERRUPTED,
+        },
+    )
+
+
+class WatchedLog(DynamoDBStreamManager):
+    """The DynamoDB log as a reader sees it, with the workflow checked when a turn's log stays idle."""
+
+    def __init__(
+        self,
+        table: Any,
+        ttl_seconds: int,
+        liveness: ExecutionLiveness,
+        *,
+        check_after_s: float = 10.0,
+        on_interrupted: Callable[[str, str], Awaitable[Any]] | None = None,
+    ) -> None:
+        super().__init__(table, ttl_seconds)
+        self._liveness = liveness
+        self._check_after_s = check_after_s
+        # Completes the turn's message once its log has ended (TurnService.finalize).
+        self.on_interrupted = on_interrupted
+        # key → (the last offset seen, when it was first seen, when the workflow was last asked)
+        self._idle: dict[str, tuple[int, float, float]] = {}
+
+    async def wait_for_append(self, key: str, after_seq: int, timeout: float) -> bool:
+        now = time.monotonic()
+        seen, since, asked = self._idle.get(key, (after_seq, now, 0.0))
+        if seen != after_seq:
+            seen, since, asked = after_seq, now, 0.0
+        self._idle[key] = (seen, since, asked)
+        if now - since >= self._check_after_s and now - asked >= self._check_after_s:
+            self._idle[key] = (seen, since, now)
+            if await self._end_if_orphaned(key, after_seq):
+                return True  # the error is there: read it at once
+        return await super().wait_for_append(key, after_seq, timeout)
+
+    async def _end_if_orphaned(self, key: str, after_seq: int) -> bool:
+        try:
+            status = await asyncio.to_thread(self._liveness.status, key)
+        except Exception:  # the check is retried at the next interval; reading goes on meanwhile
+            logger.exception("could not read the turn's execution status")
+            return False
+        if status == "RUNNING":
+            return False
+        last = await self.last_event(key)
+        if last is not None and last.is_terminal:
+            return True
+        seq = 0 if last is None else last.seq + 1
+        written = await asyncio.to_thread(self.put_at, key, seq, interrupted_error(key, status))
+        if written:
+            logger.warning("turn interrupted: its workflow ended without a terminal event", extra={"status": status})
+            if self.on_interrupted is not None:
+                session_id, message_id = key.split("#", 1)
+                await self.on_interrupted(session_id, message_id)
+        return True
