@@ -52,7 +52,7 @@ def test_a_turn_runs_through_the_deployed_functions(aws, scripted):
     assert aws.assistant(ids)["content"] == "Hello from AWS."
     assert aws.assistant(ids)["is_completed"] is True
     # The title is written by pipeline_step while the turn runs (UpdateItem on the sessions table).
-    title = aws.api.get(f"/api/v1/sessions/{session}").json()["title"]
+    title = aws.api.get(f"/api/v1/sessions/{session}").json()["data"]["title"]
     assert title == "Scripted title"
     # The chat API key came from SSM through pipeline_step's own grant.
     assert scripted.answers[-1].body["model"] == "scripted"
@@ -154,8 +154,8 @@ def test_denied_calls_are_reported_with_function_action_and_resource(aws_stack, 
         aws_stack.role_statements("PipelineStepFunction", without_title),
         httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key}, timeout=60) as api,
     ):
-        session = api.post("/api/v1/sessions", json={"knowledge_base_ids": []}).json()["id"]
-        ids = api.post(f"/api/v1/sessions/{session}/questions", json={"query": "Title this?"}).json()
+        session = api.post("/api/v1/sessions", json={"knowledge_base_ids": []}).json()["data"]["id"]
+        ids = api.post(f"/api/v1/sessions/{session}/questions", json={"query": "Title this?"}).json()["data"]
         arn = aws_stack.execution_of(ids["session_id"], ids["assistant_message_id"])
         assert aws_stack.wait_for_execution(arn)["status"] == "FAILED"
     sessions_table = aws_stack.resolver.get_att("SessionsTable", "Arn")
@@ -234,7 +234,7 @@ def test_a_tenant_created_with_the_cli_reaches_the_deployed_api(aws_stack, tmp_p
     with httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key}, timeout=60) as api:
         created = api.post("/api/v1/knowledge-bases", json={"name": "ops"})
         assert created.status_code == 201, created.text
-        assert api.get("/api/v1/knowledge-bases").json()["items"][0]["name"] == "ops"
+        assert api.get("/api/v1/knowledge-bases").json()["data"][0]["name"] == "ops"
     with httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key + "x"}, timeout=60) as api:
         assert api.get("/api/v1/knowledge-bases").status_code == 401
 
@@ -267,3 +267,20 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     assert any(
         c.action == "states:DescribeExecution" and c.function == "StreamReaderFunction" for c in aws.stack.calls()
     )
+
+
+def test_a_file_type_the_layers_cannot_parse_answers_415_naming_it(aws):
+    """The layers leave pypdf out (size): a PDF upload is refused as a type, with the reason, not a 500."""
+    from tests.support.documents import make_pdf
+
+    kb = aws.kb()
+    reply = aws.api.post(
+        f"/api/v1/knowledge-bases/{kb}/documents",
+        files={"file": ("guide.pdf", make_pdf(["Espresso needs a fine grind."]), "application/pdf")},
+    )
+    assert reply.status_code == 415, reply.text
+    error = reply.json()["error"]
+    assert error["field"] == "file"
+    assert "PDF" in error["message"]
+    assert "pypdf" in error["message"]
+    assert "not installed" in error["message"]

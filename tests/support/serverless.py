@@ -285,6 +285,23 @@ def _layers(work_dir: Path) -> Path:
     return opt
 
 
+def absent_modules() -> set[str]:
+    """The top-level modules of what the layers leave out (scripts/layer_requirements.py), hidden in sandboxes."""
+    import importlib.metadata
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import layer_requirements
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    left_out = {name.lower() for name in layer_requirements.LEFT_OUT} - {"boto3"}
+    modules: set[str] = set()
+    for module, dists in importlib.metadata.packages_distributions().items():
+        if any(d.lower().replace("_", "-") in left_out for d in dists):
+            modules.add(module)
+    return modules
+
+
 def _dummy_zip() -> bytes:
     buffer = BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -331,8 +348,11 @@ def deployed_stack(
     policies: dict[str, Policy] = {}
     lock = threading.Lock()
 
+    absent = ",".join(sorted(absent_modules()))
+
     def sandbox_environment(spec: FunctionSpec) -> dict[str, str]:
         return {
+            "SANDBOX_ABSENT_MODULES": absent,
             "AWS_ENDPOINT_URL": moto_url,
             "PYTHONPATH": f"{SANDBOX_DIR}:{opt / 'python'}",
             "SANDBOX_LAYERS": str(opt / "python"),
@@ -504,7 +524,7 @@ class StackClient:
     def kb(self, docs: Mapping[str, str] | None = None, name: str = "drinks") -> str:
         reply = self.api.post("/api/v1/knowledge-bases", json={"name": name})
         assert reply.status_code == 201, reply.text
-        kb_id = str(reply.json()["id"])
+        kb_id = str(reply.json()["data"]["id"])
         for title, content in (docs or {}).items():
             added = self.api.post(
                 f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": title, "content": content}
@@ -515,12 +535,12 @@ class StackClient:
     def session(self, kb_ids: list[str] | None = None) -> str:
         reply = self.api.post("/api/v1/sessions", json={"knowledge_base_ids": kb_ids or []})
         assert reply.status_code == 201, reply.text
-        return str(reply.json()["id"])
+        return str(reply.json()["data"]["id"])
 
     def ask(self, session_id: str, query: str, **options: Any) -> dict[str, Any]:
         reply = self.api.post(f"/api/v1/sessions/{session_id}/questions", json={"query": query, **options})
         assert reply.status_code == 202, reply.text
-        return dict(reply.json())
+        return dict(reply.json()["data"])
 
     def frames(self, ids: Mapping[str, Any], **kwargs: Any) -> list[Any]:
         """The turn's SSE frames from stream_reader, until it ends the stream."""
@@ -540,7 +560,7 @@ class StackClient:
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         reply = self.api.get(f"/api/v1/sessions/{session_id}/messages")
         assert reply.status_code == 200, reply.text
-        return list(reply.json()["items"])
+        return list(reply.json()["data"])
 
     def assistant(self, ids: Mapping[str, Any]) -> dict[str, Any]:
         return next(m for m in self.messages(str(ids["session_id"])) if m["id"] == ids["assistant_message_id"])
