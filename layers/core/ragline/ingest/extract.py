@@ -24,7 +24,20 @@ class UnsupportedFile(ValueError):
 
 
 class UnsupportedFileType(UnsupportedFile):
-    """The file's type is not one ragline reads."""
+    """The file's type is not one ragline reads (here: HTTP 415)."""
+
+
+def require_parser(module: str, file_kind: str) -> None:
+    """A file type whose parser this installation leaves out (an AWS Lambda layer held to its size limit)
+    is refused as a type, naming the type and why, instead of failing as an internal error."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise UnsupportedFileType(
+            f"{file_kind} files are not accepted by this deployment: their parser ({module}) is not installed "
+            "here (the AWS Lambda layers leave it out to stay within Lambda's size limit); upload the text "
+            "instead, or use the embedded runtime"
+        )
 
 
 @dataclass
@@ -68,6 +81,7 @@ def file_type_for(filename: str) -> str:
 
 
 def extract_pdf(raw: bytes) -> Extracted:
+    require_parser("pypdf", "PDF")
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -90,6 +104,7 @@ def extract_pdf(raw: bytes) -> Extracted:
 
 
 def extract_html(raw: bytes) -> Extracted:
+    require_parser("trafilatura", "HTML")
     import trafilatura
 
     html = decode_text(raw)

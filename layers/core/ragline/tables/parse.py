@@ -24,7 +24,7 @@ from datetime import date, datetime, time
 from enum import StrEnum
 from pathlib import Path
 
-from ragline.ingest.extract import UnsupportedFile, decode_text
+from ragline.ingest.extract import UnsupportedFile, decode_text, require_parser
 
 CSV_SUFFIXES = frozenset({".csv"})
 TSV_SUFFIXES = frozenset({".tsv", ".tab"})
@@ -299,6 +299,7 @@ def excel_cell_text(value: object) -> str:
 
 def parse_xlsx(raw: bytes, *, filename: str = "") -> list[TableData]:
     """Every non-empty worksheet of an .xlsx workbook as its own table (read-only: formulas as last saved)."""
+    require_parser("openpyxl", "Excel (.xlsx)")
     from openpyxl import load_workbook
 
     try:

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import importlib.util
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from html.parser import HTMLParser
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -241,6 +243,10 @@ def readable_text(body: bytes, media_type: str, charset: str | None) -> str:
     fallback when it finds no main content), the body itself for plain text."""
     if media_type not in HTML_CONTENT_TYPES:
         return decode_body(body, charset).strip()
+    if importlib.util.find_spec("trafilatura") is None:
+        # An installation without it (the AWS Lambda layer, held to its size limit): the page's text
+        # without markup, scripts or styles, boilerplate included.
+        return _tag_free_text(decode_body(body, charset))
     import trafilatura
 
     # Without a declared charset trafilatura gets the bytes and reads the page's own <meta charset>.
@@ -257,6 +263,36 @@ def readable_text(body: bytes, media_type: str, charset: str | None) -> str:
     if not text:
         text = trafilatura.html2txt(source) or ""
     return text.strip()
+
+
+class _TextOnly(HTMLParser):
+    """The text of an HTML document, without its scripts, styles and markup."""
+
+    SKIPPED = frozenset({"script", "style", "noscript", "template", "head"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.SKIPPED:
+            self._skipping += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.SKIPPED and self._skipping:
+            self._skipping -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping and data.strip():
+            self.parts.append(data.strip())
+
+
+def _tag_free_text(html: str) -> str:
+    parser = _TextOnly()
+    parser.feed(html)
+    parser.close()
+    return "\n".join(parser.parts)
 
 
 def cut_utf8(text: str, limit_bytes: int) -> tuple[str, bool]:
