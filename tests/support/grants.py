@@ -403,7 +403,8 @@ class Checker:
 class Faults:
     """Failures a test injects at one AWS call of a function (``DeployedStack.fault``), each fired once.
 
-    A rule matches an IAM action, a substring of the resource and one of the request's parameters. Effects:
+    A rule matches an IAM action, a substring of the resource and one of the request's parameters (and, with
+    ``after``, only once the same sandbox made a call whose parameters contain that text). Effects:
     ``timeout`` ends the sandbox as Lambda ends one at its deadline (the caller sees ``Sandbox.Timedout``: what
     the function wrote before that call stays written, nothing after it happens), ``error:<Code>`` raises the
     service error ``<Code>``.
@@ -411,6 +412,7 @@ class Faults:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._armed: set[str] = set()
 
     def rules(self) -> list[dict[str, Any]]:
         if not self.path or not os.path.exists(self.path):
@@ -424,6 +426,11 @@ class Faults:
             return None
         text = json.dumps(params, default=str)
         for rule in rules:
+            # A rule with "after" waits, in this sandbox, for a call whose parameters contain that text.
+            if rule.get("after") and rule["id"] not in self._armed:
+                if rule["after"] in text:
+                    self._armed.add(rule["id"])
+                continue
             if not _glob(rule["action"], request.action, False) or rule.get("resource", "") not in request.resource:
                 continue
             if rule.get("params", "") not in text:

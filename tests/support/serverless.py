@@ -71,6 +71,7 @@ class OpenSearchTarget:
 
     url: str
     arn: str = f"arn:aws:es:{REGION}:{ACCOUNT_ID}:domain/{STACK}-search"
+    knn_engine: str = "lucene"
 
     @property
     def service(self) -> str:
@@ -181,11 +182,24 @@ class DeployedStack:
 
     @contextmanager
     def fault(
-        self, function_id: str, action: str, effect: str = "timeout", resource: str = "", params: str = ""
+        self,
+        function_id: str,
+        action: str,
+        effect: str = "timeout",
+        resource: str = "",
+        params: str = "",
+        after: str = "",
     ) -> Iterator[None]:
         """Inject one failure at the first call of ``function_id`` that matches (``grants.Faults``)."""
         path = self.work_dir / f"{function_id}.faults.json"
-        rule = {"id": _suffix(8), "action": action, "resource": resource, "params": params, "effect": effect}
+        rule = {
+            "id": _suffix(8),
+            "action": action,
+            "resource": resource,
+            "params": params,
+            "effect": effect,
+            "after": after,
+        }
         path.write_text(json.dumps([rule]), encoding="utf-8")
         try:
             yield
@@ -336,6 +350,7 @@ def deployed_stack(
     opensearch = opensearch or OpenSearchTarget(UNREACHABLE_OPENSEARCH)
     if opensearch is not None:
         parameters.setdefault("OpenSearchEndpoint", opensearch.url)
+        parameters.setdefault("OpenSearchKnnEngine", opensearch.knn_engine)
         parameters.setdefault(
             "OpenSearchDomainArn" if opensearch.service == "es" else "OpenSearchCollectionArn", opensearch.arn
         )
@@ -502,13 +517,14 @@ def _create_resources(
 CHAT_KEY_PARAMETER = f"/{STACK}/chat-api-key"
 
 
-def opensearch_target() -> OpenSearchTarget | None:
-    """The OpenSearch the deployed stack searches, or None when none runs here.
-
-    Seam: the engines fixtures (tests/support/engines.py, started by ``make test``) replace OPENSEARCH_URL.
-    """
-    url = os.environ.get("OPENSEARCH_URL", "")
-    return OpenSearchTarget(url) if url else None
+def opensearch_target(request: pytest.FixtureRequest) -> OpenSearchTarget | None:
+    """The live OpenSearch of ``make test`` (tests/support/engines.py), or None when none runs here (the
+    engines fixture skips then, and fails under CI)."""
+    try:
+        live = request.getfixturevalue("opensearch")
+    except pytest.skip.Exception:
+        return None
+    return OpenSearchTarget(live.url, knn_engine=live.knn_engine)
 
 
 @dataclass
@@ -574,8 +590,11 @@ class StackClient:
 
 
 @pytest.fixture(scope="module")
-def aws_stack(tmp_path_factory: pytest.TempPathFactory, scripted: Any) -> Iterator[DeployedStack]:
-    """template.yaml deployed in moto for one test module, chat answered by the scripted model."""
+def aws_stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, scripted: Any
+) -> Iterator[DeployedStack]:
+    """template.yaml deployed in moto for one test module, chat answered by the scripted model, searching the
+    live OpenSearch when one runs."""
     parameters = {
         "ChatBaseUrl": f"{scripted.url}/v1",
         "ChatModel": "scripted",
@@ -584,7 +603,7 @@ def aws_stack(tmp_path_factory: pytest.TempPathFactory, scripted: Any) -> Iterat
     with deployed_stack(
         tmp_path_factory.mktemp("aws-stack"),
         parameters,
-        opensearch=opensearch_target(),
+        opensearch=opensearch_target(request),
         ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"},
     ) as stack:
         yield stack
@@ -610,9 +629,7 @@ def aws(aws_stack: DeployedStack) -> Iterator[StackClient]:
 
 
 @pytest.fixture
-def aws_search(aws_stack: DeployedStack) -> OpenSearchTarget:
-    """Skips a test that searches when no OpenSearch runs here."""
-    target = opensearch_target()
-    if target is None:
-        pytest.skip("no OpenSearch here (OPENSEARCH_URL unset): the deployed stack cannot index or search")
-    return target
+def aws_search(request: pytest.FixtureRequest, aws_stack: DeployedStack) -> OpenSearchTarget:
+    """The stack's live OpenSearch; a test that searches skips (fails under CI) without one."""
+    live = request.getfixturevalue("opensearch")
+    return OpenSearchTarget(live.url, knn_engine=live.knn_engine)

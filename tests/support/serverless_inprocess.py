@@ -1,5 +1,8 @@
-"""The serverless runtime in one process: moto executes the real generated state machine and dispatches
-its Lambda tasks to the real ``pipeline_step`` code.
+"""The serverless runtime in one process, for bench/serverless_cost.py only: moto executes the real generated
+state machine and dispatches its Lambda tasks to the real ``pipeline_step`` code, in this process.
+
+Not a test of the deployment (one runtime plays every function, the embedded engine stands in for
+OpenSearch, no grant is checked): the tests use tests/support/serverless.py, the deployed stack.
 
 Tables come from template.yaml, so tests and infrastructure cannot drift. OpenSearch is not available
 here, so the knowledge store and engine are the embedded ones (a port each); everything else — the

@@ -155,9 +155,10 @@ def _opensearch_engine(aws: AwsSettings, session: boto3.Session) -> RetrieveEngi
             "RAGLINE_OPENSEARCH_URL is not set: the AWS runtime searches OpenSearch (template.yaml provisions a "
             "domain unless the OpenSearchEndpoint parameter names one)"
         )
-    from ragline.retrieval.opensearch import OpenSearchEngine
+    from ragline.retrieval.opensearch import KnnMethod, OpenSearchEngine
 
-    return OpenSearchEngine(opensearch_client(aws, session), aws.opensearch_index)
+    method = KnnMethod(engine=aws.opensearch_knn_engine)
+    return OpenSearchEngine(opensearch_client(aws, session), aws.opensearch_index, method=method)
 
 
 # ---------------------------------------------------------------------------------------------- runtime

@@ -37,6 +37,9 @@ class AwsSettings(BaseSettings):
     opensearch_url: str = ""
     opensearch_index: str = "ragline-chunks"
     opensearch_service: str = ""
+    # The k-NN engine of the index's vector field (OpenSearch Service: faiss; a node without the k-NN
+    # plugin's native libraries: lucene).
+    opensearch_knn_engine: str = "faiss"
     opensearch_timeout_s: float = 10.0
     # Neo4j for the knowledge graph (empty: no graph); the password is read from Secrets Manager (the secret
     # holds the password, or JSON {"username", "password"}).
