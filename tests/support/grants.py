@@ -356,6 +356,8 @@ class Call:
     allowed: bool
     operation: str
     at: float
+    # The sandbox (execution environment) that made the call.
+    sandbox: str = ""
 
 
 class Checker:
@@ -385,7 +387,15 @@ class Checker:
             allowed = self.policy.allows(request)
             if not allowed and denied is None:
                 denied = request
-            call = Call(self.function, request.action, request.resource, allowed, operation, time.time())
+            call = Call(
+                self.function,
+                request.action,
+                request.resource,
+                allowed,
+                operation,
+                time.time(),
+                os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", ""),
+            )
             lines.append(json.dumps(asdict(call)))
         if lines:
             with self._lock, open(self._log_path, "a", encoding="utf-8") as log:

@@ -337,8 +337,9 @@ def deployed_stack(
     """Deploy template.yaml into a fresh moto server and run its functions.
 
     ``parameters`` are the stack's parameters (as ``sam deploy --parameter-overrides``); ``ssm_parameters``
-    and ``secrets_values`` are created before the functions start (SecureString parameters by name, secrets by
-    name → their ARN is returned in ``stack.refs["secret:<name>"]``). ``role_overrides`` replaces a role's
+    and ``secrets_values`` are created before the functions start (SecureString parameters by name; secrets by
+    name, their ARN in ``stack.refs["secret:<name>"]``, and a parameter given as ``"secret:<name>"`` is
+    deployed with that ARN). ``role_overrides`` replaces a role's
     statements (a test that proves the grant check removes one); ``timeouts_s`` shortens a function's
     Timeout for a test that lets it expire.
     """
@@ -354,8 +355,6 @@ def deployed_stack(
         parameters.setdefault(
             "OpenSearchDomainArn" if opensearch.service == "es" else "OpenSearchCollectionArn", opensearch.arn
         )
-    template = load_template(TEMPLATE_PATH)
-    cfn = sam_transform(template, parameters)
     opt = _layers(work_dir)
     calls_log = work_dir / "calls.jsonl"
     calls_log.touch()
@@ -391,7 +390,22 @@ def deployed_stack(
     moto_process, moto_url = _start_moto(work_dir, lambdas.invoke_url)
     servers: list[ServerThread] = []
     try:
+        session = boto3.Session(
+            aws_access_key_id="admin", aws_secret_access_key="admin", aws_session_token="admin", region_name=REGION
+        )
+        # Secrets first: a parameter written "secret:NAME" is deployed with that secret's ARN.
+        secret_arns: dict[str, str] = {}
+        secrets_client = session.client("secretsmanager", endpoint_url=moto_url)
+        for name, value in (secrets_values or {}).items():
+            secret_arns[name] = secrets_client.create_secret(Name=name, SecretString=value)["ARN"]
+        parameters = {
+            key: secret_arns[value.removeprefix("secret:")] if value.startswith("secret:") else value
+            for key, value in parameters.items()
+        }
+        template = load_template(TEMPLATE_PATH)
+        cfn = sam_transform(template, parameters)
         refs, attributes = _physical_names(cfn, parameters)
+        refs.update({f"secret:{name}": arn for name, arn in secret_arns.items()})
         stream_reader = refs["StreamReaderFunction"]
         ingest_turn = refs["IngestTurnFunction"]
         api = ServerThread(HttpApi(lambdas, ingest_turn, refs["HttpApi"], ACCOUNT_ID, REGION)).start()
@@ -399,10 +413,6 @@ def deployed_stack(
         servers += [api, url]
         attributes["StreamReaderFunctionUrl.FunctionUrl"] = f"{url.url}/"
         resolver = Resolver(cfn, parameters, refs, attributes, stack_name=STACK)
-
-        session = boto3.Session(
-            aws_access_key_id="admin", aws_secret_access_key="admin", aws_session_token="admin", region_name=REGION
-        )
         stack = DeployedStack(
             work_dir=work_dir,
             moto_url=moto_url,
@@ -415,7 +425,7 @@ def deployed_stack(
             calls_log=calls_log,
             state_machine_arn=refs["PipelineStateMachine"],
         )
-        _create_resources(stack, cfn, template, ssm_parameters or {}, secrets_values or {})
+        _create_resources(stack, cfn, template, ssm_parameters or {})
 
         partitions = {refs[t]: spec.partition_key for t, spec in table_specs(template).items() if t in refs}
         for role_id in resolver.resources("AWS::IAM::Role"):
@@ -470,7 +480,6 @@ def _create_resources(
     cfn: Mapping[str, Any],
     template: Mapping[str, Any],
     ssm_parameters: Mapping[str, str],
-    secrets_values: Mapping[str, str],
 ) -> None:
     resolver, refs = stack.resolver, stack.refs
     specs = table_specs(template)
@@ -480,9 +489,6 @@ def _create_resources(
     ssm = stack.client("ssm")
     for name, value in ssm_parameters.items():
         ssm.put_parameter(Name=name, Value=value, Type="SecureString")
-    for name, value in secrets_values.items():
-        created = stack.client("secretsmanager").create_secret(Name=name, SecretString=value)
-        refs[f"secret:{name}"] = created["ARN"]
     iam = stack.client("iam")
     for role_id, resource in resolver.resources("AWS::IAM::Role").items():
         props = resource["Properties"]

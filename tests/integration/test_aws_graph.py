@@ -1,0 +1,84 @@
+"""Neo4j on AWS: the deployed stack's functions connect to make test's live Neo4j with the URI and user the
+template gives them and the password they read from Secrets Manager (once per container), under their roles."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.support.scripted_model import Script
+from tests.support.serverless import CHAT_KEY_PARAMETER, StackClient, deployed_stack, opensearch_target
+
+SECRET = "ragtest/neo4j"
+
+
+@pytest.fixture(scope="module")
+def graph_stack(request, tmp_path_factory, scripted, neo4j_server):
+    parameters = {
+        "ChatBaseUrl": f"{scripted.url}/v1",
+        "ChatModel": "scripted",
+        "ChatApiKeyParameter": CHAT_KEY_PARAMETER,
+        "Neo4jUri": neo4j_server.uri,
+        "Neo4jUser": "not-the-user",  # the secret's JSON names the user
+        "Neo4jPasswordSecretArn": f"secret:{SECRET}",
+    }
+    with deployed_stack(
+        tmp_path_factory.mktemp("aws-graph"),
+        parameters,
+        opensearch=opensearch_target(request),
+        ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"},
+        secrets_values={SECRET: json.dumps({"username": neo4j_server.user, "password": neo4j_server.password})},
+    ) as stack:
+        yield stack
+
+
+def test_pipeline_step_searches_the_graph_in_neo4j_with_the_password_from_secrets_manager(
+    graph_stack, neo4j_server, scripted, opensearch
+):
+    from ragline.graph.neo4j import Neo4jGraphStore
+    from ragline.graph.store import Entity, GraphNamespace
+
+    since = len(graph_stack.calls())
+    _, key = graph_stack.create_tenant("graph")
+    with httpx.Client(base_url=graph_stack.api_url, headers={"X-API-Key": key}, timeout=120) as api:
+        kb = api.post("/api/v1/knowledge-bases", json={"name": "history", "graph_extraction_enabled": True}).json()
+        kb_id = kb["data"]["id"]
+        text = "She published the first algorithm meant for a machine in 1843."
+        added = api.post(
+            f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": "Notes", "content": f"# Notes\n\n{text}"}
+        )
+        assert added.status_code in (201, 202), added.text
+        document_id = added.json()["data"]["id"]
+        chunks = api.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{document_id}/chunks").json()["data"]
+        chunk_id = next(c["id"] for c in chunks if text in c["content"])
+        # The graph the extraction would have written, straight into the same Neo4j.
+        graph = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
+        graph.upsert(
+            GraphNamespace(knowledge_base_id=kb_id, knowledge_id=document_id),
+            [Entity(name="Ada Lovelace", type="person", chunk_ids=[chunk_id])],
+            [],
+        )
+        scripted.entity_extraction = Script.answer('["Ada Lovelace"]')
+        session = api.post("/api/v1/sessions", json={"knowledge_base_ids": [kb_id]}).json()["data"]["id"]
+        ids = api.post(
+            f"/api/v1/sessions/{session}/questions", json={"query": "Who was Ada Lovelace?", "vector_threshold": 0.95}
+        ).json()["data"]
+        arn = graph_stack.execution_of(ids["session_id"], ids["assistant_message_id"])
+        assert graph_stack.wait_for_execution(arn)["status"] == "SUCCEEDED"
+    with httpx.Client(base_url=graph_stack.stream_url, headers={"X-API-Key": key}, timeout=60) as stream:
+        frames = StackClient(graph_stack, None, key, None, stream).frames(ids)  # type: ignore[arg-type]
+    assert frames[-1].type == "complete", [f.type for f in frames]
+    references = next(f for f in frames if f.type == "references").data["knowledge_references"]
+    # match_type 6: found through the graph (the passage never names her; the vector threshold keeps the
+    # chunk search from finding it).
+    assert [(r["match_type"], r["content"]) for r in references] == [(6, text)]
+    secret_arn = graph_stack.refs[f"secret:{SECRET}"]
+    reads = [c for c in graph_stack.calls()[since:] if c.action == "secretsmanager:GetSecretValue"]
+    assert {c.function for c in reads} >= {"PipelineStepFunction"}
+    assert all(c.resource == secret_arn and c.allowed for c in reads)
+    # Once per container: no sandbox read it twice, though each ran several steps.
+    sandboxes = [c.sandbox for c in reads]
+    assert len(sandboxes) == len(set(sandboxes))
+    graph_stack.assert_no_denials(since)
