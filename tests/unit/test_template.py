@@ -292,7 +292,13 @@ def test_functions_runtime_architecture_and_code(template: dict[str, Any]) -> No
 def test_layers(template: dict[str, Any]) -> None:
     layers = resources_of(template, "AWS::Serverless::LayerVersion")
     assert layers["CoreLayer"]["Properties"]["ContentUri"] == "layers/core/"
-    assert layers["CoreLayer"]["Metadata"]["BuildMethod"] == "python3.12"
+    assert layers["CoreLayer"]["Metadata"]["BuildMethod"] == "makefile"
+    assert layers["CoreLayer"]["Metadata"]["BuildArchitecture"] == "arm64"
+    makefile = (ROOT / "layers" / "core" / "Makefile").read_text(encoding="utf-8")
+    assert "build-CoreLayer:" in makefile  # the target sam build runs
+    assert "--python-version 3.12" in makefile
+    assert "aarch64" in makefile
+    assert "-r binary-requirements.txt" in makefile
     assert layers["ConfigLayer"]["Properties"]["ContentUri"] == "config/"
     assert "Metadata" not in layers["ConfigLayer"]  # copied as is: config.yaml lands in /opt
     assert (ROOT / "config" / "config.yaml").is_file()
