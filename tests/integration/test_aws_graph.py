@@ -31,6 +31,7 @@ def graph_stack(request, tmp_path_factory, scripted, neo4j_server):
         ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"},
         secrets_values={SECRET: json.dumps({"username": neo4j_server.user, "password": neo4j_server.password})},
     ) as stack:
+        stack.warm()
         yield stack
 
 

@@ -63,7 +63,8 @@ def test_a_turn_runs_through_the_deployed_functions(aws, scripted):
 
 def test_stop_sent_to_the_stream_url_ends_the_turn_with_stop(aws, scripted):
     session = aws.session()
-    words = [f"w{i} " for i in range(80)]
+    # Long enough that the stop lands mid-answer however busy the machine is; the stop cuts it short.
+    words = [f"w{i} " for i in range(600)]
     scripted.queue(Script.answer(*words, delay=0.1))
     ids = aws.ask(session, "Count slowly?")
     wait_until(lambda: "answer" in _types(aws.log(ids)), timeout=60)

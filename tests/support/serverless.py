@@ -166,6 +166,11 @@ class DeployedStack:
             lines = sorted({f"{c.function}: {c.action} on {c.resource}" for c in denied})
             raise AssertionError("calls the deployed roles would refuse:\n  " + "\n  ".join(lines))
 
+    def warm(self) -> None:
+        """Start one sandbox of every function now (INIT), so a test's timing starts from warm functions."""
+        for function_id in list(self.lambdas.functions.values()):
+            self.lambdas.warm(function_id.logical_id)
+
     @contextmanager
     def role_statements(self, function_id: str, statements: list[dict[str, Any]]) -> Iterator[None]:
         """Run a function with other statements in its role (its sandboxes restart with them, then again with
@@ -612,6 +617,7 @@ def aws_stack(
         opensearch=opensearch_target(request),
         ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"},
     ) as stack:
+        stack.warm()
         yield stack
 
 
