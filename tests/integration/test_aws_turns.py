@@ -73,7 +73,9 @@ def test_stop_sent_to_the_stream_url_ends_the_turn_with_stop(aws, scripted):
     # AWS reports ABORTED after StopExecution; moto lets the running task fail the execution instead (its
     # Catch is skipped once the execution is stopped). What the client sees is the same: the log ends with stop.
     aws.wait(ids)
-    events = wait_until(lambda: (e := aws.log(ids)) and e[-1].type.value in ("stop", "complete", "error") and e)
+    # The stop route wrote ``stop`` before it answered; the step streaming the model notices the flag at its
+    # next poll (a running Lambda is not interrupted), so on a busy machine a last batch may land after it.
+    events = aws.log(ids)
     types = _types(events)
     assert types.count("stop") == 1
     assert "complete" not in types
