@@ -46,6 +46,9 @@ def read_frames(
     with connect_sse(client, method, url, headers=dict(headers or {}), **kwargs) as source:
         source.response.raise_for_status()
         for event in source.iter_sse():
+            if not event.data:
+                # A ``: ping`` comment: httpx-sse reports it as an empty event once an id has been seen.
+                continue
             frames.append(Frame(int(event.id), json.loads(event.data)))
             if limit is not None and len(frames) >= limit:
                 break
