@@ -174,6 +174,8 @@ def test_the_template_roles_resolve_to_statements_on_the_deployed_names():
             "PipelineStateMachine.Name": "machine",
             "StateBucket.Arn": "arn:aws:s3:::bucket",
             "StreamReaderFunctionUrl.FunctionUrl": "https://reader.lambda-url.us-east-1.on.aws/",
+            "SearchDomain.DomainEndpoint": "search-phys.us-east-1.es.amazonaws.com",
+            "SearchDomain.Arn": f"arn:aws:es:{REGION}:{ACCOUNT}:domain/phys-search",
         },
     )
     policy = Policy(resolver.role_statements("PipelineStepFunctionRole"))
@@ -189,6 +191,10 @@ def test_the_template_roles_resolve_to_statements_on_the_deployed_names():
     reader = Policy(resolver.role_statements("StreamReaderFunctionRole"))
     assert reader.allows(IamRequest("dynamodb:PutItem", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/phys-StateTable"))
     assert not reader.allows(IamRequest("ssm:GetParameter", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/ragline/chat"))
+    assert policy.allows(
+        IamRequest("es:ESHttpPost", f"arn:aws:es:{REGION}:{ACCOUNT}:domain/phys-search/ragline-chunks/_search")
+    )
+    assert not reader.allows(IamRequest("es:ESHttpPost", f"arn:aws:es:{REGION}:{ACCOUNT}:domain/phys-search/x/_search"))
     env = resolver.environment("IngestTurnFunction")
     assert env["RAGLINE_EVENTS_TABLE"] == "phys-EventsTable"
     assert env["RAGLINE_CHAT_API_KEY_PARAMETER"] == "/ragline/chat"
