@@ -222,8 +222,11 @@ def verify(target: Target, turns: list[TurnRecord], scripted: Any) -> dict[str, 
         figures["started"] += 1
         events = target.raw_log(stream_key(target.session_id, turn.message_id))
         terminals = [e for e in events if e.is_terminal]
-        if len(terminals) == 1 and events[-1].is_terminal:
+        if len(terminals) == 1:
             figures["one_terminal"] += 1
+            if not events[-1].is_terminal:
+                # No reader sees these (replays stop at the terminal event), but none should be written.
+                figures["events_after_terminal"] += len(events) - 1 - events.index(terminals[0])
         elif not terminals:
             figures["orphans"] += 1
         else:
@@ -350,6 +353,7 @@ def report(name: str, result: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"ended with exactly one terminal event {f['one_terminal']}")
     print(f"orphans (no terminal event)           {f['orphans']}  (messages not completed: {f['orphans_message']})")
     print(f"several terminal events               {f['several_terminals']}")
+    print(f"events written after the terminal one {f['events_after_terminal']}")
     print(
         f"bytes lost / repeated                 {f['bytes_lost']} / {f['bytes_repeated']}"
         f"  (turns whose client text differs: {f['turns_with_text_mismatch']})"

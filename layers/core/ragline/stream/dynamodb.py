@@ -134,6 +134,7 @@ class StageLog(StreamManager):
         self._log = log
         self._claim = start if callable(start) else None
         self._next = start if isinstance(start, int) else -1
+        self._ended = False
         self.skipped = 0
 
     async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
@@ -141,9 +142,16 @@ class StageLog(StreamManager):
             self._next = await self._claim()
         seq = self._next
         self._next += 1
+        if self._ended:
+            self.skipped += 1
+            return event.model_copy(update={"seq": seq})
         written = await asyncio.to_thread(self._log.put_at, key, seq, event)
         if not written:
             self.skipped += 1
+            # Taken by a retry's first attempt (go on: the same offsets), or by another writer that ended the
+            # turn (a stop): then nothing more of this step belongs in the log.
+            last = await self._log.last_event(key)
+            self._ended = last is not None and last.is_terminal
         return event.model_copy(update={"seq": seq})
 
     async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:

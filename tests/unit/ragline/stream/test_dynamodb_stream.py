@@ -148,3 +148,20 @@ def test_a_retried_stage_rewrites_its_offsets_without_duplicates(log):
     events = log.events_sync(KEY)
     assert [(e.seq, e.id) for e in events] == [(0, "e0"), (1, "e10"), (2, "e11"), (3, "e12"), (4, "e23")]
     assert len({e.seq for e in events}) == len(events)
+
+
+def test_a_step_writes_nothing_after_a_stop_took_its_offset(log):
+    """A stop lands at the step's next offset: the step's later chunks must not follow it in the log."""
+    log.append_sync(KEY, event(0, ResponseType.AGENT_QUERY, done=True))
+    stage = StageLog(log, start=1)
+
+    async def scenario():
+        await stage.append_event(KEY, event(10))
+        await log.append_if_open(KEY, event(99, ResponseType.STOP, done=True))  # takes offset 2
+        for i in range(3):
+            await stage.append_event(KEY, event(11 + i))
+        return await stage.append_if_open(KEY, event(20, ResponseType.COMPLETE, done=True))
+
+    assert asyncio.run(scenario()) is None
+    events = log.events_sync(KEY)
+    assert [(e.seq, e.type.value) for e in events] == [(0, "agent_query"), (1, "answer"), (2, "stop")]
