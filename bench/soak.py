@@ -308,7 +308,7 @@ def embedded_target(scripted: Any, work: Path) -> tuple[Target, Callable[[], Non
 def run_serverless(scripted: Any, models: Any, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     import httpx
 
-    from tests.support.serverless import serverless_stack
+    from tests.support.serverless_inprocess import serverless_stack
     from tests.support.servers import ServerThread
 
     with serverless_stack(work, models) as stack:

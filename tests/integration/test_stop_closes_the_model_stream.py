@@ -49,7 +49,7 @@ def test_embedded_stop_without_a_reader_closes_the_model_stream(ragline, scripte
 
 @pytest.fixture
 def stack(tmp_path, shared_models):
-    from tests.support.serverless import serverless_stack
+    from tests.support.serverless_inprocess import serverless_stack
 
     with serverless_stack(tmp_path, shared_models) as stack:
         yield stack
