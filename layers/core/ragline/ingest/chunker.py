@@ -173,10 +173,13 @@ def plan_chunks(
         plan.children.extend(ChunkSpan(s, e, section.header) for s, e in children)
         if len(children) > 1:
             # Parents: consecutive children grouped up to parent_size, so each child can be read in context.
+            # Both lists are in text order, so one pass assigns them (linear in the section's children).
+            cursor = first_child
             for s, e in _pack(children, parent_size, 0):
                 parent_index = len(plan.parents)
                 plan.parents.append(ChunkSpan(s, e, section.header))
-                for child in plan.children[first_child:]:
-                    if child.parent is None and s <= child.start and child.end <= e:
-                        child.parent = parent_index
+                while cursor < len(plan.children) and plan.children[cursor].end <= e:
+                    if s <= plan.children[cursor].start:
+                        plan.children[cursor].parent = parent_index
+                    cursor += 1
     return plan

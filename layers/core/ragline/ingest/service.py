@@ -1,27 +1,46 @@
-"""Ingestion service: a document's text becomes chunks, vectors and index entries in one transaction."""
+"""Ingestion service, in two steps.
+
+1. **Accept** (on the request path, fast): the text is chunked and the document is stored ``pending`` with
+   its chunks and, where the engine indexes keywords apart from vectors (the embedded engine), its keyword
+   rows: the document is keyword-searchable at once.
+2. **Index** (off the request path): :meth:`IngestService.index_document` computes the vectors of one
+   document's chunks in length-sorted batches, writes them as they come (search uses the vectors already
+   present) and reports progress, then marks the document ``indexed`` — or ``failed`` with the reason. It
+   is idempotent and resumable (it starts at the progress already recorded), so it can run from the
+   embedded background thread (:mod:`ragline.ingest.background`) or from an asynchronous Lambda
+   invocation, retried or not.
+
+The synchronous helpers (``ingest_text``, ``ingest_many``, ``ingest_bytes``, ``ingest_file``) do both
+steps in the caller's thread.
+"""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import json
+import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from ragline.config import IngestionConfig
 from ragline.ingest.chunker import plan_chunks
 from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
-from ragline.ingest.extract import Extracted, UnsupportedFile, extract
+from ragline.ingest.extract import UnsupportedFile, extract
+from ragline.ingest.language import choose_embedding_model, detect_language, merge_language
 from ragline.models.base import Embedder
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
 from ragline.store.ids import new_id
-from ragline.store.models import Chunk, Document, FAQEntry, KnowledgeBase
+from ragline.store.models import Chunk, Document, DocumentStatus, FAQEntry, KnowledgeBase
 from ragline.tables.parse import TABLE_SUFFIXES, is_table_file
 from ragline.types import ChunkType
 
@@ -30,7 +49,55 @@ if TYPE_CHECKING:  # the table ingestor builds on this module
 
 SUPPORTED_SUFFIXES = TEXT_SUPPORTED_SUFFIXES | TABLE_SUFFIXES
 
-__all__ = ["SUPPORTED_SUFFIXES", "DocumentInput", "IngestResult", "IngestService", "UnsupportedFile"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "DocumentInput",
+    "IngestCancelled",
+    "IngestResult",
+    "IngestService",
+    "TooManyChunks",
+    "UnsupportedFile",
+]
+
+logger = logging.getLogger(__name__)
+
+# Progress and cancellation are checked between batches of this many chunks.
+_KEYWORD_BATCH = 2000
+
+
+class IngestCancelled(Exception):
+    """The caller went away or the process is stopping: nothing of the document was stored (accept), or it
+    stays ``pending`` with its progress, to be resumed (index)."""
+
+
+class TooManyChunks(ValueError):
+    """A document would be cut into more chunks than ``ingestion.max_chunks_per_document``."""
+
+    def __init__(self, count: int, limit: int) -> None:
+        super().__init__(f"the document would have {count} chunks; the limit is {limit} per document")
+        self.count = count
+        self.limit = limit
+
+
+class Cancel(Protocol):
+    def is_set(self) -> bool: ...
+
+
+@runtime_checkable
+class KeywordFirstEngine(Protocol):
+    """An engine that indexes keywords when a document is accepted and vectors as they are computed."""
+
+    def index_keywords(
+        self, knowledge_base_id: str, chunks: Sequence[Chunk], *, document: Document | None = None
+    ) -> None: ...
+
+    def add_vectors(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+    ) -> None: ...
 
 
 @dataclass
@@ -45,6 +112,8 @@ class DocumentInput:
     tags: list[str] = field(default_factory=list)
     # "wiki_page" for pre-synthesised wiki pages, which rerank prefers over raw chunks.
     chunk_type: str = ChunkType.TEXT
+    # Bytes received (the file, or the text as UTF-8); 0 means the text's UTF-8 length.
+    size_bytes: int = 0
 
 
 @dataclass
@@ -53,6 +122,7 @@ class _Prepared:
     parents: list[Chunk]
     children: list[Chunk]
     position: int
+    language_counts: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -62,9 +132,11 @@ class IngestResult:
     duplicate: bool = False
 
 
-def _page_metadata(item: DocumentInput, offset: int) -> dict[str, object]:
-    page = Extracted("", "text", page_starts=item.page_starts).page_of(offset)
-    return {"page": page} if page is not None else {}
+def _page_of(page_starts: Sequence[int], offset: int) -> int | None:
+    """The 1-based page an offset falls on (a binary search: chunks × pages would be quadratic)."""
+    if not page_starts:
+        return None
+    return max(1, bisect.bisect_right(page_starts, offset))
 
 
 def embedding_text(title: str, header: str, content: str) -> str:
@@ -89,12 +161,31 @@ def store_document(
     vectors: np.ndarray,
 ) -> IngestResult:
     """Writes a document with its ``chunks`` and indexes ``indexed`` (with their ``vectors``) in one scope:
-    where the backend can, neither is stored without the other."""
+    where the backend can, neither is stored without the other. The document is complete: ``indexed``."""
+    document.status = DocumentStatus.INDEXED
+    document.embedded_count = len(indexed)
+    document.embedding_model = document.embedding_model or kb.embedding_model
     with knowledge.atomic():
         knowledge.insert_document(document, chunks)
         engine.index_chunks(kb.id, kb.embedding_model, indexed, vectors, document=document)
     document.chunk_count = len(indexed)
     return IngestResult(document, len(indexed))
+
+
+def vector_text(document: Document, chunk: Chunk) -> str:
+    """What a chunk's vector is made from, as its ingestion path first made it: an FAQ entry's questions,
+    a table chunk's own text, otherwise the passage with its title and section."""
+    if chunk.chunk_type == ChunkType.FAQ:
+        questions = [chunk.metadata.get("standard_question"), *(chunk.metadata.get("similar_questions") or [])]  # type: ignore[misc]
+        return "\n".join(str(q) for q in questions if q)
+    if chunk.chunk_type in (ChunkType.TABLE_SUMMARY, ChunkType.TABLE_COLUMN):
+        return embedding_text("", chunk.header, chunk.content)
+    return embedding_text(document.title, chunk.header, chunk.content)
+
+
+def searchable_in_order(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """A document's chunks that get vectors, in the order progress counts them."""
+    return sorted((c for c in chunks if c.searchable), key=lambda c: (c.chunk_index, c.chunk_type, c.id))
 
 
 class IngestService:
@@ -111,7 +202,372 @@ class IngestService:
         self._engine = engine
         self._models = models
         self._config = config
+        # Where accepted documents go for their vectors; None: indexed at once, in the caller's thread.
+        self._scheduler: Callable[[Sequence[Document]], None] | None = None
+        self._kb_lock = threading.Lock()
 
+    # Scheduling -----------------------------------------------------------------------------------------
+    def set_scheduler(self, scheduler: Callable[[Sequence[Document]], None] | None) -> None:
+        """Accepted documents are handed to ``scheduler`` (a background thread, an asynchronous function
+        invocation), which must eventually call :meth:`index_document` for each."""
+        self._scheduler = scheduler
+
+    def schedule(self, results: Sequence[IngestResult]) -> None:
+        """Hands the pending documents among ``results`` to the scheduler (indexes them now without one)."""
+        pending = [r.document for r in results if r.document.status == DocumentStatus.PENDING and not r.duplicate]
+        if not pending:
+            return
+        if self._scheduler is not None:
+            self._scheduler(pending)
+            return
+        self.index_documents(pending)
+        for result in results:
+            refreshed = self._knowledge.document(result.document.tenant_id, result.document.id)
+            if refreshed is not None and not result.duplicate:
+                result.document = refreshed
+
+    # Step 1: accept -------------------------------------------------------------------------------------
+    def accept_many(
+        self, kb: KnowledgeBase, items: Sequence[DocumentInput], cancel: Cancel | None = None
+    ) -> list[IngestResult]:
+        """Chunk and store each document ``pending`` (keyword-searchable at once where the engine allows);
+        the same content twice in a knowledge base is stored once (a ``duplicate`` result)."""
+        results: list[IngestResult | None] = []
+        prepared: list[_Prepared] = []
+        seen_hashes: dict[str, int] = {}
+        hashes: list[str] = []
+        for item in items:
+            content_hash = hashlib.sha256(item.content.encode("utf-8")).hexdigest()
+            hashes.append(content_hash)
+            existing = self._knowledge.documents_by_hash(kb.tenant_id, kb.id, content_hash)
+            if existing is not None:
+                results.append(IngestResult(existing, existing.chunk_count, duplicate=True))
+            elif content_hash in seen_hashes:
+                results.append(None)  # a duplicate within this batch: resolved once the first is stored
+            else:
+                seen_hashes[content_hash] = len(results)
+                results.append(None)
+                prepared.append(self._prepare(kb, item, content_hash, position=len(results) - 1))
+            _check(cancel)
+        if prepared:
+            kb = self._settle_model(kb, prepared)
+        keyword_first = isinstance(self._engine, KeywordFirstEngine)
+        for item_prepared in prepared:
+            _check(cancel)
+            document = item_prepared.document
+            document.embedding_model = kb.embedding_model
+            chunks = [*item_prepared.parents, *item_prepared.children]
+            with self._knowledge.atomic():
+                self._knowledge.insert_document(document, chunks)
+                if keyword_first:
+                    searchable = [c for c in item_prepared.children if c.searchable]
+                    for start in range(0, len(searchable), _KEYWORD_BATCH):
+                        _check(cancel)  # raising here rolls the document back: nothing half-stored
+                        self._engine.index_keywords(  # type: ignore[attr-defined]
+                            kb.id, searchable[start : start + _KEYWORD_BATCH], document=document
+                        )
+            document.chunk_count = len(item_prepared.children)
+            results[item_prepared.position] = IngestResult(document, document.chunk_count)
+        for index in range(len(items)):
+            if results[index] is None:
+                first = results[seen_hashes[hashes[index]]]
+                assert first is not None
+                results[index] = IngestResult(first.document, first.chunk_count, duplicate=True)
+        return [r for r in results if r is not None]
+
+    def accept_bytes(
+        self,
+        kb: KnowledgeBase,
+        filename: str,
+        raw: bytes,
+        *,
+        title: str = "",
+        source: str = "",
+        tags: Sequence[str] = (),
+        chunk_type: str = ChunkType.TEXT,
+        cancel: Cancel | None = None,
+    ) -> IngestResult:
+        """An uploaded file: text extracted by its type (PDF pages are remembered per chunk) and accepted;
+        tables (CSV, TSV, Excel) become table documents, indexed at once (the first sheet's result)."""
+        if self._tables is not None and is_table_file(filename):
+            return self._tables.ingest_table(kb, filename, raw, title=title, source=source, tags=tags)[0]
+        extracted = extract(filename, raw)
+        if not extracted.text.strip():
+            raise UnsupportedFile("the file has no text")
+        _check(cancel)
+        item = DocumentInput(
+            content=extracted.text,
+            title=title or extracted.title,
+            filename=filename,
+            file_type=extracted.file_type,
+            source=source,
+            page_starts=extracted.page_starts,
+            tags=list(tags),
+            chunk_type=chunk_type,
+            size_bytes=len(raw),
+        )
+        return self.accept_many(kb, [item], cancel=cancel)[0]
+
+    def _prepare(self, kb: KnowledgeBase, item: DocumentInput, content_hash: str, position: int) -> _Prepared:
+        content = item.content
+        fallback_title = item.title or (Path(item.filename).stem if item.filename else "") or "Untitled"
+        plan = plan_chunks(
+            content,
+            markdown=item.file_type == "markdown",
+            chunk_size=self._config.chunk_size,
+            min_size=self._config.chunk_min_size,
+            parent_size=self._config.parent_chunk_size,
+            fallback_title=fallback_title,
+        )
+        if len(plan.children) > self._config.max_chunks_per_document:
+            raise TooManyChunks(len(plan.children), self._config.max_chunks_per_document)
+        document = Document(
+            id=new_id(),
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            title=item.title or plan.title,
+            filename=item.filename,
+            file_type=item.file_type,
+            description=item.description,
+            source=item.source,
+            content_hash=content_hash,
+            tags=list(dict.fromkeys(t.strip() for t in item.tags if t.strip())),
+            status=DocumentStatus.PENDING,
+            size_bytes=item.size_bytes or len(content.encode("utf-8")),
+            pages=len(item.page_starts),
+            embedding_model=kb.embedding_model,
+        )
+        parents = [
+            Chunk(
+                id=new_id(),
+                tenant_id=kb.tenant_id,
+                knowledge_base_id=kb.id,
+                knowledge_id=document.id,
+                chunk_index=i,
+                chunk_type=ChunkType.PARENT_TEXT,
+                content=content[span.start : span.end],
+                header=span.header,
+                start_at=span.start,
+                end_at=span.end,
+                searchable=False,
+            )
+            for i, span in enumerate(plan.parents)
+        ]
+        children = []
+        for i, span in enumerate(plan.children):
+            page = _page_of(item.page_starts, span.start)
+            children.append(
+                Chunk(
+                    id=new_id(),
+                    tenant_id=kb.tenant_id,
+                    knowledge_base_id=kb.id,
+                    knowledge_id=document.id,
+                    chunk_index=i,
+                    chunk_type=item.chunk_type,
+                    content=content[span.start : span.end],
+                    header=span.header,
+                    parent_chunk_id=parents[span.parent].id if span.parent is not None else "",
+                    start_at=span.start,
+                    end_at=span.end,
+                    metadata={"page": page} if page is not None else {},
+                )
+            )
+        for previous, following in itertools.pairwise(children):
+            previous.next_chunk_id = following.id
+            following.pre_chunk_id = previous.id
+        return _Prepared(document, parents, children, position, detect_language(content))
+
+    def _settle_model(self, kb: KnowledgeBase, prepared: Sequence[_Prepared]) -> KnowledgeBase:
+        """A knowledge base whose model nobody chose takes the one its language needs; when new documents
+        change the language mix (English, then Chinese), its documents are re-embedded."""
+        han = sum(p.language_counts[0] for p in prepared)
+        latin = sum(p.language_counts[1] for p in prepared)
+        with self._kb_lock:
+            current = self._knowledge.knowledge_base(kb.tenant_id, kb.id) or kb
+            language = merge_language(current.language, han, latin)
+            if not current.embedding_model_auto:
+                if language != current.language:
+                    current = (
+                        self._knowledge.set_embedding_model(
+                            kb.tenant_id, kb.id, current.embedding_model, language=language
+                        )
+                        or current
+                    )
+                return current
+            model = choose_embedding_model(language, self._models, current.embedding_model)
+            if model == current.embedding_model and language == current.language:
+                return current
+            previous = current.embedding_model
+            updated = self._knowledge.set_embedding_model(kb.tenant_id, kb.id, model, language=language) or current
+        if model != previous:
+            logger.info(
+                "knowledge base embedding model changed by language detection",
+                extra={"knowledge_base_id": kb.id, "model": model, "language": language},
+            )
+            self.reembed(updated)
+        return updated
+
+    # Changing the model ---------------------------------------------------------------------------------
+    def change_embedding_model(self, kb: KnowledgeBase, model: str) -> KnowledgeBase:
+        """Sets a knowledge base's model by choice (detection no longer changes it) and re-embeds its
+        documents in the background; keyword search answers meanwhile, vector search as vectors arrive."""
+        self._models.embedder(model)  # unknown models fail here, before anything changes
+        updated = self._knowledge.set_embedding_model(kb.tenant_id, kb.id, model, auto=False)
+        if updated is None:
+            raise LookupError(kb.id)
+        if model != kb.embedding_model:
+            self.reembed(updated)
+        return updated
+
+    def reembed(self, kb: KnowledgeBase) -> None:
+        """Every document of the knowledge base back to ``pending`` with no progress, then scheduled."""
+        drop = getattr(self._engine, "delete_vectors", None)
+        if drop is not None:
+            drop(kb.id, kb.embedding_model)
+        documents: list[Document] = []
+        offset = 0
+        while True:
+            page = self._knowledge.documents(kb.tenant_id, kb.id, limit=1000, offset=offset)
+            if not page:
+                break
+            offset += len(page)
+            for document in page:
+                if document.chunk_count == 0:
+                    continue
+                updated = self._knowledge.set_document_status(
+                    kb.tenant_id,
+                    document.id,
+                    DocumentStatus.PENDING,
+                    embedded_count=0,
+                    embedding_model=kb.embedding_model,
+                )
+                if updated is not None:
+                    documents.append(updated)
+        if documents:
+            self.schedule([IngestResult(d, d.chunk_count) for d in documents])
+
+    # Step 2: index --------------------------------------------------------------------------------------
+    def index_document(
+        self,
+        tenant_id: str,
+        document_id: str,
+        *,
+        cancel: Cancel | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Document | None:
+        """The vectors of one document (see :meth:`index_documents`); None when it no longer exists."""
+        document = self._knowledge.document(tenant_id, document_id)
+        if document is None:
+            return None
+        return self.index_documents([document], cancel=cancel, progress=progress)[0]
+
+    def index_documents(
+        self,
+        documents: Sequence[Document],
+        *,
+        cancel: Cancel | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[Document]:
+        """Computes and writes the missing vectors of pending ``documents``, sharing batches across them
+        (short documents fill a batch together), and records progress after every batch. Documents that are
+        not pending are returned as they are. A failure marks the documents of the failed batch ``failed``
+        with the reason; a cancel leaves them ``pending`` (raises :class:`IngestCancelled`)."""
+        # The stored record, not the caller's copy: another worker may have moved it on meanwhile.
+        out: dict[str, Document] = {
+            d.id: self._knowledge.document(d.tenant_id, d.id) or d.model_copy(update={"status": DocumentStatus.FAILED})
+            for d in documents
+        }
+        work: list[tuple[Document, KnowledgeBase, Chunk, str]] = []
+        done: dict[str, int] = {}
+        kbs: dict[tuple[str, str], KnowledgeBase | None] = {}
+        for document in list(out.values()):
+            if document.status != DocumentStatus.PENDING:
+                continue
+            key = (document.tenant_id, document.knowledge_base_id)
+            if key not in kbs:
+                kbs[key] = self._knowledge.knowledge_base(*key)
+            kb = kbs[key]
+            if kb is None:
+                continue
+            chunks = searchable_in_order(self._knowledge.chunks_of_document(document.tenant_id, document.id))
+            start = min(document.embedded_count, len(chunks))
+            done[document.id] = start
+            work.extend((document, kb, chunk, vector_text(document, chunk)) for chunk in chunks[start:])
+            if not chunks[start:]:
+                out[document.id] = self._finish(document, kb, start)
+        total = len(work)
+        remaining = {d: sum(1 for w in work if w[0].id == d) for d in done}
+        window = max(1, self._config.embed_window)
+        written = 0
+        for begin in range(0, total, window):
+            _check(cancel)
+            batch = [w for w in work[begin : begin + window] if remaining.get(w[0].id, 0) >= 0]
+            if not batch:
+                continue
+            try:
+                self._write_batch(batch)
+            except Exception as exc:
+                reason = f"{type(exc).__name__}: {exc}"[:500]
+                logger.exception("indexing failed", extra={"documents": sorted({w[0].id for w in batch})})
+                for document_id in {w[0].id for w in batch}:
+                    document = out[document_id]
+                    failed = self._knowledge.set_document_status(
+                        document.tenant_id, document.id, DocumentStatus.FAILED, reason=reason
+                    )
+                    out[document_id] = failed or document
+                    remaining[document_id] = -1
+                continue
+            written += len(batch)
+            for document_id in dict.fromkeys(w[0].id for w in batch):
+                if remaining.get(document_id, 0) < 0:
+                    continue
+                count = sum(1 for w in batch if w[0].id == document_id)
+                done[document_id] += count
+                remaining[document_id] -= count
+                document = out[document_id]
+                if remaining[document_id] == 0:
+                    kb = kbs[(document.tenant_id, document.knowledge_base_id)]
+                    assert kb is not None
+                    out[document_id] = self._finish(document, kb, done[document_id])
+                else:
+                    updated = self._knowledge.set_document_status(
+                        document.tenant_id, document.id, DocumentStatus.PENDING, embedded_count=done[document_id]
+                    )
+                    out[document_id] = updated or document
+            if progress is not None:
+                progress(written, total)
+        return [out[d.id] for d in documents]
+
+    def _write_batch(self, batch: Sequence[tuple[Document, KnowledgeBase, Chunk, str]]) -> None:
+        """One embedding call for the batch (the embedder sorts by length and pads per sub-batch), then the
+        vectors of each document in one statement."""
+        by_model: dict[str, list[int]] = {}
+        for index, (_, kb, _, _) in enumerate(batch):
+            by_model.setdefault(kb.embedding_model, []).append(index)
+        for model, indexes in by_model.items():
+            vectors = embed_passages(self._models.embedder(model), [batch[i][3] for i in indexes])
+            by_document: dict[str, list[int]] = {}
+            for row, i in enumerate(indexes):
+                by_document.setdefault(batch[i][0].id, []).append(row)
+            for rows in by_document.values():
+                document, kb = batch[indexes[rows[0]]][0], batch[indexes[rows[0]]][1]
+                chunks = [batch[indexes[r]][2] for r in rows]
+                if isinstance(self._engine, KeywordFirstEngine):
+                    self._engine.add_vectors(kb.id, model, chunks, vectors[rows])
+                else:
+                    self._engine.index_chunks(kb.id, model, chunks, vectors[rows], document=document)
+
+    def _finish(self, document: Document, kb: KnowledgeBase, embedded: int) -> Document:
+        finished = self._knowledge.set_document_status(
+            document.tenant_id,
+            document.id,
+            DocumentStatus.INDEXED,
+            embedded_count=embedded,
+            embedding_model=kb.embedding_model,
+        )
+        return finished or document
+
+    # Synchronous ingestion (accept + index in the caller's thread) ---------------------------------------
     def ingest_text(
         self,
         kb: KnowledgeBase,
@@ -135,112 +591,25 @@ class IngestService:
         kb: KnowledgeBase,
         items: Sequence[DocumentInput],
         progress: Callable[[int, int], None] | None = None,
+        cancel: Cancel | None = None,
     ) -> list[IngestResult]:
-        """Several documents with one embedding pass over all their chunks: batches sorted by length fill
-        better across documents than within one, which is what makes bulk loads fast."""
-        results: list[IngestResult | None] = []
-        prepared: list[_Prepared] = []
-        seen_hashes: dict[str, int] = {}
-        for item in items:
-            content_hash = hashlib.sha256(item.content.encode("utf-8")).hexdigest()
-            existing = self._knowledge.documents_by_hash(kb.tenant_id, kb.id, content_hash)
-            if existing is not None:
-                results.append(IngestResult(existing, existing.chunk_count, duplicate=True))
-            elif content_hash in seen_hashes:
-                results.append(None)  # a duplicate within this batch: resolved once the first is stored
-            else:
-                seen_hashes[content_hash] = len(results)
-                results.append(None)
-                prepared.append(self._prepare(kb, item, content_hash, position=len(results) - 1))
-        embedder = self._models.embedder(kb.embedding_model)
-        texts = [embedding_text(p.document.title, c.header, c.content) for p in prepared for c in p.children]
-        batch = max(1, self._config.embed_batch_size) * 8
-        vectors = []
-        for start in range(0, len(texts), batch):
-            vectors.append(embedder.embed_documents(texts[start : start + batch]))
-            if progress is not None:
-                progress(min(start + batch, len(texts)), len(texts))
-        matrix = np.vstack(vectors) if vectors else np.zeros((0, embedder.dimensions), dtype=np.float32)
-        offset = 0
-        for item_prepared in prepared:
-            count = len(item_prepared.children)
-            results[item_prepared.position] = store_document(
-                self._knowledge,
-                self._engine,
-                kb,
-                item_prepared.document,
-                [*item_prepared.parents, *item_prepared.children],
-                item_prepared.children,
-                matrix[offset : offset + count],
-            )
-            offset += count
-        for index, item in enumerate(items):
-            if results[index] is None:
-                first = results[seen_hashes[hashlib.sha256(item.content.encode("utf-8")).hexdigest()]]
-                assert first is not None
-                results[index] = IngestResult(first.document, first.chunk_count, duplicate=True)
-        return [r for r in results if r is not None]
+        """Several documents accepted, then embedded in shared batches (batches sorted by length fill
+        better across documents than within one), before returning."""
+        results = self.accept_many(kb, items, cancel=cancel)
+        self._index_now(results, progress, cancel)
+        return results
 
-    def _prepare(self, kb: KnowledgeBase, item: DocumentInput, content_hash: str, position: int) -> _Prepared:
-        content = item.content
-        fallback_title = item.title or (Path(item.filename).stem if item.filename else "") or "Untitled"
-        plan = plan_chunks(
-            content,
-            markdown=item.file_type == "markdown",
-            chunk_size=self._config.chunk_size,
-            min_size=self._config.chunk_min_size,
-            parent_size=self._config.parent_chunk_size,
-            fallback_title=fallback_title,
-        )
-        document = Document(
-            id=new_id(),
-            tenant_id=kb.tenant_id,
-            knowledge_base_id=kb.id,
-            title=item.title or plan.title,
-            filename=item.filename,
-            file_type=item.file_type,
-            description=item.description,
-            source=item.source,
-            content_hash=content_hash,
-            tags=list(dict.fromkeys(t.strip() for t in item.tags if t.strip())),
-        )
-        parents = [
-            Chunk(
-                id=new_id(),
-                tenant_id=kb.tenant_id,
-                knowledge_base_id=kb.id,
-                knowledge_id=document.id,
-                chunk_index=i,
-                chunk_type=ChunkType.PARENT_TEXT,
-                content=content[span.start : span.end],
-                header=span.header,
-                start_at=span.start,
-                end_at=span.end,
-                searchable=False,
-            )
-            for i, span in enumerate(plan.parents)
-        ]
-        children = [
-            Chunk(
-                id=new_id(),
-                tenant_id=kb.tenant_id,
-                knowledge_base_id=kb.id,
-                knowledge_id=document.id,
-                chunk_index=i,
-                chunk_type=item.chunk_type,
-                content=content[span.start : span.end],
-                header=span.header,
-                parent_chunk_id=parents[span.parent].id if span.parent is not None else "",
-                start_at=span.start,
-                end_at=span.end,
-                metadata=_page_metadata(item, span.start),
-            )
-            for i, span in enumerate(plan.children)
-        ]
-        for previous, following in itertools.pairwise(children):
-            previous.next_chunk_id = following.id
-            following.pre_chunk_id = previous.id
-        return _Prepared(document, parents, children, position)
+    def _index_now(
+        self,
+        results: Sequence[IngestResult],
+        progress: Callable[[int, int], None] | None,
+        cancel: Cancel | None,
+    ) -> None:
+        fresh = [r for r in results if not r.duplicate and r.document.status == DocumentStatus.PENDING]
+        indexed = {d.id: d for d in self.index_documents([r.document for r in fresh], cancel=cancel, progress=progress)}
+        for result in results:
+            if not result.duplicate and result.document.id in indexed:
+                result.document = indexed[result.document.id]
 
     def ingest_file(
         self, kb: KnowledgeBase, path: Path, progress: Callable[[int, int], None] | None = None
@@ -259,24 +628,10 @@ class IngestService:
         chunk_type: str = ChunkType.TEXT,
         progress: Callable[[int, int], None] | None = None,
     ) -> IngestResult:
-        """An uploaded file: text extracted by its type (PDF pages are remembered per chunk); tables
-        (CSV, TSV, Excel) become table documents (the first sheet's result is returned)."""
-        if self._tables is not None and is_table_file(filename):
-            return self._tables.ingest_table(kb, filename, raw, title=title, source=source, tags=tags)[0]
-        extracted = extract(filename, raw)
-        if not extracted.text.strip():
-            raise UnsupportedFile("the file has no text")
-        item = DocumentInput(
-            content=extracted.text,
-            title=title or extracted.title,
-            filename=filename,
-            file_type=extracted.file_type,
-            source=source,
-            page_starts=extracted.page_starts,
-            tags=list(tags),
-            chunk_type=chunk_type,
-        )
-        return self.ingest_many(kb, [item], progress=progress)[0]
+        """:meth:`accept_bytes`, then the vectors, before returning."""
+        result = self.accept_bytes(kb, filename, raw, title=title, source=source, tags=tags, chunk_type=chunk_type)
+        self._index_now([result], progress, None)
+        return result
 
     def ingest_faq(
         self,
@@ -287,7 +642,7 @@ class IngestService:
         source: str = "",
         tags: Sequence[str] = (),
     ) -> IngestResult:
-        """FAQ entries as one document, one ``faq`` chunk per entry.
+        """FAQ entries as one document, one ``faq`` chunk per entry, indexed before returning.
 
         The vector of an entry is its questions only (standard and similar): a user's question is compared
         with questions, not with answers. Keyword search reads questions and answers. Negative questions
@@ -307,6 +662,7 @@ class IngestService:
             source=source,
             content_hash=content_hash,
             tags=list(tags),
+            size_bytes=len(payload.encode("utf-8")),
         )
         chunks = [
             Chunk(
@@ -324,3 +680,8 @@ class IngestService:
         embedder = self._models.embedder(kb.embedding_model)
         matrix = embed_passages(embedder, ["\n".join([e.standard_question, *e.similar_questions]) for e in entries])
         return store_document(self._knowledge, self._engine, kb, document, chunks, chunks, matrix)
+
+
+def _check(cancel: Cancel | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise IngestCancelled()

@@ -7,6 +7,7 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -157,19 +158,56 @@ ENGLISH_STOPWORDS = frozenset(
 
 @dataclass
 class _VectorBlock:
+    """One knowledge base's vectors for one model, as loaded: ``version`` / ``appended`` are the counters
+    of ``index_versions`` the block reflects (appends are read incrementally, anything else reloads)."""
+
     version: int
+    appended: int
     rowids: npt.NDArray[np.int64]
     knowledge_ids: npt.NDArray[np.object_]
     matrix: npt.NDArray[np.float32]
+    size: int = 0  # rows in use; the arrays have room to grow
+
+    def view(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_], npt.NDArray[np.float32]]:
+        return self.rowids[: self.size], self.knowledge_ids[: self.size], self.matrix[: self.size]
+
+
+def _grown(array: np.ndarray, rows: int) -> np.ndarray:
+    """``array`` with capacity for at least ``rows`` rows (doubling: appends cost amortised O(1))."""
+    if len(array) >= rows:
+        return array
+    capacity = max(rows, 2 * len(array), 1024)
+    out = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype) if array.dtype != object else None
+    if out is None:
+        out = np.empty(capacity, dtype=object)
+    out[: len(array)] = array
+    return out
+
+
+# Query terms kept for FTS5: the most informative by inverse document frequency. An OR of hundreds of
+# terms costs a doclist merge per term, and common terms add little to BM25.
+_MAX_QUERY_TERMS = 64
+# Document frequencies are cached per term for this many index changes' worth of lookups.
+_DF_CACHE_SIZE = 50_000
+
+
+def query_terms(text: str) -> list[str]:
+    """The keyword query's terms: words (Chinese segmented by jieba), lower-cased, stop words dropped
+    (unless nothing else is left), first occurrence order."""
+    words = [w.lower() for w in _FTS_TOKEN.findall(segment_for_index(text))]
+    terms = [w for w in dict.fromkeys(words) if w not in ENGLISH_STOPWORDS]
+    return terms or list(dict.fromkeys(words))
+
+
+def fts_match(terms: Sequence[str]) -> str:
+    """An FTS5 OR-query of ``terms``, each quoted so no input is FTS syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
 def fts_query(text: str) -> str:
-    """An FTS5 OR-query of the text's words (stop words dropped), each quoted so no input is FTS syntax."""
-    words = [w.lower() for w in _FTS_TOKEN.findall(segment_for_index(text))]
-    terms = [w for w in dict.fromkeys(words) if w not in ENGLISH_STOPWORDS]
-    if not terms:
-        terms = list(dict.fromkeys(words))
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:_MAX_QUERY_TERMS])
+    """An FTS5 OR-query of the text's words (stop words dropped); long queries keep their first terms
+    (the engine keeps the rarest ones instead: :meth:`EmbeddedEngine.keyword_search`)."""
+    return fts_match(query_terms(text)[:_MAX_QUERY_TERMS])
 
 
 class EmbeddedEngine:
@@ -179,6 +217,8 @@ class EmbeddedEngine:
         self._db = db
         self._lock = threading.Lock()
         self._blocks: dict[tuple[str, str], _VectorBlock] = {}
+        self._df: dict[str, int] = {}
+        self._df_rows = -1
 
     # Indexing -------------------------------------------------------------------------------------------
     def index_chunks(
@@ -194,27 +234,96 @@ class EmbeddedEngine:
         searchable = [c for c in chunks if c.searchable]
         if len(searchable) != len(vectors):
             raise ValueError(f"{len(searchable)} searchable chunks but {len(vectors)} vectors")
+        with self._db.transaction():
+            self.index_keywords(knowledge_base_id, searchable, document=document)
+            self.add_vectors(knowledge_base_id, embedding_model, searchable, vectors)
+
+    def _rowids(self, conn: object, chunk_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+        """chunk id → (rowid, document id), in statements of at most 500 ids."""
+        found: dict[str, tuple[int, str]] = {}
+        ids = list(chunk_ids)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = conn.execute(  # type: ignore[attr-defined]
+                f"SELECT rowid, id, knowledge_id FROM chunks WHERE id IN ({','.join('?' * len(part))})", part
+            ).fetchall()
+            found.update({row["id"]: (int(row["rowid"]), row["knowledge_id"]) for row in rows})
+        return found
+
+    def index_keywords(
+        self, knowledge_base_id: str, chunks: Sequence[Chunk], *, document: Document | None = None
+    ) -> None:
+        """Keyword rows of the searchable ``chunks`` (stored already): searchable by keyword at once,
+        before any vector exists. One statement per batch, not per chunk."""
+        searchable = [c for c in chunks if c.searchable]
+        if not searchable:
+            return
         with self._db.transaction() as conn:
-            for chunk, vector in zip(searchable, vectors, strict=True):
-                row = conn.execute("SELECT rowid, knowledge_id FROM chunks WHERE id = ?", (chunk.id,)).fetchone()
-                title = conn.execute("SELECT title FROM documents WHERE id = ?", (row["knowledge_id"],)).fetchone()
-                conn.execute(
-                    "INSERT INTO chunks_fts (rowid, content, title) VALUES (?, ?, ?)",
+            rowids = self._rowids(conn, [c.id for c in searchable])
+            titles: dict[str, str] = {}
+            if document is not None:
+                titles[document.id] = document.title
+            for knowledge_id in {rowids[c.id][1] for c in searchable if c.id in rowids} - set(titles):
+                row = conn.execute("SELECT title FROM documents WHERE id = ?", (knowledge_id,)).fetchone()
+                titles[knowledge_id] = row["title"] if row else ""
+            segmented_titles = {k: segment_for_index(t) for k, t in titles.items()}
+            conn.executemany(
+                "INSERT OR REPLACE INTO chunks_fts (rowid, content, title) VALUES (?, ?, ?)",
+                [
                     (
-                        row["rowid"],
-                        segment_for_index(_index_text(chunk)),
-                        segment_for_index(title["title"] if title else ""),
-                    ),
-                )
+                        rowids[c.id][0],
+                        segment_for_index(_index_text(c)),
+                        segmented_titles.get(rowids[c.id][1], ""),
+                    )
+                    for c in searchable
+                    if c.id in rowids
+                ],
+            )
+
+    def add_vectors(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+    ) -> None:
+        """Vectors of stored chunks (row ``i`` for ``chunks[i]``); writing a chunk's vector again replaces it.
+        Searches see them at their next call, reading only what was appended."""
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        if not len(chunks):
+            return
+        with self._db.transaction() as conn:
+            rowids = self._rowids(conn, [c.id for c in chunks])
+            conn.execute(
+                "INSERT INTO index_versions (knowledge_base_id, version, appended) VALUES (?, 0, ?)"
+                " ON CONFLICT(knowledge_base_id) DO UPDATE SET appended = appended + excluded.appended",
+                (knowledge_base_id, len(chunks)),
+            )
+            last = int(
                 conn.execute(
-                    "INSERT INTO chunk_vectors (chunk_rowid, knowledge_base_id, model, vector) VALUES (?, ?, ?, ?)",
-                    (
-                        row["rowid"],
-                        knowledge_base_id,
-                        embedding_model,
-                        np.asarray(vector, dtype=np.float32).tobytes(),
-                    ),
-                )
+                    "SELECT appended FROM index_versions WHERE knowledge_base_id = ?", (knowledge_base_id,)
+                ).fetchone()["appended"]
+            )
+            first = last - len(chunks) + 1
+            matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+            conn.executemany(
+                "INSERT OR REPLACE INTO chunk_vectors (chunk_rowid, knowledge_base_id, model, vector, seq)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [
+                    (rowids[c.id][0], knowledge_base_id, embedding_model, matrix[i].tobytes(), first + i)
+                    for i, c in enumerate(chunks)
+                    if c.id in rowids
+                ],
+            )
+
+    def delete_vectors(self, knowledge_base_id: str, keep_model: str) -> None:
+        """Vectors of other models than ``keep_model`` (after a knowledge base changed its model)."""
+        with self._db.transaction() as conn:
+            conn.execute(
+                "DELETE FROM chunk_vectors WHERE knowledge_base_id = ? AND model != ?",
+                (knowledge_base_id, keep_model),
+            )
             bump_index_version(conn, knowledge_base_id)
 
     def delete_document(self, knowledge_id: str) -> int:
@@ -223,34 +332,57 @@ class EmbeddedEngine:
         return 0
 
     # Vector search --------------------------------------------------------------------------------------
-    def _version(self, kb_id: str) -> int:
-        row = self._db.query_one("SELECT version FROM index_versions WHERE knowledge_base_id = ?", (kb_id,))
-        return int(row["version"]) if row else 0
+    def _counters(self, kb_id: str) -> tuple[int, int]:
+        row = self._db.query_one("SELECT version, appended FROM index_versions WHERE knowledge_base_id = ?", (kb_id,))
+        return (int(row["version"]), int(row["appended"])) if row else (0, 0)
+
+    _ROWS_SQL = (
+        "SELECT v.chunk_rowid, v.vector, c.knowledge_id FROM chunk_vectors v JOIN chunks c ON c.rowid = v.chunk_rowid"
+        " WHERE v.knowledge_base_id = ? AND v.model = ? AND c.enabled = 1 AND c.searchable = 1"
+    )
 
     def _block(self, kb_id: str, model: str) -> _VectorBlock:
-        version = self._version(kb_id)
+        version, appended = self._counters(kb_id)
         with self._lock:
             block = self._blocks.get((kb_id, model))
-            if block is not None and block.version == version:
+            if block is not None and block.version == version and block.appended == appended:
                 return block
-        rows = self._db.query(
-            "SELECT v.chunk_rowid, v.vector, c.knowledge_id FROM chunk_vectors v JOIN chunks c ON c.rowid = v.chunk_rowid"
-            " WHERE v.knowledge_base_id = ? AND v.model = ? AND c.enabled = 1 AND c.searchable = 1",
-            (kb_id, model),
-        )
-        if rows:
-            matrix = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        else:
-            matrix = np.zeros((0, 0), dtype=np.float32)
-        block = _VectorBlock(
-            version=version,
-            rowids=np.array([r["chunk_rowid"] for r in rows], dtype=np.int64),
-            knowledge_ids=np.array([r["knowledge_id"] for r in rows], dtype=object),
-            matrix=matrix,
-        )
-        with self._lock:
+            if block is not None and block.version == version and block.appended < appended:
+                rows = self._db.query(self._ROWS_SQL + " AND v.seq > ? ORDER BY v.seq", (kb_id, model, block.appended))
+                new_rowids = np.array([r["chunk_rowid"] for r in rows], dtype=np.int64)
+                rowids, _, _ = block.view()
+                if not np.isin(new_rowids, rowids).any():  # a rewritten vector needs a full reload
+                    self._append(block, rows, new_rowids)
+                    block.appended = appended
+                    return block
+            rows = self._db.query(self._ROWS_SQL, (kb_id, model))
+            block = _VectorBlock(
+                version=version,
+                appended=appended,
+                rowids=np.zeros(0, dtype=np.int64),
+                knowledge_ids=np.empty(0, dtype=object),
+                matrix=np.zeros((0, 0), dtype=np.float32),
+            )
+            self._append(block, rows, np.array([r["chunk_rowid"] for r in rows], dtype=np.int64))
             self._blocks[(kb_id, model)] = block
-        return block
+            return block
+
+    @staticmethod
+    def _append(block: _VectorBlock, rows: list[Any], rowids: npt.NDArray[np.int64]) -> None:
+        if not rows:
+            return
+        vectors = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        if block.matrix.shape[1] != vectors.shape[1]:
+            block.matrix = np.zeros((0, vectors.shape[1]), dtype=np.float32)
+            block.size = 0
+        end = block.size + len(rows)
+        block.matrix = _grown(block.matrix, end)
+        block.rowids = _grown(block.rowids, end)
+        block.knowledge_ids = _grown(block.knowledge_ids, end)
+        block.matrix[block.size : end] = vectors
+        block.rowids[block.size : end] = rowids
+        block.knowledge_ids[block.size : end] = [r["knowledge_id"] for r in rows]
+        block.size = end
 
     def _bases(self, params: RetrieveParams) -> list[str]:
         """The knowledge bases searched: those named, less any of another tenant when a tenant is given."""
@@ -271,25 +403,52 @@ class EmbeddedEngine:
         wanted = set(params.knowledge_ids)
         scored: list[tuple[float, int]] = []
         for kb_id in self._bases(params):
-            block = self._block(kb_id, params.embedding_model)
-            if not len(block.rowids):
+            rowids, knowledge_ids, matrix = self._block(kb_id, params.embedding_model).view()
+            if not len(rowids):
                 continue
-            if block.matrix.shape[1] != query.shape[0]:
+            if matrix.shape[1] != query.shape[0]:
                 raise ValueError(
-                    f"query vector has {query.shape[0]} dimensions, knowledge base {kb_id} has {block.matrix.shape[1]}"
+                    f"query vector has {query.shape[0]} dimensions, knowledge base {kb_id} has {matrix.shape[1]}"
                 )
-            scores = block.matrix @ query
+            scores = matrix @ query
             if wanted:
-                scores = np.where(np.isin(block.knowledge_ids, list(wanted)), scores, -np.inf)
+                scores = np.where(np.isin(knowledge_ids, list(wanted)), scores, -np.inf)
             take = min(top_k, len(scores))
             best = np.argpartition(-scores, take - 1)[:take]
-            scored.extend((float(scores[i]), int(block.rowids[i])) for i in best if np.isfinite(scores[i]))
+            scored.extend((float(scores[i]), int(rowids[i])) for i in best if np.isfinite(scores[i]))
         scored.sort(key=lambda pair: -pair[0])
         return self._results(scored[:top_k])
 
     # Keyword search -------------------------------------------------------------------------------------
+    def _document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many keyword rows contain each term (FTS5 applies its own stemming), cached until the index
+        grows or shrinks."""
+        rows = self._db.query_one("SELECT max(rowid) AS top, count(*) AS n FROM chunks_fts WHERE rowid > 0")
+        key = hash((rows["top"], rows["n"])) if rows else 0
+        with self._lock:
+            if key != self._df_rows or len(self._df) > _DF_CACHE_SIZE:
+                self._df, self._df_rows = {}, key
+            missing = [t for t in terms if t not in self._df]
+        for term in missing:
+            row = self._db.query_one(
+                "SELECT count(*) AS n FROM chunks_fts WHERE chunks_fts MATCH ?", (fts_match([term]),)
+            )
+            with self._lock:
+                self._df[term] = int(row["n"]) if row else 0
+        return {t: self._df.get(t, 0) for t in terms}
+
+    def informative_terms(self, text: str) -> list[str]:
+        """The query's terms; past ``_MAX_QUERY_TERMS``, the rarest ones (highest IDF) in query order."""
+        terms = query_terms(text)
+        if len(terms) <= _MAX_QUERY_TERMS:
+            return terms
+        df = self._document_frequencies(terms)
+        present = [t for t in terms if df[t] > 0]
+        kept = set(sorted(present, key=lambda t: (df[t], terms.index(t)))[:_MAX_QUERY_TERMS])
+        return [t for t in terms if t in kept]
+
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
-        match = fts_query(params.query)
+        match = fts_match(self.informative_terms(params.query))
         bases = self._bases(params)
         if not match or not bases:
             return []

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ragline.store.models import Chunk, Document, KnowledgeBase, Message, Session, Tenant
+from ragline.store.models import Chunk, Document, DocumentStatus, KnowledgeBase, Message, Session, Tenant
 
 
 class TenantStore(Protocol):
@@ -30,7 +30,15 @@ class KnowledgeStore(Protocol):
         description: str = "",
         wiki_enabled: bool = False,
         graph_extraction_enabled: bool = False,
+        embedding_model_auto: bool = False,
     ) -> KnowledgeBase: ...
+
+    def set_embedding_model(
+        self, tenant_id: str, kb_id: str, embedding_model: str, *, language: str | None = None, auto: bool | None = None
+    ) -> KnowledgeBase | None:
+        """Sets the model its vectors are made with (``language`` / ``auto`` when given); None when the
+        knowledge base is not this tenant's."""
+        ...
 
     def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None: ...
 
@@ -69,6 +77,25 @@ class KnowledgeStore(Protocol):
     def documents(self, tenant_id: str, kb_id: str, limit: int = 1000, offset: int = 0) -> list[Document]: ...
 
     def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None: ...
+
+    def set_document_status(
+        self,
+        tenant_id: str,
+        document_id: str,
+        status: DocumentStatus,
+        *,
+        reason: str = "",
+        embedded_count: int | None = None,
+        embedding_model: str | None = None,
+    ) -> Document | None:
+        """Status, failure reason and progress of a document (None fields keep their value; ``updated_at``
+        becomes now); None when the document is not this tenant's."""
+        ...
+
+    def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
+        """Pending documents of every tenant, oldest first (for the indexing worker and recovery only,
+        never for serving a request); with ``updated_before``, those without progress since then."""
+        ...
 
     def document_ids_with_tags(self, tenant_id: str, kb_id: str, tags: Sequence[str]) -> list[str]: ...
 

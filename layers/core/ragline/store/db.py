@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tenants (
@@ -133,6 +133,25 @@ _ADDED_COLUMNS = (
     ("documents", "tags", "TEXT NOT NULL DEFAULT '[]'"),
     ("knowledge_bases", "wiki_enabled", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "graph_extraction_enabled", "INTEGER NOT NULL DEFAULT 0"),
+    ("knowledge_bases", "language", "TEXT NOT NULL DEFAULT ''"),
+    ("knowledge_bases", "embedding_model_auto", "INTEGER NOT NULL DEFAULT 0"),
+    # Document statuses: rows from before them were indexed when stored.
+    ("documents", "status", "TEXT NOT NULL DEFAULT 'indexed'"),
+    ("documents", "reason", "TEXT NOT NULL DEFAULT ''"),
+    ("documents", "embedded_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("documents", "size_bytes", "INTEGER NOT NULL DEFAULT 0"),
+    ("documents", "pages", "INTEGER NOT NULL DEFAULT 0"),
+    ("documents", "embedding_model", "TEXT NOT NULL DEFAULT ''"),
+    ("documents", "updated_at", "TEXT NOT NULL DEFAULT ''"),
+    # Vectors appended since a process loaded a knowledge base's matrix are read by this sequence.
+    ("chunk_vectors", "seq", "INTEGER NOT NULL DEFAULT 0"),
+    ("index_versions", "appended", "INTEGER NOT NULL DEFAULT 0"),
+)
+
+# Indexes on added columns (created after the columns exist).
+_ADDED_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS vectors_by_seq ON chunk_vectors(knowledge_base_id, model, seq)",
+    "CREATE INDEX IF NOT EXISTS documents_pending ON documents(status) WHERE status = 'pending'",
 )
 
 
@@ -156,6 +175,8 @@ class Database:
             self._conn.executescript(_SCHEMA)
             for table, column, definition in _ADDED_COLUMNS:
                 self._add_column(table, column, definition)
+            for statement in _ADDED_INDEXES:
+                self._conn.execute(statement)
             self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def _add_column(self, table: str, column: str, definition: str) -> None:

@@ -22,6 +22,7 @@ from ragline.store.ids import new_id, utc_now
 from ragline.store.models import (
     Chunk,
     Document,
+    DocumentStatus,
     DuplicateName,
     KnowledgeBase,
     Message,
@@ -33,6 +34,8 @@ from ragline.store.models import (
     new_turn,
 )
 
+# The partition of the pending-document markers (see ``DynamoKnowledgeStore._pending_marker``).
+_PENDING = "pending"
 # The item does not exist yet: creating it cannot overwrite anyone's record.
 ITEM_IS_NEW = "attribute_not_exists(pk)"
 _BATCH_GET_LIMIT = 100
@@ -144,6 +147,7 @@ class DynamoKnowledgeStore:
         description: str = "",
         wiki_enabled: bool = False,
         graph_extraction_enabled: bool = False,
+        embedding_model_auto: bool = False,
     ) -> KnowledgeBase:
         kb = KnowledgeBase(
             id=new_id(),
@@ -154,6 +158,7 @@ class DynamoKnowledgeStore:
             created_at=utc_now(),
             wiki_enabled=wiki_enabled,
             graph_extraction_enabled=graph_extraction_enabled,
+            embedding_model_auto=embedding_model_auto,
         )
         client, table = self._table.meta.client, self._table.name
         try:
@@ -189,6 +194,33 @@ class DynamoKnowledgeStore:
     def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None:
         item = self._table.get_item(Key={"pk": f"tenant#{tenant_id}", "sk": f"kb#{kb_id}"}).get("Item")
         return KnowledgeBase(**_plain(item, "pk", "sk")) if item else None
+
+    def set_embedding_model(
+        self, tenant_id: str, kb_id: str, embedding_model: str, *, language: str | None = None, auto: bool | None = None
+    ) -> KnowledgeBase | None:
+        names = {"#m": "embedding_model"}
+        values: dict[str, Any] = {":m": embedding_model}
+        sets = ["#m = :m"]
+        if language is not None:
+            names["#l"], values[":l"] = "language", language
+            sets.append("#l = :l")
+        if auto is not None:
+            names["#a"], values[":a"] = "embedding_model_auto", auto
+            sets.append("#a = :a")
+        try:
+            reply = self._table.update_item(
+                Key={"pk": f"tenant#{tenant_id}", "sk": f"kb#{kb_id}"},
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                return None
+            raise
+        return KnowledgeBase(**_plain(reply["Attributes"], "pk", "sk"))
 
     def knowledge_bases(self, tenant_id: str, kb_ids: Iterable[str]) -> list[KnowledgeBase]:
         found = [self.knowledge_base(tenant_id, kb_id) for kb_id in dict.fromkeys(kb_ids)]
@@ -308,9 +340,16 @@ class DynamoKnowledgeStore:
         return True
 
     def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None:
-        stored = document.model_copy(update={"chunk_count": len([c for c in chunks if c.searchable])})
-        data = stored.model_dump()
+        stored = document.model_copy(
+            update={
+                "chunk_count": len([c for c in chunks if c.searchable]),
+                "updated_at": document.updated_at or document.created_at,
+            }
+        )
+        data = stored.model_dump(mode="json")
         with self._table.batch_writer() as batch:
+            if stored.status == DocumentStatus.PENDING:
+                batch.put_item(Item=self._pending_marker(stored))
             batch.put_item(
                 Item={
                     "pk": f"kb#{document.knowledge_base_id}",
@@ -352,6 +391,83 @@ class DynamoKnowledgeStore:
             FilterExpression=Attr("tenant_id").eq(tenant_id),
         )
         return [Document(**_plain(i, "pk", "sk")) for i in items[offset : offset + limit]]
+
+    @staticmethod
+    def _pending_marker(document: Document) -> dict[str, Any]:
+        """One item per pending document under one partition: the recovery sweep's work list."""
+        return {
+            "pk": _PENDING,
+            "sk": f"{document.created_at}#{document.id}",
+            "doc_id": document.id,
+            "tenant_id": document.tenant_id,
+            "updated_at": document.updated_at or document.created_at,
+        }
+
+    def set_document_status(
+        self,
+        tenant_id: str,
+        document_id: str,
+        status: DocumentStatus,
+        *,
+        reason: str = "",
+        embedded_count: int | None = None,
+        embedding_model: str | None = None,
+    ) -> Document | None:
+        current = self.document(tenant_id, document_id)
+        if current is None:
+            return None
+        updated = current.model_copy(
+            update={
+                "status": status,
+                "reason": reason,
+                "embedded_count": current.embedded_count if embedded_count is None else embedded_count,
+                "embedding_model": current.embedding_model if embedding_model is None else embedding_model,
+                "updated_at": utc_now(),
+            }
+        )
+        values = {
+            ":s": updated.status.value,
+            ":r": updated.reason,
+            ":e": updated.embedded_count,
+            ":m": updated.embedding_model,
+            ":u": updated.updated_at,
+        }
+        for key in (
+            {"pk": f"doc#{document_id}", "sk": "meta"},
+            {"pk": f"kb#{current.knowledge_base_id}", "sk": f"doc#{current.created_at}#{document_id}"},
+        ):
+            try:
+                self._table.update_item(
+                    Key=key,
+                    UpdateExpression="SET #s = :s, reason = :r, embedded_count = :e, embedding_model = :m,"
+                    " updated_at = :u",
+                    # A document deleted meanwhile stays deleted: an update never creates a partial item.
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeNames={"#s": "status"},
+                    ExpressionAttributeValues=values,
+                )
+            except ClientError as error:
+                if _conditional_failure(error):
+                    return None
+                raise
+        if updated.status == DocumentStatus.PENDING:
+            self._table.put_item(Item=self._pending_marker(updated))
+        else:
+            self._table.delete_item(Key={"pk": _PENDING, "sk": f"{current.created_at}#{document_id}"})
+        return updated
+
+    def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
+        items = _query_all(self._table, KeyConditionExpression=Key("pk").eq(_PENDING))
+        found: list[Document] = []
+        for item in items:
+            if updated_before and str(item.get("updated_at", "")) >= updated_before:
+                continue
+            document = self.document(str(item["tenant_id"]), str(item["doc_id"]))
+            if document is not None and document.status == DocumentStatus.PENDING:
+                found.append(document)
+            if len(found) >= limit:
+                break
+        return found
 
     def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None:
         item = self._table.get_item(Key={"pk": f"kb#{kb_id}", "sk": f"hash#{content_hash}"}).get("Item")

@@ -8,13 +8,13 @@ from contextlib import AbstractContextManager
 
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
-from ragline.store.models import Chunk, Document, DuplicateName, KnowledgeBase
+from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, KnowledgeBase
 
 
 def _kb(row: object) -> KnowledgeBase:
     data = dict(row)  # type: ignore[call-overload]
-    data["wiki_enabled"] = bool(data.get("wiki_enabled"))
-    data["graph_extraction_enabled"] = bool(data.get("graph_extraction_enabled"))
+    for flag in ("wiki_enabled", "graph_extraction_enabled", "embedding_model_auto"):
+        data[flag] = bool(data.get(flag))
     return KnowledgeBase(**data)
 
 
@@ -51,6 +51,7 @@ class SqliteKnowledgeStore:
         description: str = "",
         wiki_enabled: bool = False,
         graph_extraction_enabled: bool = False,
+        embedding_model_auto: bool = False,
     ) -> KnowledgeBase:
         if self.knowledge_base_by_name(tenant_id, name) is not None:
             raise DuplicateName(name)
@@ -63,10 +64,11 @@ class SqliteKnowledgeStore:
             created_at=utc_now(),
             wiki_enabled=wiki_enabled,
             graph_extraction_enabled=graph_extraction_enabled,
+            embedding_model_auto=embedding_model_auto,
         )
         self._db.execute(
             "INSERT INTO knowledge_bases (id, tenant_id, name, description, embedding_model, created_at, wiki_enabled,"
-            " graph_extraction_enabled) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " graph_extraction_enabled, embedding_model_auto, language) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 kb.id,
                 kb.tenant_id,
@@ -76,9 +78,33 @@ class SqliteKnowledgeStore:
                 kb.created_at,
                 int(kb.wiki_enabled),
                 int(kb.graph_extraction_enabled),
+                int(kb.embedding_model_auto),
+                kb.language,
             ),
         )
         return kb
+
+    def set_embedding_model(
+        self, tenant_id: str, kb_id: str, embedding_model: str, *, language: str | None = None, auto: bool | None = None
+    ) -> KnowledgeBase | None:
+        """The knowledge base's embedding model (and detected language, and whether the model is chosen
+        by detection); None when it is not this tenant's."""
+        kb = self.knowledge_base(tenant_id, kb_id)
+        if kb is None:
+            return None
+        updated = kb.model_copy(
+            update={
+                "embedding_model": embedding_model,
+                "language": kb.language if language is None else language,
+                "embedding_model_auto": kb.embedding_model_auto if auto is None else auto,
+            }
+        )
+        self._db.execute(
+            "UPDATE knowledge_bases SET embedding_model = ?, language = ?, embedding_model_auto = ?"
+            " WHERE id = ? AND tenant_id = ?",
+            (updated.embedding_model, updated.language, int(updated.embedding_model_auto), kb_id, tenant_id),
+        )
+        return updated
 
     def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None:
         row = self._db.query_one("SELECT * FROM knowledge_bases WHERE id = ? AND tenant_id = ?", (kb_id, tenant_id))
@@ -123,7 +149,8 @@ class SqliteKnowledgeStore:
         with self._db.transaction() as conn:
             conn.execute(
                 "INSERT INTO documents (id, tenant_id, knowledge_base_id, title, filename, file_type, description,"
-                " source, content_hash, chunk_count, enabled, created_at, tags) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " source, content_hash, chunk_count, enabled, created_at, tags, status, reason, embedded_count,"
+                " size_bytes, pages, embedding_model, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     document.id,
                     document.tenant_id,
@@ -138,6 +165,13 @@ class SqliteKnowledgeStore:
                     int(document.enabled),
                     document.created_at,
                     json.dumps(document.tags, ensure_ascii=False),
+                    document.status.value,
+                    document.reason,
+                    document.embedded_count,
+                    document.size_bytes,
+                    document.pages,
+                    document.embedding_model,
+                    document.updated_at or document.created_at,
                 ),
             )
             conn.executemany(
@@ -174,6 +208,59 @@ class SqliteKnowledgeStore:
             "SELECT * FROM documents WHERE tenant_id = ? AND knowledge_base_id = ? ORDER BY created_at LIMIT ? OFFSET ?",
             (tenant_id, kb_id, limit, offset),
         )
+        return [_document(r) for r in rows]
+
+    def set_document_status(
+        self,
+        tenant_id: str,
+        document_id: str,
+        status: DocumentStatus,
+        *,
+        reason: str = "",
+        embedded_count: int | None = None,
+        embedding_model: str | None = None,
+    ) -> Document | None:
+        """The document's status, failure reason and progress (fields left None keep their value); None
+        when the document is not this tenant's (or is gone)."""
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT * FROM documents WHERE id = ? AND tenant_id = ?", (document_id, tenant_id)
+            ).fetchone()
+            if row is None:
+                return None
+            document = _document(row)
+            updated = document.model_copy(
+                update={
+                    "status": status,
+                    "reason": reason,
+                    "embedded_count": document.embedded_count if embedded_count is None else embedded_count,
+                    "embedding_model": document.embedding_model if embedding_model is None else embedding_model,
+                    "updated_at": utc_now(),
+                }
+            )
+            conn.execute(
+                "UPDATE documents SET status = ?, reason = ?, embedded_count = ?, embedding_model = ?, updated_at = ?"
+                " WHERE id = ?",
+                (
+                    updated.status.value,
+                    updated.reason,
+                    updated.embedded_count,
+                    updated.embedding_model,
+                    updated.updated_at,
+                    document_id,
+                ),
+            )
+        return updated
+
+    def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
+        """Documents of every tenant still waiting for their vectors, oldest first; with
+        ``updated_before``, only those nobody has reported progress on since then (abandoned work)."""
+        sql = "SELECT * FROM documents WHERE status = 'pending'"
+        args: list[object] = []
+        if updated_before:
+            sql += " AND updated_at < ?"
+            args.append(updated_before)
+        rows = self._db.query(sql + " ORDER BY created_at LIMIT ?", [*args, limit])
         return [_document(r) for r in rows]
 
     def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None:

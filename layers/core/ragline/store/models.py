@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
@@ -37,6 +38,19 @@ class KnowledgeBase(BaseModel):
     wiki_enabled: bool = False
     # Entities and relations are extracted from this knowledge base's documents for graph search.
     graph_extraction_enabled: bool = False
+    # The language mix detected in its documents ("" until the first one): "en", "zh" or "mixed".
+    language: str = ""
+    # True when nobody chose the embedding model: ingestion picks it from the detected language.
+    embedding_model_auto: bool = False
+
+
+class DocumentStatus(StrEnum):
+    """Where a document is in ingestion: stored and keyword-searchable (``pending``: vectors being
+    computed), fully indexed, or failed (``reason`` says why)."""
+
+    PENDING = "pending"
+    INDEXED = "indexed"
+    FAILED = "failed"
 
 
 class Document(BaseModel):
@@ -49,10 +63,28 @@ class Document(BaseModel):
     description: str = ""
     source: str = ""
     content_hash: str = ""
+    # Searchable chunks (the ones that get a vector); parent chunks are not counted.
     chunk_count: int = 0
     enabled: bool = True
     created_at: str = Field(default_factory=utc_now)
     tags: list[str] = Field(default_factory=list)
+    # Records written before statuses existed were indexed in the request that stored them.
+    status: DocumentStatus = DocumentStatus.INDEXED
+    reason: str = ""
+    # Progress of the vectors: ``embedded_count`` of ``chunk_count`` chunks have theirs.
+    embedded_count: int = 0
+    size_bytes: int = 0
+    # Pages of a paged source (PDF, slides); 0 when the format has none.
+    pages: int = 0
+    # The embedding model of the vectors (the knowledge base's model when the work was scheduled).
+    embedding_model: str = ""
+    updated_at: str = ""
+
+    @model_validator(mode="after")
+    def _updated_at_defaults_to_created_at(self) -> Document:
+        if not self.updated_at:
+            self.updated_at = self.created_at
+        return self
 
 
 class Chunk(BaseModel):

@@ -1,0 +1,136 @@
+"""The embedded runtime's indexing worker: one thread computes the vectors of accepted documents.
+
+Uploads return once a document is stored and keyword-searchable; this thread then runs
+:meth:`IngestService.index_documents` on what was scheduled, several documents per call so short ones
+share batches. On start it picks up documents left ``pending`` by a stopped process (or by
+``ragline ingest --no-wait``), and while idle it looks again for pending work nobody has reported progress
+on for a while. Stopping sets a flag the work checks between batches: the thread ends within one batch,
+and unfinished documents stay ``pending`` with their progress, resumed by the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from ragline.ingest.service import IngestCancelled, IngestService
+from ragline.store.base import KnowledgeStore
+from ragline.store.models import Document
+
+logger = logging.getLogger(__name__)
+
+# Documents handed to one indexing call (their chunks share embedding batches).
+_DOCUMENTS_PER_CALL = 64
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds")
+
+
+class BackgroundIndexer:
+    """A daemon thread that indexes scheduled and abandoned pending documents."""
+
+    def __init__(
+        self,
+        ingest: IngestService,
+        knowledge: KnowledgeStore,
+        *,
+        idle_scan_s: float = 30.0,
+        abandoned_after_s: float = 120.0,
+    ) -> None:
+        self._ingest = ingest
+        self._knowledge = knowledge
+        self._idle_scan_s = idle_scan_s
+        self._abandoned_after_s = abandoned_after_s
+        self._queue: OrderedDict[str, Document] = OrderedDict()
+        self._condition = threading.Condition()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._busy = False
+        self._scan_all = True  # the first pass takes every pending document: the process that had them is gone
+
+    # Control ----------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run, name="ragline-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Asks the work to stop after its current batch and waits up to ``timeout``; True once stopped."""
+        self._stopping.set()
+        with self._condition:
+            self._condition.notify_all()
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def submit(self, documents: Sequence[Document]) -> None:
+        with self._condition:
+            for document in documents:
+                self._queue[document.id] = document
+            self._condition.notify_all()
+
+    @property
+    def idle(self) -> bool:
+        with self._condition:
+            return not self._queue and not self._busy
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Blocks until nothing is queued or running (tests, ``--wait``); True when idle."""
+        with self._condition:
+            return self._condition.wait_for(lambda: not self._queue and not self._busy, timeout)
+
+    # Work -------------------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            batch = self._next_batch()
+            if not batch:
+                continue
+            try:
+                self._ingest.index_documents(batch, cancel=self._stopping)
+            except IngestCancelled:
+                logger.info("indexing stopped; pending documents resume at the next start")
+            except Exception:  # a failure is recorded on the documents; the worker goes on
+                logger.exception("indexing batch failed")
+            finally:
+                with self._condition:
+                    self._busy = False
+                    self._condition.notify_all()
+
+    def _next_batch(self) -> list[Document]:
+        with self._condition:
+            if not self._queue:
+                self._condition.wait(0 if self._scan_all else self._idle_scan_s)
+            if self._stopping.is_set():
+                return []
+            if not self._queue:
+                found = self._pending()
+                for document in found:
+                    self._queue.setdefault(document.id, document)
+            batch: list[Document] = []
+            while self._queue and len(batch) < _DOCUMENTS_PER_CALL:
+                _, document = self._queue.popitem(last=False)
+                batch.append(document)
+            self._busy = bool(batch)
+            if not batch:
+                self._condition.notify_all()
+            return batch
+
+    def _pending(self) -> list[Document]:
+        """Pending documents nobody works on: all of them at start, then those without recent progress."""
+        try:
+            if self._scan_all:
+                self._scan_all = False
+                return self._knowledge.pending_documents(limit=_DOCUMENTS_PER_CALL)
+            before = _iso(datetime.now(UTC) - timedelta(seconds=self._abandoned_after_s))
+            return self._knowledge.pending_documents(limit=_DOCUMENTS_PER_CALL, updated_before=before)
+        except Exception:
+            logger.exception("looking for pending documents failed")
+            return []

@@ -1,0 +1,262 @@
+"""Ingestion in two steps on the embedded stores: accept (stored, keyword-searchable, ``pending``), then
+index (vectors in batches, progress, ``indexed`` | ``failed``), resumable and cancellable; plus the
+background worker, the chunk limit and the language-driven choice of model."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragline.config import Settings
+from ragline.container import Container
+from ragline.ingest.language import E5_MODEL, MINILM_MODEL
+from ragline.ingest.service import DocumentInput, IngestCancelled, TooManyChunks
+from ragline.models.registry import ModelRegistry
+from ragline.retrieval.base import RetrieveParams
+from ragline.store.models import DocumentStatus
+
+DIMENSIONS = 16
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words vectors: texts sharing words are close. Counts its calls."""
+
+    def __init__(self, model_id: str, fail_on: str = "") -> None:
+        self.model_id = model_id
+        self.dimensions = DIMENSIONS
+        self.calls: list[int] = []
+        self.fail_on = fail_on
+
+    def _vector(self, text: str) -> np.ndarray:
+        vector = np.zeros(DIMENSIONS, dtype=np.float32)
+        for word in text.lower().split():
+            vector[sum(map(ord, word)) % DIMENSIONS] += 1.0
+        vector[0] += 1e-3
+        return vector / np.linalg.norm(vector)
+
+    def embed_documents(self, texts):
+        self.calls.append(len(texts))
+        if self.fail_on and any(self.fail_on in t for t in texts):
+            raise RuntimeError("the model ran out of memory")
+        return np.stack([self._vector(t) for t in texts])
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+
+@pytest.fixture
+def env(tmp_path: Path):
+    minilm, e5 = HashEmbedder(MINILM_MODEL, fail_on="POISON"), HashEmbedder(E5_MODEL)
+    models = ModelRegistry()
+    models.add_embedder(MINILM_MODEL, lambda: minilm, default=True)
+    models.add_embedder(E5_MODEL, lambda: e5)
+    container = Container.embedded(Settings(data_dir=tmp_path), models=models)
+    tenant, _ = container.tenants.create("t")
+    kb = container.knowledge.create_knowledge_base(tenant.id, "kb", MINILM_MODEL, embedding_model_auto=True)
+    yield container, kb, minilm, e5
+    container.close()
+
+
+def paragraphs(n: int, word: str = "apple") -> str:
+    return "\n\n".join(f"Paragraph {i} talks about {word} number {i}. " + "Filler text here. " * 40 for i in range(n))
+
+
+def vector_hits(container, kb, query: str) -> list[str]:
+    kb = container.knowledge.knowledge_base(kb.tenant_id, kb.id)
+    embedder = container.models.embedder(kb.embedding_model)
+    params = RetrieveParams(
+        query=query,
+        knowledge_base_ids=[kb.id],
+        query_embedding=embedder.embed_query(query),
+        embedding_model=kb.embedding_model,
+    )
+    return [h.knowledge_id for h in container.engine.vector_search(params, 10)]
+
+
+def keyword_hits(container, kb, query: str) -> list[str]:
+    return [
+        h.knowledge_id
+        for h in container.engine.keyword_search(RetrieveParams(query=query, knowledge_base_ids=[kb.id]), 10)
+    ]
+
+
+def test_accepted_document_is_pending_and_keyword_searchable_before_any_vector(env):
+    container, kb, minilm, _ = env
+    result = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(3, "zebra"), title="Zebras")])[0]
+    document = container.knowledge.document(kb.tenant_id, result.document.id)
+    assert document.status == DocumentStatus.PENDING
+    assert (document.chunk_count, document.embedded_count) == (result.chunk_count, 0)
+    assert document.size_bytes == len(paragraphs(3, "zebra").encode())
+    assert minilm.calls == []
+    assert keyword_hits(container, kb, "zebra") == [document.id] * min(10, document.chunk_count)
+    assert vector_hits(container, kb, "zebra") == []
+
+
+def test_indexing_writes_vectors_reports_progress_and_marks_indexed(env, monkeypatch):
+    container, kb, minilm, _ = env
+    monkeypatch.setattr(container.config.ingestion, "embed_window", 2)
+    result = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(5), title="Apples")])[0]
+    seen: list[tuple[int, int]] = []
+    document = container.ingest.index_document(
+        kb.tenant_id, result.document.id, progress=lambda d, t: seen.append((d, t))
+    )
+    total = result.chunk_count
+    assert total >= 3
+    assert document.status == DocumentStatus.INDEXED
+    assert document.embedded_count == total
+    assert document.embedding_model == MINILM_MODEL
+    assert seen[-1] == (total, total)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert set(vector_hits(container, kb, "apple")) == {document.id}
+    # Idempotent: indexing an indexed document does nothing.
+    calls = list(minilm.calls)
+    assert container.ingest.index_document(kb.tenant_id, document.id).status == DocumentStatus.INDEXED
+    assert minilm.calls == calls
+
+
+def test_search_uses_the_vectors_already_present_and_a_cancel_resumes_where_it_stopped(env, monkeypatch):
+    container, kb, minilm, _ = env
+    monkeypatch.setattr(container.config.ingestion, "embed_window", 2)
+    result = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(6), title="Apples")])[0]
+    stop = threading.Event()
+
+    def progress(done: int, total: int) -> None:
+        if done >= 2:
+            stop.set()  # as a shutdown would, after the first batch
+
+    with pytest.raises(IngestCancelled):
+        container.ingest.index_document(kb.tenant_id, result.document.id, cancel=stop, progress=progress)
+    partial = container.knowledge.document(kb.tenant_id, result.document.id)
+    assert (partial.status, partial.embedded_count) == (DocumentStatus.PENDING, 2)
+    assert len(vector_hits(container, kb, "apple")) == 2  # the vectors written so far are searched
+    minilm.calls.clear()
+    finished = container.ingest.index_document(kb.tenant_id, result.document.id)
+    assert finished.status == DocumentStatus.INDEXED
+    assert sum(minilm.calls) == result.chunk_count - 2  # resumed, not restarted
+    assert len(vector_hits(container, kb, "apple")) == min(10, result.chunk_count)
+
+
+def test_a_failing_model_marks_the_document_failed_with_the_reason_and_others_still_index(env, monkeypatch):
+    container, kb, _, _ = env
+    monkeypatch.setattr(container.config.ingestion, "embed_window", 1)
+    bad, good = container.ingest.accept_many(
+        kb,
+        [DocumentInput(content="POISON pill text.", title="Bad"), DocumentInput(content="A fine text.", title="Good")],
+    )
+    documents = container.ingest.index_documents([bad.document, good.document])
+    assert documents[0].status == DocumentStatus.FAILED
+    assert "out of memory" in documents[0].reason
+    assert documents[1].status == DocumentStatus.INDEXED
+    assert container.knowledge.document(kb.tenant_id, bad.document.id).reason == documents[0].reason
+
+
+def test_short_documents_share_embedding_calls(env):
+    container, kb, minilm, _ = env
+    items = [DocumentInput(content=f"Short note {i} about pears.", title=f"n{i}") for i in range(20)]
+    results = container.ingest.accept_many(kb, items)
+    container.ingest.index_documents([r.document for r in results])
+    assert minilm.calls == [20]
+
+
+def test_a_cancel_while_accepting_stores_nothing(env):
+    container, kb, _, _ = env
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(IngestCancelled):
+        container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(3), title="A")], cancel=stop)
+    assert container.knowledge.documents(kb.tenant_id, kb.id) == []
+    assert keyword_hits(container, kb, "apple") == []
+
+
+def test_too_many_chunks_is_refused_before_anything_is_stored(env, monkeypatch):
+    container, kb, _, _ = env
+    monkeypatch.setattr(container.config.ingestion, "max_chunks_per_document", 3)
+    with pytest.raises(TooManyChunks, match="limit is 3"):
+        container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(10), title="Long")])
+    assert container.knowledge.documents(kb.tenant_id, kb.id) == []
+
+
+def test_a_long_repeated_line_is_chunked_whole_and_bounded(env):
+    container, kb, _, _ = env
+    line = "The same line of text, repeated again and again.\n"
+    text = line * (2_000_000 // len(line))
+    result = container.ingest.accept_many(kb, [DocumentInput(content=text, title="Repeated", file_type="text")])[0]
+    chunks = [c for c in container.knowledge.chunks_of_document(kb.tenant_id, result.document.id) if c.searchable]
+    size = container.config.ingestion.chunk_size
+    assert all(len(c.content) <= size for c in chunks)
+    assert sum(len(c.content) for c in chunks) >= len(text) * 0.95
+    assert len(chunks) == result.chunk_count <= 2 * len(text) // size
+
+
+def test_pages_and_page_numbers_come_from_page_starts(env):
+    container, kb, _, _ = env
+    pages = [f"Page {i} " + "text " * 300 for i in range(4)]
+    starts, offset = [], 0
+    for page in pages:
+        starts.append(offset)
+        offset += len(page) + 2
+    item = DocumentInput(content="\n\n".join(pages), title="Paged", file_type="text", page_starts=starts)
+    result = container.ingest.accept_many(kb, [item])[0]
+    assert container.knowledge.document(kb.tenant_id, result.document.id).pages == 4
+    chunks = [c for c in container.knowledge.chunks_of_document(kb.tenant_id, result.document.id) if c.searchable]
+    assert [c.metadata["page"] for c in chunks] == sorted(c.metadata["page"] for c in chunks)
+    assert {c.metadata["page"] for c in chunks} == {1, 2, 3, 4}
+
+
+def test_chinese_text_switches_an_automatic_knowledge_base_to_the_multilingual_model(env):
+    container, kb, _minilm, _e5 = env
+    english = container.ingest.ingest_many(kb, [DocumentInput(content=paragraphs(2), title="English")])[0]
+    assert container.knowledge.knowledge_base(kb.tenant_id, kb.id).language == "en"
+    assert container.knowledge.knowledge_base(kb.tenant_id, kb.id).embedding_model == MINILM_MODEL
+    chinese = container.ingest.ingest_many(
+        kb, [DocumentInput(content="范廷颂是越南罗马天主教枢机。" * 20, title="中文")]
+    )[0]
+    updated = container.knowledge.knowledge_base(kb.tenant_id, kb.id)
+    assert (updated.language, updated.embedding_model) == ("mixed", E5_MODEL)
+    assert chinese.document.embedding_model == E5_MODEL
+    # The English document was re-embedded with the new model (synchronously: no scheduler here).
+    again = container.knowledge.document(kb.tenant_id, english.document.id)
+    assert (again.status, again.embedding_model) == (DocumentStatus.INDEXED, E5_MODEL)
+    assert set(vector_hits(container, kb, "apple")) >= {english.document.id}
+
+
+def test_a_chosen_model_is_kept_whatever_the_language(env):
+    container, kb, _, _ = env
+    fixed = container.knowledge.create_knowledge_base(kb.tenant_id, "fixed", MINILM_MODEL)
+    container.ingest.ingest_many(fixed, [DocumentInput(content="中文内容。" * 50, title="中文")])
+    stored = container.knowledge.knowledge_base(kb.tenant_id, fixed.id)
+    assert (stored.embedding_model, stored.language) == (MINILM_MODEL, "zh")
+
+
+def test_changing_the_model_reembeds_every_document(env):
+    container, kb, _, e5 = env
+    results = container.ingest.ingest_many(
+        kb, [DocumentInput(content=paragraphs(2, w), title=w) for w in ("fig", "kiwi")]
+    )
+    container.ingest.change_embedding_model(kb, E5_MODEL)
+    assert sum(e5.calls) == sum(r.chunk_count for r in results)
+    stored = container.knowledge.knowledge_base(kb.tenant_id, kb.id)
+    assert (stored.embedding_model, stored.embedding_model_auto) == (E5_MODEL, False)
+    assert {d.embedding_model for d in container.knowledge.documents(kb.tenant_id, kb.id)} == {E5_MODEL}
+    # Search reads the new model's vectors, and only those (the old ones are gone).
+    hits = vector_hits(container, kb, "kiwi")
+    assert set(hits) == {r.document.id for r in results}
+    assert len(hits) == sum(r.chunk_count for r in results)
+
+
+def test_the_background_worker_indexes_submitted_and_left_over_documents_and_stops(env):
+    container, kb, _, _ = env
+    left_over = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(2, "plum"), title="Left")])[0]
+    container.start_indexing()
+    try:
+        assert container.indexer.wait_idle(timeout=30)
+        assert container.knowledge.document(kb.tenant_id, left_over.document.id).status == DocumentStatus.INDEXED
+        results = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(2, "lime"), title="New")])
+        container.ingest.schedule(results)
+        assert container.indexer.wait_idle(timeout=30)
+        assert container.knowledge.document(kb.tenant_id, results[0].document.id).status == DocumentStatus.INDEXED
+    finally:
+        assert container.stop_indexing(timeout=10)

