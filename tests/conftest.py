@@ -63,10 +63,12 @@ class Ragline:
         assert reply.status_code == 201, reply.text
         kb_id = str(reply.json()["data"]["id"])
         for title, content in (docs or {}).items():
+            # wait: the vectors too, so a test's first search sees the document as every later one does.
             added = self.client.post(
-                f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": title, "content": content}
+                f"/api/v1/knowledge-bases/{kb_id}/documents?wait=true", json={"title": title, "content": content}
             )
             assert added.status_code == 201, added.text
+            assert added.json()["data"]["status"] == "indexed", added.text
         return kb_id
 
     def session(self, kb_ids: list[str]) -> str:

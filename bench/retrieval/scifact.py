@@ -85,8 +85,13 @@ def recall_at(ranked: list[str], relevant: dict[str, int], k: int = 100) -> floa
     return len(hits) / len([d for d, r in relevant.items() if r > 0])
 
 
-def build(data: SciFact, workdir: Path, progress: bool = True) -> tuple[Any, Any, Any, dict[str, str]]:
-    """The knowledge base, ingested through IngestService (cached on disk by the corpus it holds)."""
+def build(
+    data: SciFact, workdir: Path, progress: bool = True, name: str = "scifact", model: str = ""
+) -> tuple[Any, Any, Any, dict[str, str]]:
+    """The knowledge base, ingested through IngestService (cached on disk by the corpus it holds).
+
+    ``model`` names the embedding model; by default the knowledge base chooses by language, as one created
+    without a model does."""
     from ragline.bootstrap import ensure_default_tenant, ensure_knowledge_base
     from ragline.config import Settings
     from ragline.container import Container
@@ -94,7 +99,11 @@ def build(data: SciFact, workdir: Path, progress: bool = True) -> tuple[Any, Any
 
     container = Container.embedded(Settings(data_dir=workdir))
     tenant, _ = ensure_default_tenant(container)
-    kb = ensure_knowledge_base(container, tenant, "scifact")
+    kb = container.knowledge.knowledge_base_by_name(tenant.id, name)
+    if kb is None and model:
+        kb = container.knowledge.create_knowledge_base(tenant.id, name, model)
+    elif kb is None:
+        kb = ensure_knowledge_base(container, tenant, name)
     have = container.knowledge.document_counts([kb.id]).get(kb.id, 0)
     if have < len(data.corpus):
         started = time.perf_counter()
@@ -108,7 +117,9 @@ def build(data: SciFact, workdir: Path, progress: bool = True) -> tuple[Any, Any
             if progress:
                 print(f"  ingested {min(start + batch, len(items))}/{len(items)} documents", file=sys.stderr)
         elapsed = time.perf_counter() - started
-        print(f"  ingestion: {len(items)} documents in {elapsed:.1f} s ({len(items) / elapsed:.1f} docs/s)")
+        if progress:
+            print(f"  ingestion: {len(items)} documents in {elapsed:.1f} s ({len(items) / elapsed:.1f} docs/s)")
+    kb = container.knowledge.knowledge_base(tenant.id, kb.id)
     documents = container.knowledge.documents(tenant.id, kb.id, limit=1_000_000)
     return container, tenant, kb, {d.id: d.source for d in documents}
 

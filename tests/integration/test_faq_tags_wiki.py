@@ -127,7 +127,7 @@ def test_wiki_pages_are_chunks_of_type_wiki_page(ragline):
             "kind": "wiki",
         },
     )
-    assert page.status_code == 201, page.text
+    assert page.status_code == 202, page.text
     chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{page.json()['data']['id']}/chunks").json()[
         "data"
     ]

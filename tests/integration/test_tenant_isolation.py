@@ -138,7 +138,8 @@ def _upload_document(w: World) -> None:
     w.denied("POST", url, json={"title": "Intrusion", "content": "Written by tenant B."})
     w.denied("POST", url, files={"file": ("intrusion.md", b"# Intrusion\n\nWritten by tenant B.", "text/markdown")})
     assert w.a.client.get(url).json()["data"] == before
-    w.owner("POST", url, 201, json={"title": "Owner's note", "content": "Heavy water is deuterium oxide."})
+    # 202: stored and keyword-searchable, vectors computed in the background.
+    w.owner("POST", url, 202, json={"title": "Owner's note", "content": "Heavy water is deuterium oxide."})
 
 
 def _import_faq(w: World) -> None:
@@ -151,6 +152,19 @@ def _import_faq(w: World) -> None:
 def _list_documents(w: World) -> None:
     w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/documents")
     w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/documents", 200)
+
+
+def _set_embedding_model(w: World) -> None:
+    w.denied("PUT", f"/api/v1/knowledge-bases/{w.kb}/embedding-model", json={"embedding_model": "minilm"})
+    reply = w.owner("PUT", f"/api/v1/knowledge-bases/{w.kb}/embedding-model", 200, json={"embedding_model": "minilm"})
+    assert reply.json()["data"]["embedding_model"] == "local:all-MiniLM-L6-v2-int8"
+
+
+def _get_document(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/documents/{w.document}")
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.b_kb}/documents/{w.document}")  # A's document, B's kb
+    reply = w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/documents/{w.document}", 200)
+    assert reply.json()["data"]["id"] == w.document
 
 
 def _list_chunks(w: World) -> None:
@@ -399,6 +413,8 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/api/v1/knowledge-bases/{kb_id}/documents"): _upload_document,
     ("POST", "/api/v1/knowledge-bases/{kb_id}/faq"): _import_faq,
     ("GET", "/api/v1/knowledge-bases/{kb_id}/documents"): _list_documents,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/documents/{document_id}"): _get_document,
+    ("PUT", "/api/v1/knowledge-bases/{kb_id}/embedding-model"): _set_embedding_model,
     ("GET", "/api/v1/knowledge-bases/{kb_id}/documents/{document_id}/chunks"): _list_chunks,
     ("GET", "/api/v1/chunks/by-id/{chunk_id}"): _get_chunk,
     ("GET", "/api/v1/chunks/{knowledge_id}"): _list_knowledge_chunks,

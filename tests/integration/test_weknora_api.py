@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import Ragline
 from tests.support.documents import DRINKS
+from tests.support.polling import wait_until
 from tests.support.scripted_model import Script
 from tests.support.weknora import check_record, check_search_result, stream
 
@@ -154,7 +155,9 @@ def test_file_upload_as_documented(ragline: Ragline, kb: str) -> None:
     data = ok(ragline.client.post(url, data=form, files=files))
     check_record(data, "knowledge")
     assert (data["type"], data["file_name"], data["knowledge_base_id"]) == ("file", "comets.txt", kb)
-    assert data["parse_status"] == "completed"
+    # Parsed (keyword-searchable) at the reply; "processing" until its vectors are computed, as in WeKnora.
+    assert data["parse_status"] in ("processing", "completed")
+    wait_until(lambda: ok(ragline.client.get(f"/api/v1/knowledge/{data['id']}"))["parse_status"] == "completed")
     assert data["tag_id"] == "tag-00000001"
     assert data["file_hash"]
     # The same file again: 409 with the existing record, as WeKnora's Go client expects (ErrDuplicateFile).
@@ -213,7 +216,8 @@ def test_list_knowledge_pages_and_filters(ragline: Ragline, kb: str) -> None:
     untagged = ragline.client.get(url, params={"tag_id": "__untagged__"}).json()
     assert untagged["total"] == 2
     assert ragline.client.get(url, params={"keyword": "coffee"}).json()["total"] == 1
-    assert ragline.client.get(url, params={"parse_status": "completed"}).json()["total"] == 3
+    # The manual page's vectors are computed in the background: it is "completed" once they are.
+    wait_until(lambda: ragline.client.get(url, params={"parse_status": "completed"}).json()["total"] == 3)
     assert ragline.client.get(url, params={"file_type": "manual"}).json()["total"] == 3
     assert ragline.client.get(url, params={"page_size": 0}).status_code == 422
 

@@ -111,9 +111,17 @@ class RetrievalConfig(BaseModel):
     fusion: Literal["score", "rrf"] = "score"
     score_vector_weight: float = 0.5
     score_keyword_weight: float = 0.5
+    # score fusion: each list's scores divided by its best ("max") or spread from its worst to its best.
+    score_normalization: Literal["max", "minmax"] = "max"
     rrf_k: int = 60
     vector_weight: float = 0.7
     keyword_weight: float = 0.3
+    # Adaptive weights: a vector list from a model that does not read the query's language counts
+    # unread_language_vector_weight against the keyword list's 1 (see retrieval.hybrid.list_weights).
+    adaptive: bool = True
+    # Embedding model → the query languages ("en", "zh") it reads; models not listed read every language.
+    model_languages: dict[str, list[str]] = Field(default_factory=lambda: {"local:all-MiniLM-L6-v2-int8": ["en"]})
+    unread_language_vector_weight: float = 0.0
     # A knowledge-base group that fails to answer within this time fails the search (all-or-nothing).
     group_timeout_s: float = 30.0
     group_concurrency: int = 4
@@ -131,6 +139,8 @@ class IngestionConfig(BaseModel):
     max_chunks_per_document: int = 30_000
     # Threads of the local embedding models (0: one per core, at most 4).
     embed_threads: int = 0
+    # Word pieces MiniLM reads of a passage (its limit is 256; fewer is faster, see bench/ingestion.py).
+    passage_max_tokens: int = 256
 
 
 class StreamConfig(BaseModel):

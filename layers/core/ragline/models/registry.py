@@ -32,6 +32,9 @@ class ModelRegistry:
     def add_chat_model(self, model_id: str, factory: Callable[[], ChatModel], default: bool = False) -> None:
         self._chat_models.add(model_id, factory, default)
 
+    def embedder_ids(self) -> list[str]:
+        return self._embedders.ids()
+
     def has_embedder(self, model_id: str) -> bool:
         return self._embedders.has(model_id)
 

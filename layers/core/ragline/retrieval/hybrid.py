@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
+from ragline.retrieval.text import has_han
 from ragline.types import MatchType, SearchResult
 
 if TYPE_CHECKING:  # config imports the stages' settings, which import retrieval helpers
@@ -19,11 +21,17 @@ def pool_size(match_count: int, knowledge_base_count: int, config: RetrievalConf
 
 
 def normalize_keyword_scores(hits: list[SearchResult]) -> list[SearchResult]:
-    """Divide by the list's best score when it exceeds 1, so raw BM25 never saturates a [0, 1] scale."""
+    """Divide by the list's best score, so the best keyword hit scores 1 whatever the engine's scale.
+
+    The seed divides only when the best exceeds 1, but BM25 below 1 is no probability either: FTS5 clamps
+    the IDF of a term found in more than half the rows to 1e-6, so in a knowledge base of one or two
+    documents every raw score is ~1e-6 and the keyword threshold (0.3) dropped every hit — a document whose
+    vectors are not computed yet was then found by nothing.
+    """
     if not hits:
         return hits
     best = max(h.score for h in hits)
-    if best <= 1:
+    if best <= 0 or best == 1:
         return hits
     return [h.model_copy(update={"score": h.score / best}) for h in hits]
 
@@ -35,12 +43,37 @@ def _best_ranks(hits: list[SearchResult]) -> dict[str, int]:
     return ranks
 
 
+def list_weights(config: RetrievalConfig, query: str, embedding_model: str) -> tuple[float, float]:
+    """How much the vector list counts, against the keyword list, for this query: 1 each, unless the
+    embedding model does not read the query's language (``config.model_languages``), when the vector list
+    counts ``config.unread_language_vector_weight`` — it orders what keyword search did not find, and never
+    outvotes it. MiniLM on Chinese questions scored 0.083 nDCG@10 where keyword search scored 0.975, and
+    fused 1:1 it cost the hybrid 0.03 (bench/retrieval/benchmark.py)."""
+    if not config.adaptive:
+        return 1.0, 1.0
+    languages = config.model_languages.get(embedding_model)
+    if languages is not None and query_language(query) not in languages:
+        return config.unread_language_vector_weight, 1.0
+    return 1.0, 1.0
+
+
+def query_language(query: str) -> str:
+    """``zh`` for a query with Han characters, else ``en`` (the two languages the local models divide)."""
+    return "zh" if has_han(query) else "en"
+
+
 def fuse(
-    vector_hits: list[SearchResult], keyword_hits: list[SearchResult], config: RetrievalConfig
+    vector_hits: list[SearchResult],
+    keyword_hits: list[SearchResult],
+    config: RetrievalConfig,
+    *,
+    query: str = "",
+    embedding_model: str = "",
 ) -> list[SearchResult]:
     """Fuse two ranked lists; one list only: dedupe by id keeping the best score.
 
-    Both lists: ``config.fusion`` chooses weighted score fusion (the default) or the seed's weighted RRF.
+    Both lists: ``config.fusion`` chooses weighted score fusion (the default) or the seed's weighted RRF;
+    with ``config.adaptive`` the lists' weights also depend on the query (:func:`list_weights`).
     """
     if not vector_hits or not keyword_hits:
         best: dict[str, SearchResult] = {}
@@ -48,9 +81,10 @@ def fuse(
             if hit.id not in best or hit.score > best[hit.id].score:
                 best[hit.id] = hit
         return sorted(best.values(), key=lambda h: (-h.score, h.id))
+    vector_factor, keyword_factor = list_weights(config, query, embedding_model)
     if config.fusion == "score":
-        return fuse_scores(vector_hits, keyword_hits, config)
-    return fuse_rrf(vector_hits, keyword_hits, config)
+        return fuse_scores(vector_hits, keyword_hits, config, vector_factor, keyword_factor)
+    return fuse_rrf(vector_hits, keyword_hits, config, vector_factor, keyword_factor)
 
 
 def _best_scores(hits: list[SearchResult]) -> dict[str, float]:
@@ -61,7 +95,11 @@ def _best_scores(hits: list[SearchResult]) -> dict[str, float]:
 
 
 def fuse_scores(
-    vector_hits: list[SearchResult], keyword_hits: list[SearchResult], config: RetrievalConfig
+    vector_hits: list[SearchResult],
+    keyword_hits: list[SearchResult],
+    config: RetrievalConfig,
+    vector_factor: float = 1.0,
+    keyword_factor: float = 1.0,
 ) -> list[SearchResult]:
     """Weighted sum of each list's scores divided by that list's best: ``wv·s/max_v + wk·s/max_k``, over
     ``wv + wk`` so a hit that tops both lists scores 1.
@@ -69,17 +107,19 @@ def fuse_scores(
     Ranks throw away how far ahead a hit is; on SciFact score fusion reached 0.734 nDCG@10 where the seed's
     weighted RRF reached 0.720 (bench/retrieval/scifact.py; same lists, same thresholds).
     """
-    wv, wk = config.score_vector_weight, config.score_keyword_weight
+    wv, wk = config.score_vector_weight * vector_factor, config.score_keyword_weight * keyword_factor
+    if wv + wk <= 0:
+        wv = wk = 1.0
     vector_scores, keyword_scores = _best_scores(vector_hits), _best_scores(keyword_hits)
-    top_v = max(vector_scores.values()) or 1.0
-    top_k = max(keyword_scores.values()) or 1.0
+    scale_v = _scaler(list(vector_scores.values()), config.score_normalization)
+    scale_k = _scaler(list(keyword_scores.values()), config.score_normalization)
     by_id: dict[str, SearchResult] = {}
     for hit in [*vector_hits, *keyword_hits]:
         by_id.setdefault(hit.id, hit)
     fused: list[SearchResult] = []
     for chunk_id, hit in by_id.items():
         v, k = vector_scores.get(chunk_id), keyword_scores.get(chunk_id)
-        score = (wv * (v / top_v if v is not None else 0.0) + wk * (k / top_k if k is not None else 0.0)) / (wv + wk)
+        score = (wv * (scale_v(v) if v is not None else 0.0) + wk * (scale_k(k) if k is not None else 0.0)) / (wv + wk)
         match_type = (
             MatchType.HYBRID
             if v is not None and k is not None
@@ -91,8 +131,24 @@ def fuse_scores(
     return sorted(fused, key=lambda h: (-h.score, h.id))
 
 
+def _scaler(scores: list[float], normalization: str) -> Callable[[float], float]:
+    """A list's scores onto [0, 1]: divided by the best (``max``), or from the list's worst to its best
+    (``minmax``: a list whose scores are all alike no longer lifts every one of its hits)."""
+    top = max(scores)
+    if normalization == "minmax" and len(scores) > 1:
+        floor = min(scores)
+        span = top - floor
+        return (lambda s: (s - floor) / span) if span > 0 else (lambda s: 1.0)
+    divisor = top or 1.0
+    return lambda s: s / divisor
+
+
 def fuse_rrf(
-    vector_hits: list[SearchResult], keyword_hits: list[SearchResult], config: RetrievalConfig
+    vector_hits: list[SearchResult],
+    keyword_hits: list[SearchResult],
+    config: RetrievalConfig,
+    vector_factor: float = 1.0,
+    keyword_factor: float = 1.0,
 ) -> list[SearchResult]:
     """The seed's fusion: weighted RRF normalised to [0, 1]:
     ``(wv/(k+rv) + wk/(k+rk)) / ((wv+wk)/(k+1))`` where ``r`` is the best 1-based rank in each list and a
@@ -100,7 +156,9 @@ def fuse_rrf(
     """
 
     k = config.rrf_k
-    wv, wk = config.vector_weight, config.keyword_weight
+    wv, wk = config.vector_weight * vector_factor, config.keyword_weight * keyword_factor
+    if wv + wk <= 0:
+        wv = wk = 1.0
     norm = (wv + wk) / (k + 1)
     vector_ranks, keyword_ranks = _best_ranks(vector_hits), _best_ranks(keyword_hits)
     by_id: dict[str, SearchResult] = {}
@@ -148,4 +206,5 @@ def hybrid_search(engine: RetrieveEngine, params: RetrieveParams, config: Retrie
             for h in normalize_keyword_scores(engine.keyword_search(params, pool))
             if h.score >= params.keyword_threshold
         ]
-    return fuse(vector_hits, keyword_hits, config)[:match_count]
+    fused = fuse(vector_hits, keyword_hits, config, query=params.query, embedding_model=params.embedding_model)
+    return fused[:match_count]

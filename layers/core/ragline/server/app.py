@@ -19,6 +19,7 @@ from ragline import __version__
 from ragline.container import Container
 from ragline.memory.api import memory_router
 from ragline.runtime.turns import TurnLauncher
+from ragline.server.body_limit import BodySizeLimit
 from ragline.server.deps import tenant_of
 from ragline.server.errors import ERROR_REPLIES, install_error_handlers
 from ragline.server.request_id import RequestIdMiddleware
@@ -62,6 +63,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(BodySizeLimit, limit=lambda: container.config.limits.max_upload_bytes)
     app.state.container = container
     app.state.launcher = launcher
     # In AWS the stream is served by another function (stream_reader's URL); embedded, by this server.

@@ -74,7 +74,15 @@ def build_embedded_app(container: Container) -> FastAPI:
     recovery = build_recovery(container, runner)
     # On shutdown a reader's response may outlive the grace period, so it receives its turn's last event.
     container.config.stream.shutdown_drain_s = shutdown_grace_s(container) + _READER_MARGIN_S
-    app = create_app(container, runner, on_shutdown=runner.shutdown)
+    # Vectors of uploaded documents are computed by the background indexing thread, stopped at shutdown
+    # after its current batch (unfinished documents stay pending and resume at the next start).
+    container.start_indexing()
+
+    async def shutdown() -> None:
+        await runner.shutdown()
+        await asyncio.to_thread(container.stop_indexing)
+
+    app = create_app(container, runner, on_shutdown=shutdown)
     inner = app.router.lifespan_context
 
     @asynccontextmanager

@@ -70,6 +70,9 @@ class KnowledgeBaseView(BaseModel):
     embedding_model: str
     wiki_enabled: bool
     graph_extraction_enabled: bool
+    # The language mix detected in its documents (en, zh, mixed), and whether that picks the model.
+    language: str = ""
+    embedding_model_auto: bool = False
 
     @classmethod
     def of(
@@ -99,6 +102,8 @@ class KnowledgeBaseView(BaseModel):
             embedding_model=kb.embedding_model,
             wiki_enabled=kb.wiki_enabled,
             graph_extraction_enabled=kb.graph_extraction_enabled,
+            language=kb.language,
+            embedding_model_auto=kb.embedding_model_auto,
         )
 
 
@@ -143,6 +148,13 @@ class KnowledgeView(BaseModel):
     tags: list[str]
     enabled: bool
     duplicate: bool = False
+    # Ingestion: pending (keyword-searchable, vectors being computed) → indexed | failed (reason).
+    status: Literal["pending", "indexed", "failed"] = "indexed"
+    reason: str = ""
+    embedded_count: int = 0
+    size_bytes: int = 0
+    pages: int = 0
+    embedding_model: str = ""
 
     @classmethod
     def of(cls, document: Document, *, duplicate: bool = False) -> KnowledgeView:
@@ -174,6 +186,12 @@ class KnowledgeView(BaseModel):
             tags=document.tags,
             enabled=document.enabled,
             duplicate=duplicate,
+            status=document.status.value,
+            reason=document.reason,
+            embedded_count=document.embedded_count,
+            size_bytes=document.size_bytes,
+            pages=document.pages,
+            embedding_model=document.embedding_model,
         )
 
 

@@ -49,13 +49,14 @@ def test_pool_size(match_count, kbs, expected):
         assert expected == min(max(match_count * 5, 50) * kbs, 500)
 
 
-def test_normalize_keyword_scores_divides_by_max_only_above_one():
+def test_normalize_keyword_scores_divides_by_max():
     hits = [hit("a", 8.0), hit("b", 2.0), hit("c", 4.0)]
     normalised = normalize_keyword_scores(hits)
     assert [h.score for h in normalised] == [1.0, 0.25, 0.5]
     assert [h.score for h in hits] == [8.0, 2.0, 4.0]  # inputs untouched
-    small = [hit("a", 0.9), hit("b", 0.3)]
-    assert [h.score for h in normalize_keyword_scores(small)] == [0.9, 0.3]
+    # FTS5's clamped BM25 in a tiny knowledge base: still a [0, 1] scale with the best at 1.
+    small = [hit("a", 2e-6), hit("b", 1e-6)]
+    assert [h.score for h in normalize_keyword_scores(small)] == [1.0, 0.5]
     exactly_one = [hit("a", 1.0), hit("b", 0.5)]
     assert [h.score for h in normalize_keyword_scores(exactly_one)] == [1.0, 0.5]
     assert normalize_keyword_scores([]) == []
@@ -225,8 +226,15 @@ def test_hybrid_search_keyword_disabled_or_blank_query():
 
 
 def test_hybrid_search_nothing_above_thresholds():
-    engine = FakeEngine(vector=[hit("a", 0.1)], keyword=[hit("k", 0.1)])
+    engine = FakeEngine(vector=[hit("a", 0.1)], keyword=[])
     assert hybrid_search(engine, params(), CONFIG) == []
+
+
+def test_the_keyword_threshold_is_relative_to_the_best_keyword_hit():
+    """Raw BM25 has no absolute scale (FTS5's is ~1e-6 in a one-document knowledge base): the best keyword
+    hit always counts, weaker ones from 0.3 of it on."""
+    engine = FakeEngine(vector=[], keyword=[hit("k", 1e-6), hit("weak", 2e-7)])
+    assert [r.id for r in hybrid_search(engine, params(), CONFIG)] == ["k"]
 
 
 def test_score_fusion_weights_max_normalised_scores():

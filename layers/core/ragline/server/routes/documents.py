@@ -4,6 +4,8 @@ WeKnora's routes for the same documents (its "knowledge") are in ``knowledge.py`
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
@@ -12,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragline.container import Container
 from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
 from ragline.ingest.faq import parse_entries, parse_faq_file
-from ragline.ingest.service import DocumentInput, IngestResult
+from ragline.ingest.service import DocumentInput, IngestResult, TooManyChunks
+from ragline.ingest.uploads import ClientGone, UploadTooLarge, accept_off_loop, document_status_code, read_body
 from ragline.server.deps import ContainerDep, TenantDep, in_background, knowledge_base_of, read_upload
-from ragline.server.errors import UPLOAD_REPLIES, ApiError, parse_body
+from ragline.server.errors import UPLOAD_REPLIES, ApiError, not_found, parse_body
 from ragline.server.records import KnowledgeView
 from ragline.server.views import Envelope
 from ragline.store.models import KnowledgeBase
@@ -63,7 +66,8 @@ def _tags_field(value: object) -> list[str]:
 
 
 def _document_reply(result: IngestResult, response: Response) -> Envelope[KnowledgeView]:
-    response.status_code = 200 if result.duplicate else 201
+    """200 for a duplicate, 202 while the vectors are computed (``status: pending``), 201 once indexed."""
+    response.status_code = document_status_code(result)
     return Envelope(data=knowledge_view(result))
 
 
@@ -78,10 +82,50 @@ def _index_graph_later(container: Container, kb: KnowledgeBase, result: IngestRe
         in_background(container.index_graph(kb, result.document))
 
 
-async def ingest_upload(
-    container: Container, kb: KnowledgeBase, filename: str, raw: bytes, *, title: str, tags: list[str], kind: str
+async def _accept(
+    container: Container,
+    kb: KnowledgeBase,
+    request: Request | None,
+    work: Callable[[threading.Event], IngestResult],
+    wait: bool,
 ) -> IngestResult:
-    """An uploaded file, extracted, chunked and indexed before the reply (the graph follows).
+    """The accept step off the event loop (cancelled if the client goes away), then the vectors handed to
+    the background indexer — or waited for, with ``wait``. Errors become the API's replies."""
+    try:
+        if request is not None:
+            result = await accept_off_loop(request, work)
+        else:
+            result = await asyncio.to_thread(work, threading.Event())
+    except TooManyChunks as exc:
+        raise ApiError(413, "too_many_chunks", str(exc), "content") from None
+    except UnsupportedFile as exc:
+        status = 415 if isinstance(exc, UnsupportedFileType) else 422
+        raise ApiError(status, "unsupported_file", str(exc), "file") from None
+    except ClientGone:
+        # Nobody reads this reply (nginx's "client closed request"); nothing was stored.
+        raise ApiError(499, "client_closed_request", "the client went away before the upload was stored") from None
+    await asyncio.to_thread(container.ingest.schedule, [result])
+    if wait:
+        await asyncio.to_thread(container.wait_indexed, [result.document])
+        result.document = container.knowledge.document(kb.tenant_id, result.document.id) or result.document
+    _index_graph_later(container, kb, result)
+    return result
+
+
+async def ingest_upload(
+    container: Container,
+    kb: KnowledgeBase,
+    filename: str,
+    raw: bytes,
+    *,
+    title: str,
+    tags: list[str],
+    kind: str,
+    request: Request | None = None,
+    wait: bool = False,
+) -> IngestResult:
+    """An uploaded file, extracted and chunked off the event loop: keyword-searchable when this returns,
+    its vectors computed in the background (``status`` pending → indexed | failed) unless ``wait``.
 
     The file is stored under its safe base name (no directories, controls or bidi characters); a title or
     tag with NUL, control or bidi characters is refused (422, naming the field).
@@ -92,24 +136,24 @@ async def ingest_upload(
             if found is not None:
                 raise ApiError(422, "invalid_field", f"{field} must not contain {found}", field)
     filename = safe_filename(filename, default="upload.txt")
-    try:
-        result = await asyncio.to_thread(
-            container.ingest.ingest_bytes, kb, filename, raw, title=title, tags=tags, chunk_type=_chunk_type(kind)
+
+    def work(cancel: threading.Event) -> IngestResult:
+        return container.ingest.accept_bytes(
+            kb, filename, raw, title=title, tags=tags, chunk_type=_chunk_type(kind), cancel=cancel
         )
-    except UnsupportedFile as exc:
-        status = 415 if isinstance(exc, UnsupportedFileType) else 422
-        raise ApiError(status, "unsupported_file", str(exc), "file") from None
-    _index_graph_later(container, kb, result)
-    return result
+
+    return await _accept(container, kb, request, work, wait)
 
 
-async def ingest_text(container: Container, kb: KnowledgeBase, item: DocumentInput) -> IngestResult:
-    """A text document, chunked and indexed before the reply (the graph follows)."""
+async def ingest_text(
+    container: Container, kb: KnowledgeBase, item: DocumentInput, *, request: Request | None = None, wait: bool = False
+) -> IngestResult:
+    """A text document, as :func:`ingest_upload`."""
     if not item.content.strip():
         raise ApiError(422, "empty_document", "content must not be empty", "content")
-    result = (await asyncio.to_thread(container.ingest.ingest_many, kb, [item]))[0]
-    _index_graph_later(container, kb, result)
-    return result
+    return await _accept(
+        container, kb, request, lambda cancel: container.ingest.accept_many(kb, [item], cancel=cancel)[0], wait
+    )
 
 
 @router.post(
@@ -117,14 +161,21 @@ async def ingest_text(container: Container, kb: KnowledgeBase, item: DocumentInp
     status_code=201,
     responses={
         200: {"model": Envelope[KnowledgeView], "description": "The same content was already stored"},
+        202: {"model": Envelope[KnowledgeView], "description": "Stored, keyword-searchable; vectors being computed"},
         **UPLOAD_REPLIES,
     },
     openapi_extra=_file_upload_body(DocumentBody.model_json_schema()),
 )
 async def upload_document(
-    kb_id: str, request: Request, response: Response, tenant: TenantDep, container: ContainerDep
+    kb_id: str,
+    request: Request,
+    response: Response,
+    tenant: TenantDep,
+    container: ContainerDep,
+    wait: Annotated[bool, Query(description="Reply once the vectors are computed too (201)")] = False,
 ) -> Envelope[KnowledgeView]:
-    """A file (multipart ``file``) or text (JSON ``{"title", "content"}``); indexed before the reply."""
+    """A file (multipart ``file``) or text (JSON ``{"title", "content"}``), keyword-searchable once the reply
+    is sent; its vectors follow in the background (``status`` pending → indexed | failed), unless ``wait``."""
     kb = knowledge_base_of(container, tenant, kb_id)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         form = await request.form(max_files=1)
@@ -133,9 +184,15 @@ async def upload_document(
         if kind not in ("document", "wiki"):
             raise ApiError(422, "invalid_field", "kind must be document or wiki", "kind")
         title, tags = str(form.get("title") or ""), _tags_field(form.get("tags"))
-        result = await ingest_upload(container, kb, filename, raw, title=title, tags=tags, kind=kind)
+        result = await ingest_upload(
+            container, kb, filename, raw, title=title, tags=tags, kind=kind, request=request, wait=wait
+        )
     else:
-        body = parse_body(DocumentBody, await request.body())
+        try:
+            raw_body = await read_body(request, container.config.limits.max_upload_bytes)
+        except UploadTooLarge as exc:
+            raise ApiError(413, "file_too_large", str(exc), "file") from None
+        body = parse_body(DocumentBody, raw_body)
         item = DocumentInput(
             content=body.content,
             title=body.title,
@@ -144,8 +201,21 @@ async def upload_document(
             tags=body.tags,
             chunk_type=_chunk_type(body.kind),
         )
-        result = await ingest_text(container, kb, item)
+        result = await ingest_text(container, kb, item, request=request, wait=wait)
     return _document_reply(result, response)
+
+
+@router.get("/documents/{document_id}")
+async def get_document(
+    kb_id: str, document_id: str, tenant: TenantDep, container: ContainerDep
+) -> Envelope[KnowledgeView]:
+    """One document with its status, failure reason, progress (``embedded_count`` of ``chunk_count``),
+    size and pages."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    document = container.knowledge.document(tenant.id, document_id)
+    if document is None or document.knowledge_base_id != kb.id:
+        raise not_found("document", "document_id")
+    return Envelope(data=KnowledgeView.of(document))
 
 
 @router.post(
@@ -170,7 +240,11 @@ async def import_faq(
             title = str(form.get("title") or "FAQ")
             tags = _tags_field(form.get("tags"))
         else:
-            body = parse_body(FAQBody, await request.body())
+            try:
+                raw_body = await read_body(request, container.config.limits.max_upload_bytes)
+            except UploadTooLarge as exc:
+                raise ApiError(413, "file_too_large", str(exc), "file") from None
+            body = parse_body(FAQBody, raw_body)
             entries, title, tags = parse_entries(body.entries), body.title, body.tags
     except UnsupportedFile as exc:
         status = 415 if isinstance(exc, UnsupportedFileType) else 422

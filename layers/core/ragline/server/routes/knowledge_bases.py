@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
+from ragline.ingest.language import resolve_embedding_model
 from ragline.runtime.search import SearchBody
 from ragline.runtime.turns import Query
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
@@ -38,6 +39,9 @@ class KnowledgeBaseBody(BaseModel):
     wiki_enabled: bool = False
     graph_extraction_enabled: bool = False
     embedding_model_id: str = Field(default="", max_length=200)
+    # ragline's choice of model (an id, or minilm / e5; unknown: 422). Neither this nor a known
+    # embedding_model_id: the documents' language picks it (MiniLM for English, e5 for Chinese or mixed).
+    embedding_model: str | None = Field(default=None, max_length=200)
     # Graph extraction is on when ``extract_config.enabled`` is.
     extract_config: Config = None
     # Accepted and not acted on: ragline chunks, parses and stores the same way for every knowledge base.
@@ -119,9 +123,9 @@ async def create_knowledge_base(
     body: KnowledgeBaseBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
     log_ignored(body, IGNORED_FIELDS, "create knowledge base")
-    embedder = body.embedding_model_id
+    embedder = _embedding_model(container, body.embedding_model) if body.embedding_model else body.embedding_model_id
     if embedder and not container.models.has_embedder(embedder):
-        logger.debug("create knowledge base: unknown embedding_model_id %r, using the default", embedder)
+        logger.debug("create knowledge base: unknown embedding_model_id %r, chosen by language", embedder)
         embedder = ""
     graph = body.graph_extraction_enabled or bool((body.extract_config or {}).get("enabled"))
     try:
@@ -132,10 +136,36 @@ async def create_knowledge_base(
             body.description,
             wiki_enabled=body.wiki_enabled,
             graph_extraction_enabled=graph,
+            embedding_model_auto=not embedder,
         )
     except DuplicateName:
         raise ApiError(409, "duplicate_name", f"a knowledge base named {body.name!r} exists", "name") from None
     return Envelope(data=knowledge_base_view(container, kb, 0))
+
+
+class EmbeddingModelBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    embedding_model: str = Field(min_length=1, max_length=200)
+
+
+def _embedding_model(container: Container, name: str) -> str:
+    try:
+        return resolve_embedding_model(name, container.models)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_field", str(exc), "embedding_model") from None
+
+
+@router.put("/{kb_id}/embedding-model")
+async def set_embedding_model(
+    kb_id: str, body: EmbeddingModelBody, tenant: TenantDep, container: ContainerDep
+) -> Envelope[KnowledgeBaseView]:
+    """Choose the knowledge base's embedding model: its documents are re-embedded in the background (status
+    ``pending`` with progress); keyword search answers meanwhile and vector search uses the vectors present."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    model = _embedding_model(container, body.embedding_model)
+    updated = await asyncio.to_thread(container.ingest.change_embedding_model, kb, model)
+    count = container.knowledge.document_counts([kb.id]).get(kb.id, 0)
+    return Envelope(data=knowledge_base_view(container, updated, count))
 
 
 @router.get("")

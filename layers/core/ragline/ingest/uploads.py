@@ -1,0 +1,90 @@
+"""Upload handling shared by every upload route: one size limit, cancellation when the client goes away,
+the accept step off the event loop, and the reply that says where a document is.
+
+Routes stay small: they parse their body, then call :func:`accept_off_loop` with the ingestion call, and
+reply with :func:`document_reply`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from ragline.ingest.service import IngestCancelled, IngestResult
+from ragline.store.models import DocumentStatus
+
+T = TypeVar("T")
+
+# How often a running accept step checks whether its client is still there.
+_DISCONNECT_POLL_S = 0.1
+
+
+class UploadTooLarge(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the upload exceeds {limit} bytes")
+        self.limit = limit
+
+
+class ClientGone(Exception):
+    """The client disconnected before the document was accepted; nothing was stored."""
+
+
+class _Request(Protocol):
+    @property
+    def headers(self) -> Any: ...
+
+    def stream(self) -> Any: ...
+
+    async def is_disconnected(self) -> bool: ...
+
+
+def declared_too_large(request: _Request, limit: int) -> bool:
+    """A Content-Length over the limit: refused before a byte of the body is read."""
+    length = request.headers.get("content-length")
+    return bool(length and length.isdigit() and int(length) > limit)
+
+
+async def read_body(request: _Request, limit: int) -> bytes:
+    """The whole body, refused (:class:`UploadTooLarge`) as soon as it passes ``limit`` bytes, whatever the
+    Content-Length said (chunked bodies have none)."""
+    if declared_too_large(request, limit):
+        raise UploadTooLarge(limit)
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise UploadTooLarge(limit)
+        parts.append(part)
+    return b"".join(parts)
+
+
+async def accept_off_loop(request: _Request, work: Callable[[threading.Event], T]) -> T:
+    """Runs ``work(cancel)`` in a worker thread, so the API keeps answering during a large upload, and sets
+    ``cancel`` when the client disconnects (the ingestion call checks it between steps and stores nothing:
+    :class:`ClientGone`)."""
+    cancel = threading.Event()
+    task = asyncio.ensure_future(asyncio.to_thread(work, cancel))
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=_DISCONNECT_POLL_S)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                cancel.set()
+                with contextlib.suppress(IngestCancelled):
+                    await task
+                raise ClientGone()
+    except asyncio.CancelledError:
+        cancel.set()  # the server is stopping: the thread stops at its next check
+        raise
+
+
+def document_status_code(result: IngestResult) -> int:
+    """200 for a duplicate, 202 while its vectors are computed (``status: pending``), 201 once indexed."""
+    if result.duplicate:
+        return 200
+    return 202 if result.document.status == DocumentStatus.PENDING else 201
