@@ -37,7 +37,10 @@ def setup_session(server: RaglineProcess) -> str:
     with server.client() as client:
         kb = client.post("/api/v1/knowledge-bases", json={"name": "kb"}).json()["data"]["id"]
         for title, content in DOCS.items():
-            reply = client.post(f"/api/v1/knowledge-bases/{kb}/documents", json={"title": title, "content": content})
+            # wait: indexed (vectors too) before the turns start, so every turn searches the same index.
+            reply = client.post(
+                f"/api/v1/knowledge-bases/{kb}/documents?wait=true", json={"title": title, "content": content}
+            )
             assert reply.status_code == 201, reply.text
         return str(client.post("/api/v1/sessions", json={"knowledge_base_ids": [kb]}).json()["data"]["id"])
 
