@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM ?=
 
-.PHONY: install run test unit lint asl bench clean browser engines pytest
+.PHONY: install run test unit lint asl bench clean browser engines pytest office
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,10 +52,29 @@ browser:
 		|| echo "browser: could not install chromium; the browser tests will be skipped"; \
 	fi
 
+# The document-extraction tests convert ODT and DOCX to PDF with LibreOffice (Debian's nogui Writer), installed
+# the same way when missing; without it those tests skip with one line saying so.
+LIBREOFFICE ?= /usr/bin/libreoffice
+office:
+	@if [ -x "$(LIBREOFFICE)" ]; then \
+		:; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "office: no $(LIBREOFFICE) and no apt-get; the LibreOffice extraction tests will be skipped"; \
+	else \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; \
+		elif command -v sudo >/dev/null 2>&1; then SUDO="sudo -n"; \
+		else echo "office: not root and no sudo; the LibreOffice extraction tests will be skipped"; exit 0; fi; \
+		echo "office: installing Debian's libreoffice-writer-nogui"; \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libreoffice-writer-nogui \
+		|| { $$SUDO apt-get update -q && \
+		     $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libreoffice-writer-nogui; } \
+		|| echo "office: could not install LibreOffice; the LibreOffice extraction tests will be skipped"; \
+	fi
+
 # Lint and the whole suite, with a real OpenSearch (k-NN) and Neo4j started in the background meanwhile
 # (scripts/engines/engines.py: jars from Maven Central, cached in ~/.m2 and build/engines/; stopped when
 # the command ends, however it ends). The live tests wait until their engine is ready.
-test: install browser
+test: install browser office
 	$(BIN)/python scripts/engines/engines.py run -- $(MAKE) --no-print-directory lint pytest
 
 pytest: install

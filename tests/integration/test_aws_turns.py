@@ -273,7 +273,7 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
 
 
 def test_a_file_type_the_layers_cannot_parse_answers_415_naming_it(aws):
-    """The layers leave pypdf out (size): a PDF upload is refused as a type, with the reason, not a 500."""
+    """The layers leave pypdfium2 out (size): a PDF upload is refused as a type, with the reason, not a 500."""
     from tests.support.documents import make_pdf
 
     kb = aws.kb()
@@ -285,5 +285,5 @@ def test_a_file_type_the_layers_cannot_parse_answers_415_naming_it(aws):
     error = reply.json()["error"]
     assert error["field"] == "file"
     assert "PDF" in error["message"]
-    assert "pypdf" in error["message"]
+    assert "pypdfium2" in error["message"]
     assert "not installed" in error["message"]

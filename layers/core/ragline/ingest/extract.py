@@ -1,13 +1,19 @@
-"""Text out of uploaded files: Markdown and text as they are, PDF with pypdf, HTML with trafilatura.
+"""Text out of uploaded files, as Markdown wherever the file has structure.
 
-Both libraries are maintained and need no network: pypdf reads the PDF's text layer (scanned pages have
-none, which is reported rather than ingested as an empty document); trafilatura keeps a page's main
-content, drops navigation and boilerplate, and returns Markdown so headings still guide chunking.
+- Markdown and text as they are;
+- PDF through PDFium (:mod:`ragline.ingest.pdf`): sentences joined across line breaks and hyphens, columns
+  in reading order, ligatures normalised, headings found by font size, pages remembered;
+- Word, PowerPoint and EPUB (:mod:`ragline.ingest.office`): headings, lists and tables kept; a slide is a page;
+- HTML through trafilatura: the main content without navigation or boilerplate, as Markdown.
+
+``Extracted.file_type`` is the document's type as users see it (``pdf``, ``docx`` …); whether the chunker
+reads the text as Markdown follows from it (:func:`reads_as_markdown`). Scanned pages have no text layer,
+which is reported rather than ingested as an empty document.
 """
 
 from __future__ import annotations
 
-import io
+import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +21,10 @@ MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}
 TEXT_SUFFIXES = {".txt", ".text", ".rst", ".log", ".json", ".yaml", ".yml"}
 PDF_SUFFIXES = {".pdf"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
-SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | PDF_SUFFIXES | HTML_SUFFIXES
+OFFICE_SUFFIXES = {".docx": "docx", ".pptx": "pptx", ".epub": "epub"}
+SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | PDF_SUFFIXES | HTML_SUFFIXES | set(OFFICE_SUFFIXES)
+# Types whose extracted text is Markdown (headings guide chunking); "text" is read as plain paragraphs.
+MARKDOWN_FILE_TYPES = frozenset({"markdown", "html", "pdf", "docx", "pptx", "epub"})
 PAGE_SEPARATOR = "\n\n"
 
 
@@ -40,22 +49,22 @@ def require_parser(module: str, file_kind: str) -> None:
         )
 
 
+def reads_as_markdown(file_type: str) -> bool:
+    return file_type in MARKDOWN_FILE_TYPES
+
+
 @dataclass
 class Extracted:
     text: str
-    file_type: str  # "markdown" or "text": how the chunker reads it
+    file_type: str  # "markdown", "text", "pdf", "html", "docx", "pptx" or "epub"
     title: str = ""
-    # Character offset where each page starts (PDF), so chunks can say which page they come from.
+    # Character offset where each page (PDF) or slide (PPTX) starts, so chunks can say where they come from.
     page_starts: list[int] = field(default_factory=list)
 
     def page_of(self, offset: int) -> int | None:
         if not self.page_starts:
             return None
-        page = 0
-        for index, start in enumerate(self.page_starts):
-            if start <= offset:
-                page = index
-        return page + 1
+        return max(1, bisect.bisect_right(self.page_starts, offset))
 
 
 def decode_text(raw: bytes) -> str:
@@ -73,41 +82,38 @@ def file_type_for(filename: str) -> str:
     suffix = Path(filename).suffix.lower()
     if suffix in (".csv", ".tsv", ".xlsx"):
         raise UnsupportedFileType(f"{suffix} files are tables: ingest them as table documents")
-    if suffix in MARKDOWN_SUFFIXES or suffix in HTML_SUFFIXES:
+    if suffix in MARKDOWN_SUFFIXES:
         return "markdown"
-    if suffix in TEXT_SUFFIXES or suffix in PDF_SUFFIXES or not suffix:
+    if suffix in HTML_SUFFIXES:
+        return "html"
+    if suffix in PDF_SUFFIXES:
+        return "pdf"
+    if suffix in OFFICE_SUFFIXES:
+        return OFFICE_SUFFIXES[suffix]
+    if suffix in TEXT_SUFFIXES or not suffix:
         return "text"
+    if suffix in (".doc", ".ppt", ".odt", ".odp", ".rtf"):
+        raise UnsupportedFileType(f"{suffix} files are not read directly: save the document as .docx, .pptx or PDF")
     raise UnsupportedFileType(f"unsupported file type {suffix!r}; supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}")
 
 
 def extract_pdf(raw: bytes) -> Extracted:
-    require_parser("pypdf", "PDF")
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    require_parser("pypdfium2", "PDF")
+    from ragline.ingest.pdf import extract_pdf_text
 
     try:
-        reader = PdfReader(io.BytesIO(raw))
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
-        title = str(reader.metadata.title or "").strip() if reader.metadata is not None else ""
-    except (PdfReadError, ValueError, KeyError) as exc:
+        pdf = extract_pdf_text(raw)
+    except Exception as exc:  # PDFium reports a damaged or encrypted file as PdfiumError
         raise UnsupportedFile(f"the PDF could not be read: {exc}") from None
-    if not any(pages):
+    if not pdf.text.strip():
         raise UnsupportedFile("the PDF has no text layer (scanned pages need OCR first)")
-    starts: list[int] = []
-    parts: list[str] = []
-    offset = 0
-    for text in pages:
-        starts.append(offset)
-        parts.append(text)
-        offset += len(text) + len(PAGE_SEPARATOR)
-    return Extracted(PAGE_SEPARATOR.join(parts), "text", title, starts)
+    return Extracted(pdf.text, "pdf", pdf.title, pdf.page_starts)
 
 
-def extract_html(raw: bytes) -> Extracted:
+def _html_markdown(html: str) -> tuple[str, str]:
     require_parser("trafilatura", "HTML")
     import trafilatura
 
-    html = decode_text(raw)
     text = trafilatura.extract(
         html, output_format="markdown", include_tables=True, include_links=False, favor_recall=True
     )
@@ -115,15 +121,41 @@ def extract_html(raw: bytes) -> Extracted:
         text = trafilatura.html2txt(html) or ""
     metadata = trafilatura.extract_metadata(html)
     title = (metadata.title if metadata is not None and metadata.title else "") or ""
+    return text, title.strip()
+
+
+def extract_html(raw: bytes) -> Extracted:
+    text, title = _html_markdown(decode_text(raw))
     if not text.strip():
         raise UnsupportedFile("the HTML page has no readable text")
-    return Extracted(text, "markdown", title.strip())
+    return Extracted(text, "html", title)
+
+
+def extract_office(kind: str, raw: bytes) -> Extracted:
+    from ragline.ingest import office
+
+    try:
+        if kind == "docx":
+            result = office.extract_docx(raw)
+        elif kind == "pptx":
+            result = office.extract_pptx(raw)
+        else:
+            title, documents = office.epub_documents(raw)
+            chapters = [_html_markdown(decode_text(document))[0] for document in documents]
+            result = office.OfficeText("\n\n".join(c.strip() for c in chapters if c.strip()), title)
+    except office.OfficeFileError as exc:
+        raise UnsupportedFile(f"the {kind.upper()} file could not be read: {exc}") from None
+    if not result.text.strip():
+        raise UnsupportedFile(f"the {kind.upper()} file has no text")
+    return Extracted(result.text, kind, result.title, result.page_starts)
 
 
 def extract(filename: str, raw: bytes) -> Extracted:
-    suffix = Path(filename).suffix.lower()
-    if suffix in PDF_SUFFIXES:
+    file_type = file_type_for(filename)
+    if file_type == "pdf":
         return extract_pdf(raw)
-    if suffix in HTML_SUFFIXES:
+    if file_type == "html":
         return extract_html(raw)
-    return Extracted(decode_text(raw), file_type_for(filename))
+    if file_type in ("docx", "pptx", "epub"):
+        return extract_office(file_type, raw)
+    return Extracted(decode_text(raw), file_type)

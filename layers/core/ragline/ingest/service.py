@@ -34,7 +34,7 @@ import numpy.typing as npt
 from ragline.config import IngestionConfig
 from ragline.ingest.chunker import plan_chunks
 from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
-from ragline.ingest.extract import UnsupportedFile, extract
+from ragline.ingest.extract import UnsupportedFile, extract, reads_as_markdown
 from ragline.ingest.language import choose_embedding_model, detect_language, merge_language
 from ragline.models.base import Embedder
 from ragline.models.registry import ModelRegistry
@@ -318,7 +318,7 @@ class IngestService:
         fallback_title = item.title or (Path(item.filename).stem if item.filename else "") or "Untitled"
         plan = plan_chunks(
             content,
-            markdown=item.file_type == "markdown",
+            markdown=reads_as_markdown(item.file_type),
             chunk_size=self._config.chunk_size,
             min_size=self._config.chunk_min_size,
             parent_size=self._config.parent_chunk_size,

@@ -27,7 +27,7 @@ def test_broken_pdf_is_a_clear_error():
 
 def test_html_main_content_as_markdown_with_headings():
     extracted = extract("guide.html", HTML.encode())
-    assert extracted.file_type == "markdown"
+    assert extracted.file_type == "html"
     assert extracted.title == "Brewing guide"
     assert "90 and 96 degrees" in extracted.text
     assert "## Water" in extracted.text or "# Water" in extracted.text
