@@ -98,7 +98,11 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
         )
         models.add_embedder(remote.model_id, lambda: remote, default=True)
 
-    models.add_chat_model(ExtractiveChatModel.model_id, lambda: ExtractiveChatModel(word_delay_s=0.01), default=True)
+    models.add_chat_model(
+        ExtractiveChatModel.model_id,
+        lambda: ExtractiveChatModel(word_delay_s=0.01, embedder=lambda: models.embedder(OnnxMiniLMEmbedder.model_id)),
+        default=True,
+    )
     if settings.chat_provider == "bedrock" and settings.chat_model:
         from ragline.models.bedrock import BedrockChatModel
 
@@ -190,8 +194,8 @@ def build_event_manager(
 
         events.register(PluginDataAnalysis(models, templates, tables))
     events.register(PluginIntoChatMessage(templates, summary.context_template_id))
-    events.register(PluginChatCompletion(models, templates, summary.prompt_id))
-    events.register(PluginChatCompletionStream(models, templates, summary.prompt_id))
+    events.register(PluginChatCompletion(models, templates, summary.prompt_id, knowledge))
+    events.register(PluginChatCompletionStream(models, templates, summary.prompt_id, knowledge))
     events.register(PluginFilterTopK())
     events.register(PluginQueryUnderstand(models, sessions, templates, history_messages=UNDERSTAND_HISTORY_MESSAGES))
     events.register(PluginLoadHistory(sessions))

@@ -22,11 +22,11 @@ _REF = re.compile(r'^<ref\s+id\s*=\s*"([^"]+)"\s*/?>$', re.IGNORECASE)
 _TAG_NAMES = ("<ref", "</ref", "<kb", "</kb", "<web", "</web")
 
 
-def _render_tag(tag: str, registry: SourceRegistry) -> str:
+def _render_tag(tag: str, registry: SourceRegistry, preceding: str = "") -> str:
     if not registry.citations_enabled:
         return ""
     match = _REF.match(tag)
-    return registry.expand_handle(match.group(1).strip()) if match else ""
+    return registry.expand_handle(match.group(1).strip(), preceding) if match else ""
 
 
 def expand_text(text: str, registry: SourceRegistry) -> str:
@@ -35,7 +35,7 @@ def expand_text(text: str, registry: SourceRegistry) -> str:
     return _expand_tags(registry.resources.decode(text), registry)
 
 
-def _expand_tags(text: str, registry: SourceRegistry) -> str:
+def _expand_tags(text: str, registry: SourceRegistry, before: str = "") -> str:
     out: list[str] = []
     position = 0
     while True:
@@ -47,8 +47,16 @@ def _expand_tags(text: str, registry: SourceRegistry) -> str:
         end = text.find(">", start)
         if end < 0:  # unterminated tag at the end of the text: dropped
             return "".join(out)
-        out.append(_render_tag(text[start : end + 1], registry))
+        out.append(_render_tag(text[start : end + 1], registry, _tail(before + "".join(out))))
         position = end + 1
+
+
+_TAIL_CHARS = 1200
+
+
+def _tail(text: str) -> str:
+    """The end of the answer so far, as the claim a citation closes is read from it."""
+    return text[-_TAIL_CHARS:]
 
 
 def _find_tag_start(text: str, position: int, *, at_end: bool) -> int | None:
@@ -103,6 +111,12 @@ class StreamDecoder:
         self._registry = registry
         self._buffer = ""
         self._pending_alias = ""
+        self._released = ""  # the end of the text released so far (citations find their claim in it)
+
+    def _release(self, text: str) -> str:
+        if text:
+            self._released = _tail(self._released + text)
+        return text
 
     def feed(self, chunk: str) -> str:
         # Storage aliases first (as expand_text does): hold a possibly unfinished ``res://NNNN`` at the end.
@@ -110,7 +124,7 @@ class StreamDecoder:
         hold = held_alias_start(text)
         self._pending_alias = text[hold:] if hold is not None else ""
         ready = text[:hold] if hold is not None else text
-        return self._feed_tags(self._registry.resources.decode(ready))
+        return self._release(self._feed_tags(self._registry.resources.decode(ready)))
 
     def _feed_tags(self, chunk: str) -> str:
         self._buffer += chunk
@@ -129,7 +143,7 @@ class StreamDecoder:
                 if end < 0:
                     position = lt  # hold the unfinished tag
                     break
-                out.append(_render_tag(buffer[lt : end + 1], self._registry))
+                out.append(_render_tag(buffer[lt : end + 1], self._registry, _tail(self._released + "".join(out))))
                 position = end + 1
                 continue
             # Up to the end of the buffer it may still become a tag name: wait for more text.
@@ -148,4 +162,4 @@ class StreamDecoder:
         self._buffer = ""
         if not rest:
             return ""
-        return _expand_tags(rest, self._registry)
+        return self._release(_expand_tags(rest, self._registry, self._released))

@@ -22,6 +22,43 @@ class ChunkSource:
 
 
 @dataclass(frozen=True)
+class ChunkPart:
+    """One stored chunk whose text a merged or widened passage holds."""
+
+    chunk_id: str
+    content: str
+
+
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_EXPANDED_TAG = re.compile(r"<(?:kb|web)\b[^>]*/?>")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？；])\s*|\n+")
+
+
+def _claim_terms(text: str) -> set[str]:
+    """Words (and, for Chinese, character pairs) for matching a claim to the chunk it came from."""
+    lowered = text.lower()
+    found = {w for w in _WORDS.findall(lowered) if not _HAN.search(w)}
+    han = "".join(_HAN.findall(lowered))
+    found.update(han[i : i + 2] for i in range(len(han) - 1))
+    return found
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def last_claim(text: str) -> str:
+    """The sentence a citation at the end of ``text`` backs: the last non-empty sentence before it."""
+    text = _EXPANDED_TAG.sub(" ", text[-1200:])
+    for sentence in reversed(_SENTENCE_BREAK.split(text)):
+        cleaned = sentence.strip().lstrip("#>-*|0123456789. ").strip()
+        if len(cleaned) >= 3:
+            return cleaned
+    return ""
+
+
+@dataclass(frozen=True)
 class WebSource:
     handle: str
     url: str
@@ -40,6 +77,7 @@ class SourceRegistry:
         self._web_by_handle: dict[str, WebSource] = {}
         self._documents: dict[str, str] = {}
         self._bases: dict[str, str] = {}
+        self._parts: dict[str, list[ChunkPart]] = {}
 
     def register_chunk(self, result: SearchResult) -> str:
         if HANDLE_PATTERN.match(result.id):
@@ -87,18 +125,41 @@ class SourceRegistry:
         )
         return lowered if known else ""
 
+    def set_parts(self, chunk_id: str, parts: list[ChunkPart]) -> None:
+        """The stored chunks a passage (merged or widened from several) is made of, in document order."""
+        self._parts[chunk_id] = parts
+
+    def cited_chunk_id(self, chunk_id: str, claim: str) -> str:
+        """Which chunk of a passage a citation of it backs ``claim`` with: the one holding the claim word for
+        word, else the one sharing most of its words; the passage's own chunk when it is one chunk."""
+        parts = self._parts.get(chunk_id)
+        if not parts or not claim:
+            return chunk_id
+        wanted = _squash(claim).lower()
+        for part in parts:
+            if wanted in _squash(part.content).lower():
+                return part.chunk_id
+        claim_terms = _claim_terms(claim)
+        if not claim_terms:
+            return chunk_id
+        best = max(parts, key=lambda part: len(claim_terms & _claim_terms(part.content)))
+        return best.chunk_id if claim_terms & _claim_terms(best.content) else chunk_id
+
     def chunk(self, handle: str) -> ChunkSource | None:
         return self._chunk_by_handle.get(handle.lower())
 
     def web(self, handle: str) -> WebSource | None:
         return self._web_by_handle.get(handle.lower())
 
-    def expand_handle(self, handle: str) -> str:
-        """The client-facing tag for a cited alias, or ``""`` for anything not citable."""
+    def expand_handle(self, handle: str, preceding: str = "") -> str:
+        """The client-facing tag for a cited alias, or ``""`` for anything not citable. ``preceding`` is the
+        answer text before the citation: a passage made of several chunks is cited by the chunk that holds
+        the claim the citation closes."""
         chunk = self.chunk(handle)
         if chunk is not None:
             kb = f' kb_id="{escape(chunk.knowledge_base_id)}"' if chunk.knowledge_base_id else ""
-            return f'<kb doc="{escape(chunk.document_title)}" chunk_id="{escape(chunk.chunk_id)}"{kb} />'
+            chunk_id = self.cited_chunk_id(chunk.chunk_id, last_claim(preceding)) if preceding else chunk.chunk_id
+            return f'<kb doc="{escape(chunk.document_title)}" chunk_id="{escape(chunk_id)}"{kb} />'
         web = self.web(handle)
         if web is not None:
             return f'<web url="{escape(web.url)}" title="{escape(web.title)}" />'
@@ -137,8 +198,11 @@ class SourceRegistry:
                 parts.append(f'<document id="{doc}"{kb_attr} title="{escape(first.knowledge_title)}">')
                 for result in document_results:
                     handle = self.register_chunk(result)
+                    # The section heading is context the passage's text does not repeat ("Resuming after
+                    # a disconnect" heads the paragraph that says how).
+                    section = f' section="{escape(result.header)}"' if result.header else ""
                     parts.append(
-                        f'<chunk id="{handle}" index="{result.chunk_index + 1}" view="full">'
+                        f'<chunk id="{handle}" index="{result.chunk_index + 1}"{section} view="full">'
                         f"<content>{self.resources.encode(result.content)}</content></chunk>"
                     )
                 parts.append("</document>")

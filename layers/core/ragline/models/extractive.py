@@ -1,93 +1,40 @@
 """The default answerer when no generative model is configured: it quotes the sources, with citations.
 
 It reads the same messages a generative model would (the retrieved passages in the system prompt, the
-question in the last user turn), picks the sentences that best match the question and streams them with
-``<ref id="cN"/>`` citations, so the whole pipeline (citations included) works without any model or key.
-It says plainly that it is extractive.
+question in the last user turn), picks the sentence that answers the question (:mod:`ragline.answering`)
+and streams it with a ``<ref id="cN"/>`` citation of the passage it was taken from, so the whole pipeline
+(citations included) works without any model or key. When no sentence clears the relevance bar it says
+plainly that the knowledge base does not say, in the question's language. The answer events say which
+model wrote them (``model_id`` ``local:extractive``), which is how the page and the CLI tell a quote from
+a generated answer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
+import html
 import re
-from collections import Counter
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Sequence
 
-from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, collect
-from ragline.retrieval.text import tokenize_simple
+from ragline.answering.selection import Candidate, Similarity, Source, select
+from ragline.answering.terms import is_chinese
+from ragline.models.base import ChatChunk, ChatMessage, ChatModel, ChatResponse, Embedder, collect
 from ragline.types import ChatOptions
 
-_CHUNK = re.compile(r'<chunk id="([^"]+)"[^>]*><content>(.*?)</content></chunk>', re.DOTALL)
+_DOCUMENT = re.compile(r'<document\b[^>]*?title="([^"]*)"[^>]*>(.*?)</document>', re.DOTALL)
+_CHUNK = re.compile(r'<chunk id="([^"]+)"([^>]*)><content>(.*?)</content></chunk>', re.DOTALL)
+_PAGE = re.compile(r'<page id="([^"]+)" title="([^"]*)"><content>(.*?)</content></page>', re.DOTALL)
 _CONTEXT = re.compile(r'<context id="([^"]+)"[^>]*>(.*?)</context>', re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-        "about",
-        "into",
-        "than",
-        "then",
-        "there",
-        "these",
-        "those",
-    ]
-)
+_SECTION = re.compile(r'section="([^"]*)"')
 
-INTRO = "Extractive answer (no generative model is configured, so these are the sources' own words):\n\n"
 NOTHING_FOUND = (
-    "I found nothing in the knowledge base that answers this question. ragline is running without a "
-    "generative model, so it can only quote the knowledge base; try rephrasing the question with the "
-    "terms the documents use."
+    "The knowledge base does not say. No passage I found answers this question; without a generative model "
+    "ragline can only quote the documents, so try the words they would use."
 )
-MAX_SENTENCES = 4
-MAX_ANSWER_CHARS = 900
-
-
-@dataclass
-class _Sentence:
-    source: str
-    rank: int
-    position: int
-    text: str
-    score: float = 0.0
+NOTHING_FOUND_ZH = (
+    "知识库中没有找到这个问题的答案。没有配置生成模型时，ragline 只能引用文档原文；请换用文档中可能出现的词语再问。"
+)
+NOTHING_FOUND_PREFIXES = ("The knowledge base does not say", "知识库中没有找到")
 
 
 def _question(messages: Sequence[ChatMessage]) -> str:
@@ -99,67 +46,76 @@ def _question(messages: Sequence[ChatMessage]) -> str:
     return ""
 
 
-def _sources(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
+def _sources(messages: Sequence[ChatMessage]) -> list[Source]:
+    """The passages of the context in order, each with its document title and section heading."""
     text = "\n".join(m.content for m in messages if m.role != "assistant")
-    found = _CHUNK.findall(text)
-    return found if found else _CONTEXT.findall(text)
+    titles: dict[int, str] = {}
+    for document in _DOCUMENT.finditer(text):
+        titles[document.start(2)] = html.unescape(document.group(1))
+    starts = sorted(titles)
+    found: list[tuple[int, Source]] = []
+    for chunk in _CHUNK.finditer(text):
+        before = [s for s in starts if s <= chunk.start()]
+        title = titles[before[-1]] if before else ""
+        section = _SECTION.search(chunk.group(2))
+        context = " ".join(p for p in (title, html.unescape(section.group(1)) if section else "") if p)
+        found.append((chunk.start(), Source(chunk.group(1), chunk.group(3), context)))
+    for page in _PAGE.finditer(text):
+        found.append((page.start(), Source(page.group(1), page.group(3), html.unescape(page.group(2)))))
+    if not found:
+        found = [(m.start(), Source(m.group(1), m.group(2), "")) for m in _CONTEXT.finditer(text)]
+    return [source for _, source in sorted(found, key=lambda item: item[0])]
 
 
-def _terms(text: str) -> set[str]:
-    return {t for t in tokenize_simple(text) if t not in _STOPWORDS}
+def compose(question: str, chosen: Sequence[Candidate], cite: bool) -> str:
+    """The answer text: each quoted sentence followed by the citation of its own passage."""
+    if not chosen:
+        return NOTHING_FOUND_ZH if is_chinese(question) else NOTHING_FOUND
+    parts = []
+    for candidate in chosen:
+        citation = f'<ref id="{candidate.source}"/>' if cite and candidate.source.startswith(("c", "w")) else ""
+        parts.append(f"{candidate.text}{citation}")
+    return " ".join(parts)
 
 
-def select_sentences(question: str, sources: list[tuple[str, str]]) -> list[_Sentence]:
-    """The sentences that share the most informative question terms, in source order."""
-    sentences: list[_Sentence] = []
-    for rank, (source, content) in enumerate(sources):
-        for position, raw in enumerate(_SENTENCE_END.split(content)):
-            text = raw.strip().lstrip("#>-*| ").strip()
-            if len(text) >= 20:
-                sentences.append(_Sentence(source, rank, position, text))
-    query_terms = _terms(question)
-    if not sentences or not query_terms:
-        return []
-    document_frequency: Counter[str] = Counter()
-    sentence_terms = [_terms(s.text) for s in sentences]
-    for terms in sentence_terms:
-        document_frequency.update(terms & query_terms)
-    total = len(sentences)
-    for sentence, terms in zip(sentences, sentence_terms, strict=True):
-        matched = terms & query_terms
-        idf = sum(math.log(1 + total / document_frequency[t]) for t in matched)
-        # Earlier sources ranked higher in retrieval: a small prior, never enough to beat a better match.
-        sentence.score = idf / math.sqrt(1 + len(terms) / 12) + 0.05 / (1 + sentence.rank)
-    best = sorted((s for s in sentences if s.score > 0.1), key=lambda s: -s.score)
-    chosen: list[_Sentence] = []
-    length = 0
-    for sentence in best:
-        if len(chosen) == MAX_SENTENCES or (length + len(sentence.text) > MAX_ANSWER_CHARS and chosen):
-            break
-        chosen.append(sentence)
-        length += len(sentence.text)
-    return sorted(chosen, key=lambda s: (s.rank, s.position))
+def model_writes(model: ChatModel) -> bool:
+    """False for the extractive answerer: it quotes sources and cannot follow any other instruction
+    (rewrite a question, write SQL, name a session)."""
+    return model.model_id != ExtractiveChatModel.model_id
 
 
 class ExtractiveChatModel:
+    """``embedder``: a sentence model for English (MiniLM); it re-ranks the best lexical candidates by meaning
+    and lets a paraphrase clear the relevance bar. Chinese is matched by words alone (MiniLM cannot read it,
+    and the multilingual model is too slow to embed sentences while the user waits)."""
+
     model_id = "local:extractive"
 
-    def __init__(self, word_delay_s: float = 0.0) -> None:
+    def __init__(self, word_delay_s: float = 0.0, embedder: Callable[[], Embedder] | None = None) -> None:
         self._delay = word_delay_s
+        self._embedder = embedder
+
+    def _similarity(self, question: str) -> Similarity | None:
+        if self._embedder is None or is_chinese(question):
+            return None
+        embedder = self._embedder()
+
+        def similarity(query: str, sentences: list[str]) -> list[float]:
+            if not sentences:
+                return []
+            vectors = embedder.embed_documents(sentences)
+            return [float(value) for value in vectors @ embedder.embed_query(query)]
+
+        return similarity
+
+    def answer(self, messages: Sequence[ChatMessage]) -> str:
+        question = _question(messages)
+        cite = any('<ref id="' in m.content for m in messages if m.role == "system")
+        selection = select(question, _sources(messages), similarity=self._similarity(question))
+        return compose(question, selection.best, cite)
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
-        question = _question(messages)
-        sources = _sources(messages)
-        cite = any('<ref id="' in m.content for m in messages if m.role == "system")
-        chosen = select_sentences(question, sources)
-        if not chosen:
-            text = NOTHING_FOUND
-        else:
-            lines = []
-            for sentence in chosen:
-                citation = f'<ref id="{sentence.source}"/>' if cite and sentence.source.startswith(("c", "w")) else ""
-                lines.append(f"- {sentence.text}{citation}")
-            text = INTRO + "\n".join(lines)
+        text = await asyncio.to_thread(self.answer, messages)  # embedding and jieba: off the event loop
         budget = max(1, options.max_tokens) * 4  # ~4 characters per token
         truncated = len(text) > budget
         text = text[:budget]

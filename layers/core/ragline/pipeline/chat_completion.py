@@ -10,18 +10,32 @@ from ragline.modelcontext import expand_text
 from ragline.models.base import ModelCallError
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.emit import emit, event_id
-from ragline.pipeline.generation import build_messages, chat_options, finish_answer, stream_reply
+from ragline.pipeline.generation import (
+    attach_passage_parts,
+    build_messages,
+    chat_options,
+    finish_answer,
+    stream_reply,
+)
 from ragline.pipeline.plugin import ERR_GET_CHAT_MODEL, ERR_MODEL_CALL, NextFn, PluginError
+from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, EventType
 
 
 class PluginChatCompletion:
     """One blocking call; the answer lands in ``state.chat_response`` and as a single done event."""
 
-    def __init__(self, models: ModelRegistry, templates: PromptTemplates, prompt_id: str) -> None:
+    def __init__(
+        self,
+        models: ModelRegistry,
+        templates: PromptTemplates,
+        prompt_id: str,
+        knowledge: KnowledgeStore | None = None,
+    ) -> None:
         self._models = models
         self._templates = templates
         self._prompt_id = prompt_id
+        self._knowledge = knowledge
 
     def activation_events(self) -> list[EventType]:
         return [EventType.CHAT_COMPLETION]
@@ -32,6 +46,7 @@ class PluginChatCompletion:
         except UnknownModel as exc:
             return ERR_GET_CHAT_MODEL.with_cause(f"unknown chat model {exc}")
         messages, registry = build_messages(cm, self._templates, self._prompt_id)
+        attach_passage_parts(cm, registry, self._knowledge)
         try:
             reply = await model.chat(messages, chat_options(cm))
         except ModelCallError as exc:
@@ -49,10 +64,17 @@ class PluginChatCompletion:
 class PluginChatCompletionStream:
     """Streams thinking and answer events; ``done`` exactly once; model failures become ``model_call_failed``."""
 
-    def __init__(self, models: ModelRegistry, templates: PromptTemplates, prompt_id: str) -> None:
+    def __init__(
+        self,
+        models: ModelRegistry,
+        templates: PromptTemplates,
+        prompt_id: str,
+        knowledge: KnowledgeStore | None = None,
+    ) -> None:
         self._models = models
         self._templates = templates
         self._prompt_id = prompt_id
+        self._knowledge = knowledge
 
     def activation_events(self) -> list[EventType]:
         return [EventType.CHAT_COMPLETION_STREAM]
@@ -65,6 +87,7 @@ class PluginChatCompletionStream:
         except UnknownModel as exc:
             return ERR_GET_CHAT_MODEL.with_cause(f"unknown chat model {exc}")
         messages, registry = build_messages(cm, self._templates, self._prompt_id)
+        attach_passage_parts(cm, registry, self._knowledge)
         answer_id = event_id(cm, "answer")
         started = time.monotonic()
         outcome = await stream_reply(cm, model, messages, registry, answer_id=answer_id)

@@ -5,6 +5,7 @@ Shared by CHAT_COMPLETION, CHAT_COMPLETION_STREAM and the fallback answer.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,11 +15,15 @@ from ragline.config import PromptTemplates, render_placeholders
 from ragline.event.bus import BusEventType
 from ragline.modelcontext import SourceRegistry, StreamDecoder, expand_text, fold_citations
 from ragline.modelcontext.protocol import protocol_prompt
+from ragline.modelcontext.registry import ChunkPart
 from ragline.models.base import TRUNCATION_REASONS, ChatMessage, ChatModel, ModelCallError
 from ragline.pipeline.emit import emit, event_id
 from ragline.pipeline.faq_layout import faq_layout
 from ragline.runtime.cancel import until_cancelled
+from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, ChatOptions
+
+logger = logging.getLogger(__name__)
 
 # Shown when the output limit cut the reply before any text came out.
 TRUNCATED_WITHOUT_TEXT = (
@@ -74,6 +79,32 @@ def build_messages(
     return messages, registry
 
 
+def attach_passage_parts(cm: ChatManage, registry: SourceRegistry, knowledge: KnowledgeStore | None) -> None:
+    """Tell the registry which stored chunks each passage is made of, so that a citation names the chunk
+    that holds its claim: merge gives a passage its parent section's text, joins consecutive chunks and
+    widens short ones with their neighbours, while the passage keeps its first chunk's id."""
+    if knowledge is None or not cm.needs_retrieval():
+        return
+    results = [r for r in cm.final_results() if not r.is_web and (r.sub_chunk_id or r.parent_chunk_id)]
+    if not results:
+        return
+    tenant = cm.request.tenant_id
+    try:
+        by_id = {c.id: c for c in knowledge.chunks(tenant, list({i for r in results for i in (r.id, *r.sub_chunk_id)}))}
+        documents = {r.knowledge_id for r in results if r.parent_chunk_id and r.knowledge_id}
+        siblings = [c for d in sorted(documents) for c in knowledge.chunks_of_document(tenant, d) if c.parent_chunk_id]
+    except Exception:  # the citation then names the passage's first chunk, as before
+        logger.warning("passage parts unreadable; citations name each passage's first chunk", exc_info=True)
+        return
+    for result in results:
+        parts = {i: by_id[i] for i in (result.id, *result.sub_chunk_id) if i in by_id}
+        if result.parent_chunk_id:
+            parts.update({c.id: c for c in siblings if c.parent_chunk_id == result.parent_chunk_id and c.searchable})
+        ordered = sorted(parts.values(), key=lambda c: c.chunk_index)
+        if len(ordered) > 1:
+            registry.set_parts(result.id, [ChunkPart(c.id, c.content) for c in ordered])
+
+
 @dataclass
 class StreamOutcome:
     answer_text: str = ""
@@ -101,7 +132,8 @@ async def stream_reply(
     answer_decoder, thinking_decoder = StreamDecoder(registry), StreamDecoder(registry)
     thinking_id = event_id(cm, "thinking")
     thinking_started = time.monotonic()
-    data = {"event_id": answer_id, **(extra_data or {})}
+    # Which model wrote the answer (its name, never its endpoint): the page and the CLI mark a quote as such.
+    data = {"event_id": answer_id, "model_id": model.model_id.split("@", 1)[0], **(extra_data or {})}
     parts: list[str] = []
 
     async def answer(text: str) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ragline.config import PromptTemplates
 from ragline.models.base import TRUNCATION_REASONS, ChatModel
+from ragline.models.extractive import model_writes
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.load_history import pair_rounds
 from ragline.pipeline.plugin import NextFn, PluginError
@@ -96,6 +97,9 @@ class PluginQueryUnderstand:
             logger.warning("no model for query understanding; keeping the question", extra=log)
             return await next()
         model, sends_images = selected
+        if not model_writes(model):
+            logger.debug("the chat model does not write text; keeping the question", extra=log)
+            return await next()
         try:
             messages = understanding_messages(
                 self._templates,

@@ -1,4 +1,5 @@
 import random
+import re
 import zlib
 
 import pytest
@@ -198,3 +199,48 @@ def test_decoder_flush_drops_a_partial_tag():
     assert decoder.feed('Text <ref id="c1"') == "Text "
     assert decoder.flush() == ""
     assert decoder.flush() == ""
+
+
+def _merged_registry() -> SourceRegistry:
+    """c1 is a passage merge made of three stored chunks; citations of it name the chunk of the claim."""
+    from ragline.modelcontext.registry import ChunkPart
+
+    registry = SourceRegistry()
+    registry.register_chunk(
+        SearchResult(id="first", content="A. B. C.", knowledge_title="Guide", knowledge_base_id="kb")
+    )
+    registry.set_parts(
+        "first",
+        [
+            ChunkPart("first", "Every answer is written to a log."),
+            ChunkPart("second", "To resume, send the Last-Event-ID header with the last sequence number."),
+            ChunkPart("third", "A ping comment keeps idle connections open."),
+        ],
+    )
+    return registry
+
+
+def test_a_citation_of_a_merged_passage_names_the_chunk_holding_its_claim():
+    registry = _merged_registry()
+    text = (
+        'To resume, send the Last-Event-ID header with the last sequence number.<ref id="c1"/> '
+        'Idle connections stay open thanks to a ping comment.<ref id="c1"/> And a log.<ref id="c1"/>'
+    )
+    expanded = expand_text(text, registry)
+    assert re.findall(r'chunk_id="([^"]+)"', expanded) == ["second", "third", "first"]
+
+
+def test_merged_passage_citations_decode_the_same_wherever_the_stream_is_split():
+    registry = _merged_registry()
+    text = (
+        'To resume, send the Last-Event-ID header with the last sequence number.<ref id="c1"/>'
+        '<ref id="c1"/> A ping comment keeps idle connections open. <ref id="c1"/>'
+    )
+    whole = expand_text(text, registry)
+    rng = random.Random(7)
+    for _ in range(50):
+        cuts = sorted(rng.sample(range(1, len(text)), 6))
+        decoder = StreamDecoder(registry)
+        pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+        assert "".join(decoder.feed(p) for p in pieces) + decoder.flush() == whole
+    assert re.findall(r'chunk_id="([^"]+)"', whole) == ["second", "second", "third"]

@@ -1,0 +1,242 @@
+"""Which sentence of the retrieved passages answers the question, and whether any does.
+
+Every sentence of every passage is a candidate (the same sentence in two passages is one candidate, kept
+with the passage ranked first). A candidate is scored by the question terms it holds, each weighted by how
+rare it is among all candidates (a term no passage holds weighs the most: the knowledge base does not
+know it), with a bonus for question phrases it holds in order, for holding the kind of thing asked (a year
+for "when", a number for "how many") and a small prior for the passage's retrieval rank. A candidate that
+only repeats the question, with nothing else, cannot answer it.
+
+The relevance bar is the share of the question's weight the best candidate covers: below ``min_coverage``
+the answer is that the knowledge base does not say. The quote is then trimmed to the clauses that carry
+the matched terms and the answer, marked with an ellipsis where text was left out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ragline.answering.sentences import Span, split_sentences
+from ragline.answering.terms import terms
+
+MIN_COVERAGE = 0.5
+CONTEXT_WEIGHT = 0.5
+MIN_CHARS = 12
+
+
+@dataclass(frozen=True)
+class Source:
+    """One passage of the context: its alias, its text, and what heads it (document title, section)."""
+
+    handle: str
+    content: str
+    context: str = ""
+
+
+@dataclass
+class Candidate:
+    source: str  # the passage's alias (c1, c2, …)
+    rank: int  # the passage's position in the context (retrieval order)
+    index: int  # the sentence's position in its passage
+    span: Span
+    terms: list[str]
+    context_terms: frozenset[str] = frozenset()
+    score: float = 0.0
+    coverage: float = 0.0
+    similarity: float = 0.0
+    matched: set[str] = field(default_factory=set)
+
+    @property
+    def text(self) -> str:
+        return self.span.text
+
+
+def _signature(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def candidates(sources: Sequence[Source]) -> list[Candidate]:
+    """Every sentence of the passages once, in context order."""
+    seen: set[str] = set()
+    out: list[Candidate] = []
+    for rank, source in enumerate(sources):
+        context = frozenset(terms(source.context)) if source.context else frozenset()
+        for index, span in enumerate(split_sentences(source.content)):
+            signature = _signature(span.text)
+            if len(span.text) < MIN_CHARS or not signature or signature in seen:
+                continue
+            seen.add(signature)
+            out.append(Candidate(source.handle, rank, index, span, terms(span.text), context))
+    return out
+
+
+# What kind of answer a question asks for ----------------------------------------------------------------
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b|\b\d{1,2}(st|nd|rd|th)? century\b|[0-9]{3,4}年|世纪")
+_DATE = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\b|[0-9]+月|[0-9]+日",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(
+    r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    r"thousand|million|billion|dozen)\b|[一二三四五六七八九十百千万亿两]+[个名位人次年岁种件座部条所家]",
+    re.IGNORECASE,
+)
+_PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
+
+
+def answer_kind(question: str) -> str:
+    q = question.lower().strip()
+    if re.search(r"\b(what|which) (year|decade|century|date|day|month)\b|\bwhen\b|\bhow long ago\b", q):
+        return "time"
+    if re.search(r"哪一?年|何时|什么时候|哪一天|几月|哪个月|哪年|年份|日期|何年", q):
+        return "time"
+    if re.search(
+        r"\bhow (many|much|long|far|old|big|large|tall|high|fast|often)\b|\bwhat (percentage|percent|number|amount)\b",
+        q,
+    ):
+        return "number"
+    if re.search(r"多少|几[个名位次年岁种件座部条所家]?|多大|多长|多高|多久|多远", q):
+        return "number"
+    if re.search(r"^(who|whom|whose)\b|\bwho (was|is|were|did)\b", q):
+        return "person"
+    return ""
+
+
+def _holds_kind(kind: str, text: str, question: str) -> bool:
+    if kind == "time":
+        found = {m.group(0) for m in _YEAR.finditer(text)} | {m.group(0).lower() for m in _DATE.finditer(text)}
+        return bool(found - set(question.lower().split()))
+    if kind == "number":
+        numbers = set(re.findall(r"\d[\d,.]*", text)) - set(re.findall(r"\d[\d,.]*", question))
+        return bool(numbers) or bool(_NUMBER.search(re.sub(r"\d", "", text)))
+    if kind == "person":
+        names = {m.group(0) for m in _PROPER.finditer(text)}
+        return bool(names - set(question.split()))
+    return True
+
+
+# Scoring ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Weights:
+    """The answerer's constants, measured on the development sets (bench/answers/qa.py)."""
+
+    min_coverage: float = MIN_COVERAGE  # the relevance bar (lexical)
+    min_similarity: float = 0.55  # ... or the dense one, where a sentence model reads the language
+    context: float = CONTEXT_WEIGHT  # a question word in the heading or title instead of the sentence
+    phrase: float = 0.5  # a question phrase (two terms in order) held as a phrase
+    rank: float = 0.3  # prior for the passage retrieval ranked first
+    kind_miss: float = 0.7  # factor for a sentence without the kind of thing asked
+    number_miss: float = 0.5  # factor for a passage without the number the question names
+    similarity: float = 2.0  # weight of the dense similarity beside the lexical score
+
+
+DEFAULT_WEIGHTS = Weights()
+_NUMBER_TOKEN = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+@dataclass
+class Selection:
+    best: list[Candidate]
+    question_terms: list[str]
+    coverage: float
+    ranked: list[Candidate] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.best)
+
+
+def _bigrams(items: Sequence[str]) -> set[tuple[str, str]]:
+    return set(itertools.pairwise(items))
+
+
+def score(
+    question: str,
+    pool: list[Candidate],
+    weights: Weights = DEFAULT_WEIGHTS,
+    passages: Sequence[Source] = (),
+) -> list[str]:
+    """Scores every candidate in place; returns the question's terms (distinct, in order)."""
+    question_terms = list(dict.fromkeys(terms(question, drop_question_words=True)))
+    if not pool or not question_terms:
+        return question_terms
+    wanted = set(question_terms)
+    total = len(pool)
+    frequency: Counter[str] = Counter()
+    for candidate in pool:
+        frequency.update(set(candidate.terms) & wanted)
+    weight = {t: math.log(1 + total / (frequency[t] + 0.5)) for t in question_terms}
+    question_weight = sum(weight.values())
+    question_bigrams = _bigrams(question_terms)
+    kind = answer_kind(question)
+    numbers = set(_NUMBER_TOKEN.findall(question))
+    texts = {p.handle: f"{p.context} {p.content}" for p in passages}
+    mean_length = sum(len(c.terms) for c in pool) / total
+    for candidate in pool:
+        held = set(candidate.terms)
+        matched = held & wanted
+        candidate.matched = matched
+        # Words of the title or section heading name what every sentence under them is about ("she" in a
+        # passage titled with her name): they count for all of those sentences alike, and choose among them
+        # none; the sentence is chosen by the question's other words.
+        headed = candidate.context_terms & wanted
+        direct = matched - headed
+        overlap = sum(weight[t] for t in direct) + weights.context * sum(weight[t] for t in headed)
+        coverage = (overlap + (1 - weights.context) * sum(weight[t] for t in headed)) / question_weight
+        if numbers and not any(n in texts.get(candidate.source, candidate.text) for n in numbers):
+            coverage *= weights.number_miss
+        candidate.coverage = coverage
+        if not (matched or headed) or not (held - wanted):
+            candidate.score = 0.0
+            continue
+        phrases = len(_bigrams(candidate.terms) & question_bigrams)
+        value = overlap / question_weight + weights.phrase * phrases / len(question_terms)
+        value /= (0.75 + 0.25 * max(len(candidate.terms), 1) / max(mean_length, 1.0)) ** 0.5
+        if kind and not _holds_kind(kind, candidate.text, question):
+            value *= weights.kind_miss
+        candidate.score = value * (1 + weights.rank / (1 + candidate.rank))
+    return question_terms
+
+
+Similarity = Callable[[str, list[str]], list[float]]
+DENSE_CANDIDATES = 24
+
+
+def select(
+    question: str,
+    sources: Sequence[Source],
+    *,
+    weights: Weights = DEFAULT_WEIGHTS,
+    similarity: Similarity | None = None,
+) -> Selection:
+    """The sentence that answers ``question``, or none when no sentence clears the relevance bar.
+
+    ``similarity`` (question, sentences) → cosine similarities, from a sentence embedding model that reads
+    the question's language; it re-ranks the best lexical candidates and can clear the bar on its own (a
+    paraphrase shares meaning, not words).
+    """
+    pool = candidates(sources)
+    question_terms = score(question, pool, weights, sources)
+    ranked = sorted((c for c in pool if c.score > 0), key=lambda c: -c.score)
+    if similarity is not None and pool:
+        shortlist = ranked[:DENSE_CANDIDATES]
+        listed = {id(c) for c in shortlist}
+        shortlist += [c for c in pool if c.rank == 0 and id(c) not in listed and c.score == 0.0][:8]
+        for candidate, cosine in zip(shortlist, similarity(question, [c.text for c in shortlist]), strict=True):
+            candidate.similarity = cosine
+            candidate.score += weights.similarity * max(cosine, 0.0) * (1 + weights.rank / (1 + candidate.rank))
+        ranked = sorted(shortlist, key=lambda c: -c.score)
+    if not ranked:
+        return Selection([], question_terms, 0.0)
+    best = ranked[0]
+    relevant = best.coverage >= weights.min_coverage or (
+        similarity is not None and best.similarity >= weights.min_similarity
+    )
+    if not relevant:
+        return Selection([], question_terms, best.coverage, ranked)
+    return Selection([best], question_terms, best.coverage, ranked)

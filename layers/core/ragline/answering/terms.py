@@ -1,0 +1,347 @@
+"""The words of a question and of a sentence, as the extractive answerer compares them.
+
+English: lower case, a light suffix stemmer (so "charge", "charged" and "charging" meet), stop words out.
+Chinese: jieba's search segmentation (words and their parts), function words out. Numbers are kept whole
+("1858", "65"), since a question about a year or an amount often names one.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+from ragline.retrieval.text import cut_for_search, has_han
+
+_HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_LATIN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
+
+STOPWORDS_EN = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "one",
+        "ones",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "us",
+        "get",
+        "got",
+        "many",
+        "much",
+        "per",
+        "whats",
+    ]
+)
+# Question words and fillers that say what is asked, not what it is about.
+QUESTION_WORDS_EN = frozenset(
+    [
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "name",
+        "named",
+        "tell",
+        "describe",
+        "explain",
+        "give",
+        "list",
+        "kind",
+        "type",
+        "called",
+        "call",
+        "known",
+        "considered",
+        "did",
+        "does",
+        "do",
+        "is",
+        "are",
+        "was",
+        "were",
+        "please",
+    ]
+)
+STOPWORDS_ZH = frozenset(
+    [
+        "的",
+        "了",
+        "是",
+        "在",
+        "和",
+        "与",
+        "及",
+        "或",
+        "也",
+        "都",
+        "就",
+        "而",
+        "被",
+        "把",
+        "对",
+        "为",
+        "由",
+        "于",
+        "从",
+        "向",
+        "以",
+        "之",
+        "其",
+        "这",
+        "那",
+        "这个",
+        "那个",
+        "一个",
+        "有",
+        "没有",
+        "吗",
+        "呢",
+        "吧",
+        "啊",
+        "什么",
+        "哪",
+        "哪个",
+        "哪些",
+        "哪里",
+        "哪儿",
+        "哪位",
+        "哪一",
+        "哪一年",
+        "谁",
+        "多少",
+        "几",
+        "几个",
+        "如何",
+        "怎么",
+        "怎样",
+        "为什么",
+        "何",
+        "何时",
+        "何地",
+        "什么样",
+        "是否",
+        "请问",
+        "请",
+        "称为",
+        "叫",
+        "叫做",
+        "被称为",
+        "个",
+        "位",
+        "名",
+        "种",
+        "中",
+        "上",
+        "下",
+        "后",
+        "前",
+        "时",
+        "年代",
+    ]
+)
+
+
+@lru_cache(maxsize=4096)
+def stem(word: str) -> str:
+    """A light English stemmer: plural, -ing, -ed, -ly and a final e; enough to match inflections."""
+    w = word.lower().replace("'s", "").replace("’s", "")
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    for suffix, replacement in (("sses", "ss"), ("ies", "y"), ("ied", "y")):
+        if w.endswith(suffix):
+            return w[: -len(suffix)] + replacement
+    if w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ingly", "edly", "ing", "ed", "ly"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3 and re.search(r"[aeiouy]", w[: -len(suffix)]):
+            w = w[: -len(suffix)]
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":  # stopped → stop
+                w = w[:-1]
+            break
+    if w.endswith("e") and len(w) > 4:
+        w = w[:-1]
+    return w
+
+
+def terms(text: str, *, drop_question_words: bool = False) -> list[str]:
+    """The content terms of ``text`` in order (repeats kept)."""
+    return list(_terms(text, drop_question_words))
+
+
+@lru_cache(maxsize=16384)
+def _terms(text: str, drop_question_words: bool) -> tuple[str, ...]:
+    """(Cached: the same passages come back question after question.)"""
+    out: list[str] = []
+    lowered = text.lower()
+    position = 0
+    for run in _HAN_RUN.finditer(lowered):
+        out.extend(_latin_terms(lowered[position : run.start()], drop_question_words))
+        out.extend(w for w in cut_for_search(run.group(0)) if w not in STOPWORDS_ZH)
+        position = run.end()
+    out.extend(_latin_terms(lowered[position:], drop_question_words))
+    return tuple(out)
+
+
+def fold_accents(text: str) -> str:
+    """ "Beyoncé" and "Beyonce", "Frédéric" and "Frederic" are one word to a reader typing a question."""
+    if text.isascii():
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def han_pairs(text: str) -> list[str]:
+    """Consecutive Han character pairs: a match that does not depend on how jieba cut either side."""
+    pairs: list[str] = []
+    for run in _HAN_RUN.finditer(text):
+        chars = run.group(0)
+        pairs.extend(chars[i : i + 2] for i in range(len(chars) - 1))
+    return pairs
+
+
+def _latin_terms(text: str, drop_question_words: bool) -> list[str]:
+    words = _LATIN.findall(fold_accents(text))
+    return [
+        stem(w) if w[0].isalpha() else w.replace(",", "")
+        for w in words
+        if w not in STOPWORDS_EN
+        and not (drop_question_words and w in QUESTION_WORDS_EN)
+        and (len(w) > 1 or w.isdigit())
+    ]
+
+
+def is_chinese(text: str) -> bool:
+    return has_han(text)
