@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -235,26 +236,70 @@ def tenant_create(
     console.print(key)
 
 
+@dataclass
+class CitedSource:
+    """One cited document (or web page) in the printed answer: its number, label and cited chunks."""
+
+    number: int
+    label: str
+    chunks: list[str] = field(default_factory=list)
+
+
 class AnswerPrinter:
-    """Renders a stream of StreamResponse frames for a terminal: progress, answer, numbered citations."""
+    """Renders a stream of StreamResponse frames for a terminal: progress, answer, numbered citations.
+
+    Citations are numbered per document, as the page's reference cards are: two sentences quoted from one
+    document are both [1], and its entry lists the passages they came from (section, page)."""
 
     def __init__(self, out: Console) -> None:
         self.out = out
-        self.citations: dict[str, tuple[int, str]] = {}
+        self.citations: dict[str, CitedSource] = {}
+        self.references: list[dict[str, Any]] = []
         self.answer: list[str] = []
         self.ended = ""
+        self._quoted_notice = False
 
-    def _cite(self, key: str, label: str) -> str:
+    def _reference_of(self, chunk_id: str) -> dict[str, Any] | None:
+        for ref in self.references:
+            if ref.get("id") == chunk_id or chunk_id in (ref.get("sub_chunk_id") or []):
+                return ref
+        return None
+
+    def _cite_chunk(self, doc: str, chunk_id: str) -> str:
+        ref = self._reference_of(chunk_id)
+        key = str(ref.get("knowledge_id") or "") if ref else ""
+        if not key:  # a chunk no reference lists (a neighbour merge joined in): its document by title
+            same = next((r for r in self.references if r.get("knowledge_title") == doc and r.get("knowledge_id")), None)
+            key = str(same["knowledge_id"]) if same else f"doc:{doc}"
+        return self._cite(key, doc or "source", chunk_id)
+
+    def _cite(self, key: str, label: str, chunk_id: str = "") -> str:
         if key not in self.citations:
-            self.citations[key] = (len(self.citations) + 1, label)
-        return f"[{self.citations[key][0]}]"
+            self.citations[key] = CitedSource(len(self.citations) + 1, label)
+        cited = self.citations[key]
+        if chunk_id and chunk_id not in cited.chunks:
+            cited.chunks.append(chunk_id)
+        return f"[{cited.number}]"
 
     def render_text(self, text: str) -> str:
         return replace_citations(
             text,
-            lambda doc, chunk_id, _kb_id: self._cite(chunk_id, doc),
+            lambda doc, chunk_id, _kb_id: self._cite_chunk(doc, chunk_id),
             lambda url, title: self._cite(url, f"{title} <{url}>"),
         )
+
+    def _where(self, chunk_id: str) -> str:
+        """Where a cited chunk sits in its document: section and page, as far as the references say."""
+        ref = self._reference_of(chunk_id)
+        if ref is None:
+            return ""
+        parts = []
+        page = (ref.get("chunk_metadata") or {}).get("page")
+        if page:
+            parts.append(f"p. {page}")
+        if ref.get("header"):
+            parts.append(str(ref["header"]))
+        return " · ".join(parts)
 
     def handle(self, frame: dict[str, Any]) -> None:
         kind, content, data = frame.get("response_type"), frame.get("content", ""), frame.get("data") or {}
@@ -267,13 +312,15 @@ class AnswerPrinter:
                     f" ({data.get('candidate_count', 0)} candidates)[/]"
                 )
         elif kind == "references":
-            refs = frame.get("knowledge_references") or []
-            self.out.print(f"[dim]{len(refs)} references[/]\n")
+            self.references = list(frame.get("knowledge_references") or [])
         elif kind == "thinking" and content:
             self.out.print(content, style="dim italic", end="")
         elif kind == "answer":
             if data.get("is_fallback") and not self.answer:
                 self.out.print("[yellow](nothing relevant found in the knowledge base)[/]")
+            if data.get("model_id") == "local:extractive" and not self._quoted_notice:
+                self._quoted_notice = True
+                self.out.print("[dim](quoted from the knowledge base: no generative model is configured)[/]")
             if content:
                 self.answer.append(content)
                 self.out.print(self.render_text(content), end="", markup=False, highlight=False)
@@ -290,10 +337,18 @@ class AnswerPrinter:
 
     def finish(self) -> None:
         self.out.print()
-        if self.citations:
-            self.out.print("\n[bold]References[/]")
-            for _, (number, label) in sorted(self.citations.items(), key=lambda item: item[1][0]):
-                self.out.print(f"  [{number}] {label}", markup=False)
+        if not self.citations:
+            return
+        retrieved = len({r.get("knowledge_id") for r in self.references if r.get("knowledge_id")})
+        cited = sum(1 for key in self.citations if not key.startswith(("http://", "https://")))
+        summary = f" ({cited} of {retrieved} retrieved documents cited)" if retrieved else ""
+        self.out.print(f"\n[bold]References[/]{summary}")
+        for source in sorted(self.citations.values(), key=lambda s: s.number):
+            self.out.print(f"  [{source.number}] {source.label}", markup=False, highlight=False)
+            for chunk_id in source.chunks:
+                where = self._where(chunk_id)
+                if where:
+                    self.out.print(f"      {where}", markup=False, highlight=False)
 
 
 async def _ask_http(url: str, key: str, query: str, kb: str | None) -> AsyncIterator[dict[str, Any]]:

@@ -20,12 +20,49 @@ def test_citation_tags_become_numbered_references_with_decoded_labels():
         'again <kb doc="Coffee &amp; tea" chunk_id="c&lt;1" />.'
     )
     assert answer.render_text(text) == "Brew at 90 °C [1], or see [2]; again [1]."
-    assert answer.citations == {
-        "c<1": (1, "Coffee & tea"),
+    assert {key: (c.number, c.label) for key, c in answer.citations.items()} == {
+        "doc:Coffee & tea": (1, "Coffee & tea"),
         "https://example.org/a?x=1&y=2": (2, 'Q "A" <https://example.org/a?x=1&y=2>'),
     }
     answer.finish()
     assert "[1] Coffee & tea" in out.getvalue()
+
+
+def test_references_are_one_entry_per_document_and_the_counts_agree():
+    """Two passages of one document cited: one [1] entry listing both, "1 of 2 retrieved documents cited"."""
+    answer, out = printer()
+    references = [
+        {"id": "a1", "knowledge_id": "doc-a", "knowledge_title": "Streaming", "header": "Resume", "chunk_metadata": {}},
+        {
+            "id": "a2",
+            "knowledge_id": "doc-a",
+            "knowledge_title": "Streaming",
+            "header": "Keep-alive",
+            "chunk_metadata": {"page": 2},
+            "sub_chunk_id": ["a3"],
+        },
+        {"id": "b1", "knowledge_id": "doc-b", "knowledge_title": "Getting started", "chunk_metadata": {}},
+    ]
+    answer.handle({"response_type": "references", "knowledge_references": references})
+    answer.handle(
+        {
+            "response_type": "answer",
+            "content": 'Send Last-Event-ID.<kb doc="Streaming" chunk_id="a1" />',
+            "data": {"model_id": "local:extractive"},
+        }
+    )
+    answer.handle(
+        {"response_type": "answer", "content": ' Pings every 15 s.<kb doc="Streaming" chunk_id="a3" />', "data": {}}
+    )
+    answer.finish()
+    printed = out.getvalue()
+    assert "Send Last-Event-ID.[1] Pings every 15 s.[1]" in printed
+    assert "quoted from the knowledge base" in printed
+    assert "References (1 of 2 retrieved documents cited)" in printed
+    assert printed.count("[1] Streaming") == 1
+    assert "Resume" in printed
+    assert "p. 2 · Keep-alive" in printed
+    assert "[2]" not in printed
 
 
 def test_tags_a_model_spells_loosely_are_still_cited():

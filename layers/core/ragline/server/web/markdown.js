@@ -31,6 +31,31 @@ export function citationsOf(text) {
   return [...text.matchAll(CITATION)].map((m) => parseCitation(m[1], m[2]));
 }
 
+/** For each citation of a text, in order, the claim it backs: the last sentence of the text before it. */
+export function citationClaims(text) {
+  const claims = [];
+  let position = 0;
+  let previous = '';
+  for (const match of String(text || '').matchAll(CITATION)) {
+    const between = text.slice(position, match.index);
+    position = match.index + match[0].length;
+    // Consecutive citations back the same claim.
+    if (between.trim()) previous = lastSentence(text.slice(0, match.index));
+    claims.push(previous);
+  }
+  return claims;
+}
+
+function lastSentence(text) {
+  const plain = text.replace(CITATION, ' ').replace(/[*_`#>|]/g, ' ');
+  const sentences = plain.split(/(?<=[.!?。！？；])\s+|\n+/);
+  for (let i = sentences.length - 1; i >= 0; i -= 1) {
+    const sentence = sentences[i].replace(/^\s*(?:[-+]|\d+[.)])\s+/, '').trim();
+    if (sentence.length >= 3) return sentence;
+  }
+  return '';
+}
+
 /** While an answer streams, a tag may be cut in two: hide a trailing `<kb …` or `<web …` until it closes. */
 export function stripPartialTag(text) {
   return text.replace(/<(?:k|kb|w|we|web)(?:\s[^<>]*)?$/, '');
@@ -55,6 +80,7 @@ export function renderMarkdown(source, options = {}) {
     .replace(CITATION, (raw, kind, attributes) => {
       const citation = parseCitation(kind, attributes);
       citation.raw = raw;
+      citation.index = citations.length;
       citations.push(citation);
       return `${OPEN}${citations.length - 1}${CLOSE}`;
     });

@@ -4,7 +4,7 @@
 // frame received); the view is rebuilt from it at most once per animation frame.
 
 import { count, h } from './dom.js';
-import { renderMarkdown, safeUrl, stripPartialTag } from './markdown.js';
+import { citationClaims, renderMarkdown, safeUrl, stripPartialTag } from './markdown.js';
 
 const TOOLS = {
   query_understand: ['Understanding the question…', 'Question understood'],
@@ -103,6 +103,10 @@ export class Turn {
     this.marks = {};
     this.renderedAnswer = null;
     this.renderedReferences = null;
+    this.renderedCited = '';
+    this.numbers = new Map();
+    this.cited = new Map();
+    this.claims = [];
     this.userToggled = false;
     this.pending = false;
     this.build();
@@ -301,8 +305,15 @@ export class Turn {
     const text = s.answerDone || phase !== 'streaming' ? s.answer : stripPartialTag(s.answer);
     if (text !== this.renderedAnswer) {
       this.numbers = new Map();
+      this.cited = new Map();
+      this.claims = citationClaims(text);
       this.answerEl.replaceChildren(renderMarkdown(text, { renderCitation: (c) => this.citation(c) }));
       this.renderedAnswer = text;
+      const citedKey = [...this.cited].map(([key, list]) => `${key}:${list.map((e) => e.chunkId).join(',')}`).join('|');
+      if (citedKey !== this.renderedCited && s.references && s.references.length) {
+        this.renderedCited = citedKey;
+        this.renderReferences();
+      }
     }
     if (text.trim()) this.mark('answer');
     this.answerEl.hidden = !text && phase !== 'streaming';
@@ -322,26 +333,32 @@ export class Turn {
     this.options.onRender?.(this);
   }
 
-  referenceIndex(chunkId) {
-    return (this.state.references || []).findIndex((r) => r.id === chunkId);
+  /** The reference a chunk id belongs to: the passage itself, or one merge built from it. */
+  referenceFor(chunkId) {
+    const refs = this.state.references || [];
+    return refs.find((r) => r.id === chunkId) || refs.find((r) => (r.sub_chunk_id || []).includes(chunkId)) || null;
   }
 
-  numberFor(key, chunkId) {
-    const index = chunkId ? this.referenceIndex(chunkId) : -1;
-    if (index >= 0) return index + 1;
-    if (!this.numbers.has(key)) {
-      const base = (this.state.references || []).length;
-      this.numbers.set(key, base + this.numbers.size + 1);
-    }
+  /** Citations are numbered per document (one reference card each), in the order the answer cites them. */
+  documentKey(chunkId, doc) {
+    const ref = this.referenceFor(chunkId);
+    if (ref) return ref.url ? `web:${ref.url}` : `doc:${ref.knowledge_id || ref.id}`;
+    const same = (this.state.references || []).find((r) => doc && r.knowledge_title === doc && r.knowledge_id);
+    return same ? `doc:${same.knowledge_id}` : `title:${doc}`;
+  }
+
+  numberFor(key) {
+    if (!this.numbers.has(key)) this.numbers.set(key, this.numbers.size + 1);
     return this.numbers.get(key);
   }
 
-  openChunk(chunkId, doc, kbId) {
-    const reference = (this.state.references || [])[this.referenceIndex(chunkId)] || null;
-    this.options.onCite?.({ chunkId, doc: doc || (reference && reference.knowledge_title) || '', kbId, reference });
+  openChunk(chunkId, doc, kbId, claim = '') {
+    const reference = this.referenceFor(chunkId);
+    this.options.onCite?.({ chunkId, doc: doc || (reference && reference.knowledge_title) || '', kbId, reference, claim });
   }
 
   citation(c) {
+    const claim = this.claims[c.index] || '';
     if (c.kind === 'web') {
       const href = safeUrl(c.url);
       if (!href || href.startsWith('mailto:')) return null;
@@ -349,11 +366,15 @@ export class Turn {
       return h(
         'a',
         { class: 'cite web', href, target: '_blank', rel: 'noopener noreferrer nofollow', title: c.url },
-        h('span', { class: 'cite-n' }, String(this.numberFor(href, ''))),
+        h('span', { class: 'cite-n' }, String(this.numberFor(`web:${href}`))),
         h('span', { class: 'cite-label' }, label),
       );
     }
     if (!c.chunkId) return null;
+    const key = this.documentKey(c.chunkId, c.doc);
+    const cited = this.cited.get(key) || [];
+    if (!cited.some((entry) => entry.chunkId === c.chunkId)) cited.push({ chunkId: c.chunkId, claim, doc: c.doc });
+    this.cited.set(key, cited);
     return h(
       'button',
       {
@@ -361,51 +382,85 @@ export class Turn {
         class: 'cite',
         title: `${c.doc || 'Source'} — open the cited passage`,
         dataset: { chunkId: c.chunkId, kbId: c.kbId },
-        onclick: () => this.openChunk(c.chunkId, c.doc, c.kbId),
+        onclick: () => this.openChunk(c.chunkId, c.doc, c.kbId, claim),
       },
-      h('span', { class: 'cite-n' }, String(this.numberFor(c.chunkId, c.chunkId))),
+      h('span', { class: 'cite-n' }, String(this.numberFor(key))),
       h('span', { class: 'cite-label' }, c.doc || 'source'),
+    );
+  }
+
+  /** The documents of the references, in retrieval order: {key, title, kind, refs, url}. */
+  documents() {
+    const documents = new Map();
+    for (const ref of this.state.references || []) {
+      const key = ref.url ? `web:${ref.url}` : `doc:${ref.knowledge_id || ref.id}`;
+      if (!documents.has(key)) {
+        const kind = ref.url ? 'web' : (ref.knowledge_filename || '').split('.').pop().toLowerCase();
+        documents.set(key, { key, title: ref.knowledge_title || ref.knowledge_filename || 'Untitled', kind, url: ref.url, refs: [] });
+      }
+      documents.get(key).refs.push(ref);
+    }
+    return [...documents.values()];
+  }
+
+  passageButton(ref, title, entry) {
+    const page = ref && ref.chunk_metadata && ref.chunk_metadata.page;
+    const where = [ref && ref.header, page ? `p. ${page}` : '', ref && typeof ref.score === 'number' ? `score ${ref.score.toFixed(2)}` : '']
+      .filter(Boolean)
+      .join(' · ');
+    const chunkId = entry ? entry.chunkId : ref.id;
+    const snippet = (entry && entry.claim) || (ref ? ref.content : '') || '';
+    return h(
+      'button',
+      {
+        type: 'button',
+        class: `ref${entry ? ' cited' : ''}`,
+        dataset: { chunkId },
+        title: entry ? 'Cited — open the passage with the quoted sentence' : 'Retrieved, not cited — open the passage',
+        onclick: () => this.openChunk(chunkId, title, ref ? ref.knowledge_base_id : '', entry ? entry.claim : ''),
+      },
+      where ? h('span', { class: 'ref-where' }, where) : null,
+      h('span', { class: 'ref-snippet' }, snippet.replace(/\s+/g, ' ').slice(0, 200)),
     );
   }
 
   renderReferences() {
     const refs = this.state.references || [];
     this.renderedReferences = refs;
-    const items = refs.map((ref, index) => {
-      const title = ref.knowledge_title || ref.knowledge_filename || 'Untitled';
-      const snippet = (ref.content || '').replace(/\s+/g, ' ').slice(0, 180);
-      const body = [
-        h('span', { class: 'ref-n' }, String(index + 1)),
-        h(
-          'span',
-          { class: 'ref-body' },
-          h('span', { class: 'ref-title' }, title),
-          ref.header ? h('span', { class: 'ref-header' }, ref.header) : null,
-          h('span', { class: 'ref-snippet' }, snippet),
-        ),
-      ];
-      const webUrl = ref.url ? safeUrl(ref.url) : '';
-      if (webUrl && !webUrl.startsWith('mailto:')) {
-        return h('li', {}, h('a', { class: 'ref', href: webUrl, target: '_blank', rel: 'noopener noreferrer nofollow' }, body));
+    const documents = this.documents();
+    // Cited documents first, by their citation number; the others after, in retrieval order.
+    const numbered = (doc) => (this.numbers.has(doc.key) ? this.numbers.get(doc.key) : Infinity);
+    const ordered = documents.map((doc, i) => [doc, i]).sort((a, b) => numbered(a[0]) - numbered(b[0]) || a[1] - b[1]);
+    const items = ordered.map(([doc]) => {
+      const cited = this.cited.get(doc.key) || [];
+      const number = this.numbers.get(doc.key);
+      const webUrl = doc.url ? safeUrl(doc.url) : '';
+      const head = h(
+        'div',
+        { class: 'ref-card-head' },
+        h('span', { class: `ref-n${number ? '' : ' uncited'}`, title: number ? 'cited' : 'not cited' }, number ? String(number) : '·'),
+        webUrl && !webUrl.startsWith('mailto:')
+          ? h('a', { class: 'ref-title', href: webUrl, target: '_blank', rel: 'noopener noreferrer nofollow' }, doc.title)
+          : h('span', { class: 'ref-title' }, doc.title),
+        doc.kind && doc.kind !== 'web' ? h('span', { class: 'ref-kind' }, doc.kind.toUpperCase()) : null,
+      );
+      // The cited passages (in citation order), then the retrieved ones nothing cited.
+      const entries = cited.map((entry) => this.passageButton(this.referenceFor(entry.chunkId), doc.title, entry));
+      const citedRefs = new Set(cited.map((entry) => (this.referenceFor(entry.chunkId) || {}).id));
+      for (const ref of doc.refs) {
+        if (!citedRefs.has(ref.id) && !doc.url) entries.push(this.passageButton(ref, doc.title, null));
       }
       return h(
         'li',
-        {},
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'ref',
-            dataset: { chunkId: ref.id },
-            onclick: () => this.openChunk(ref.id, title, ref.knowledge_base_id),
-          },
-          body,
-        ),
+        { class: `ref-card${number ? ' cited' : ''}`, dataset: { documentKey: doc.key } },
+        head,
+        entries.length ? h('ul', { class: 'ref-chunks' }, entries.map((entry) => h('li', {}, entry))) : null,
       );
     });
-    this.referencesEl.replaceChildren(
-      h('h3', {}, `References · ${refs.length}`),
-      h('ol', { class: 'reference-list' }, items),
-    );
+    const citedCount = ordered.filter(([doc]) => this.numbers.has(doc.key)).length;
+    const heading = citedCount
+      ? `References · ${citedCount} of ${count(documents.length, 'document')} cited`
+      : `References · ${count(documents.length, 'document')}`;
+    this.referencesEl.replaceChildren(h('h3', {}, heading), h('ol', { class: 'reference-list' }, items));
   }
 }
