@@ -54,7 +54,9 @@ def test_one_card_per_document_chips_numbered_by_document_and_the_viewer_highlig
     assert chips.count() == 2
     numbers = [chips.nth(i).locator(".cite-n").inner_text() for i in range(2)]
     chip_documents = [
-        ragline.client.get(f"/api/v1/chunks/{chips.nth(i).get_attribute('data-chunk-id')}").json()["knowledge_id"]
+        ragline.client.get(f"/api/v1/chunks/by-id/{chips.nth(i).get_attribute('data-chunk-id')}").json()["data"][
+            "knowledge_id"
+        ]
         for i in range(2)
     ]
     # Numbered by document: the same number exactly when the two chips cite the same document.
@@ -83,7 +85,7 @@ def test_one_card_per_document_chips_numbered_by_document_and_the_viewer_highlig
     assert "Brewing" in page.locator("#source-meta").inner_text()
     page.wait_for_function("() => document.querySelector('#source-dialog').dataset.neighbours !== undefined")
     neighbours = int(page.locator("#source-dialog").get_attribute("data-neighbours") or "0")
-    chunk = ragline.client.get(f"/api/v1/chunks/{chips.nth(0).get_attribute('data-chunk-id')}").json()
+    chunk = ragline.client.get(f"/api/v1/chunks/by-id/{chips.nth(0).get_attribute('data-chunk-id')}").json()["data"]
     expected = int(bool(chunk["pre_chunk_id"])) + int(bool(chunk["next_chunk_id"]))
     assert neighbours == expected
     if chunk["next_chunk_id"]:

@@ -94,7 +94,7 @@ def test_a_chromium_pdf_is_searchable_by_the_words_it_printed_with_ligatures(mad
             f"/api/v1/knowledge-bases/{kb}/documents", files={"file": ("rover.pdf", handle, "application/pdf")}
         )
     assert reply.status_code == 201, reply.text
-    document = reply.json()
+    document = reply.json()["data"]
     assert (document["title"], document["file_type"]) == ("The Northfield rover", "pdf")
     assert document["chunk_count"] >= 3  # sections, not one chunk
     # "affordable" and "fleet" were printed with the ff and fl ligatures; keyword search alone finds them.
@@ -103,12 +103,12 @@ def test_a_chromium_pdf_is_searchable_by_the_words_it_printed_with_ligatures(mad
             "/api/v1/knowledge-search", json={"query": word, "knowledge_base_ids": [kb], "retrievers": "keyword"}
         )
         assert found.status_code == 200, found.text
-        items = found.json()["items"]
+        items = found.json()["data"]
         assert items, word
         assert items[0]["knowledge_id"] == document["id"], (word, items)
         assert word in items[0]["content"]
     found = ragline.client.post("/api/v1/knowledge-search", json={"query": "Northfield", "knowledge_base_ids": [kb]})
-    assert "Northfield" in found.json()["items"][0]["content"]
-    chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{document['id']}/chunks").json()["items"]
+    assert "Northfield" in found.json()["data"][0]["content"]
+    chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents/{document['id']}/chunks").json()["data"]
     pages = {c["metadata"].get("page") for c in chunks if c.get("searchable", True)}
     assert pages == {1, 2}

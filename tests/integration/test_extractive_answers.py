@@ -48,7 +48,7 @@ def quoted_claims(text: str) -> list[tuple[str, str]]:
     """(sentence, cited chunk id) for every citation, the sentence being the text since the last one."""
     claims, position = [], 0
     for match in _KB_TAG.finditer(text):
-        claim = text[position : match.start()].strip()
+        claim = text[position : match.start()].strip().strip("…").strip()  # an excerpt: ellipses are ours
         position = match.end()
         if claim:
             claims.append((claim, match.group(1)))
@@ -64,9 +64,12 @@ def assert_citations_hold_their_claims(ragline, text: str) -> None:
     claims = quoted_claims(text)
     assert claims, text
     for claim, chunk_id in claims:
-        chunk = ragline.client.get(f"/api/v1/chunks/{chunk_id}")
+        chunk = ragline.client.get(f"/api/v1/chunks/by-id/{chunk_id}")
         assert chunk.status_code == 200, chunk.text
-        assert " ".join(claim.split()) in " ".join(chunk.json()["content"].split()), (claim, chunk.json()["content"])
+        assert " ".join(claim.split()) in " ".join(chunk.json()["data"]["content"].split()), (
+            claim,
+            chunk.json()["data"]["content"],
+        )
 
 
 def test_resume_question_quotes_the_answer_once_from_the_chunk_that_holds_it(extractive):
@@ -109,4 +112,4 @@ def test_pdf_sentence_broken_across_lines_answers_and_cites_its_page_chunk(extra
     assert "a range of 65 kilometres" in text, text
     assert_citations_hold_their_claims(extractive, text)
     cited = quoted_claims(text)[0][1]
-    assert extractive.client.get(f"/api/v1/chunks/{cited}").json()["metadata"]["page"] == 1
+    assert extractive.client.get(f"/api/v1/chunks/by-id/{cited}").json()["data"]["metadata"]["page"] == 1

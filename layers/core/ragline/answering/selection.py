@@ -49,6 +49,8 @@ class Candidate:
     score: float = 0.0
     coverage: float = 0.0
     similarity: float = 0.0
+    lexical: float = 0.0
+    kind_factor: float = 1.0
     matched: set[str] = field(default_factory=set)
 
     @property
@@ -89,12 +91,30 @@ _NUMBER = re.compile(
 _PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
 
 
+# A question about a distance, a duration or a share asks for a number with that unit.
+_UNIT_QUESTIONS = (
+    ("distance", r"\bhow far\b|\b(what|which) (distance|range)\b|多远|距离多少"),
+    ("duration", r"\bhow long (does|did|do|will|is|was|should|can)\b|多久|多长时间"),
+    ("percentage", r"\bwhat (percentage|percent|share|proportion)\b|百分之|比例"),
+)
+_UNITS = {
+    "distance": r"\d[\d,.]*\s*(km|kilomet|mile|metre|meter|m\b|ft\b|feet|yard)|公里|千米|英里|米",
+    "duration": r"\d[\d,.]*\s*(second|minute|hour|day|week|month|year|min\b|h\b)"
+    r"|\b(one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty)\s+(second|minute|hour|day|week|month|year)"
+    r"|分钟|小时|天|周|月|年",
+    "percentage": r"\d\s*(%|percent|per cent)|百分之|％",
+}
+
+
 def answer_kind(question: str) -> str:
     q = question.lower().strip()
     if re.search(r"\b(what|which) (year|decade|century|date|day|month)\b|\bwhen\b|\bhow long ago\b", q):
         return "time"
     if re.search(r"哪一?年|何时|什么时候|哪一天|几月|哪个月|哪年|年份|日期|何年", q):
         return "time"
+    for kind, pattern in _UNIT_QUESTIONS:
+        if re.search(pattern, q):
+            return kind
     if re.search(
         r"\bhow (many|much|long|far|old|big|large|tall|high|fast|often)\b|\bwhat (percentage|percent|number|amount)\b",
         q,
@@ -108,6 +128,8 @@ def answer_kind(question: str) -> str:
 
 
 def _holds_kind(kind: str, text: str, question: str) -> bool:
+    if kind in _UNITS:
+        return re.search(_UNITS[kind], text, re.IGNORECASE) is not None
     if kind == "time":
         found = {m.group(0) for m in _YEAR.finditer(text)} | {m.group(0).lower() for m in _DATE.finditer(text)}
         return bool(found - set(question.lower().split()))
@@ -191,16 +213,63 @@ def score(
         if numbers and not any(n in texts.get(candidate.source, candidate.text) for n in numbers):
             coverage *= weights.number_miss
         candidate.coverage = coverage
+        if kind and not _holds_kind(kind, candidate.text, question):
+            candidate.kind_factor = weights.kind_miss
         if not (matched or headed) or not (held - wanted):
             candidate.score = 0.0
             continue
         phrases = len(_bigrams(candidate.terms) & question_bigrams)
         value = overlap / question_weight + weights.phrase * phrases / len(question_terms)
         value /= (0.75 + 0.25 * max(len(candidate.terms), 1) / max(mean_length, 1.0)) ** 0.5
-        if kind and not _holds_kind(kind, candidate.text, question):
-            value *= weights.kind_miss
-        candidate.score = value * (1 + weights.rank / (1 + candidate.rank))
+        candidate.lexical = value
+        candidate.score = value * candidate.kind_factor * (1 + weights.rank / (1 + candidate.rank))
     return question_terms
+
+
+# Trimming a long quote to the clauses that answer ------------------------------------------------------
+_CLAUSE_BREAK = re.compile(r"(?<=[,;:，；：、])\s*|\s+(?=\()|\s[-–—]\s")
+ELLIPSIS = "…"
+TRIM_ABOVE = 110  # a sentence this long is trimmed to its answering clauses
+MIN_QUOTE = 45  # ... never shorter than this
+
+
+def trim(candidate: Candidate, question: str, question_terms: Sequence[str]) -> str:
+    """The clauses of a long sentence that hold the question's words and the kind of thing asked, as one
+    contiguous excerpt marked with an ellipsis where the sentence goes on."""
+    text = candidate.text
+    if len(text) <= TRIM_ABOVE:
+        return text
+    cuts = [0, *(m.end() for m in _CLAUSE_BREAK.finditer(text) if 0 < m.end() < len(text)), len(text)]
+    clauses = [(a, b) for a, b in itertools.pairwise(sorted(set(cuts))) if text[a:b].strip()]
+    if len(clauses) < 2:
+        return text
+    wanted = set(question_terms)
+    kind = answer_kind(question)
+
+    def value(start: int, end: int) -> float:
+        piece = text[clauses[start][0] : clauses[end][1]]
+        held = set(terms(piece))
+        matched = len(held & wanted)
+        fresh = len(held - wanted - candidate.context_terms)
+        kind_bonus = 1.0 if kind and _holds_kind(kind, piece, question) else 0.0
+        return matched + 0.8 * kind_bonus + (0.3 if fresh else -1.0) - len(piece) / 50
+
+    best = max(
+        ((a, b) for a in range(len(clauses)) for b in range(a, min(a + 3, len(clauses)))),
+        key=lambda window: value(*window),
+    )
+    start, end = best
+    while clauses[end][1] - clauses[start][0] < MIN_QUOTE and (start > 0 or end < len(clauses) - 1):
+        if end < len(clauses) - 1:
+            end += 1
+        else:
+            start -= 1
+    excerpt = text[clauses[start][0] : clauses[end][1]].strip().rstrip(",;:，；：、")
+    if start > 0:
+        excerpt = ELLIPSIS + excerpt
+    if end < len(clauses) - 1:
+        excerpt = excerpt + ELLIPSIS
+    return excerpt
 
 
 Similarity = Callable[[str, list[str]], list[float]]
@@ -229,7 +298,8 @@ def select(
         shortlist += [c for c in pool if c.rank == 0 and id(c) not in listed and c.score == 0.0][:8]
         for candidate, cosine in zip(shortlist, similarity(question, [c.text for c in shortlist]), strict=True):
             candidate.similarity = cosine
-            candidate.score += weights.similarity * max(cosine, 0.0) * (1 + weights.rank / (1 + candidate.rank))
+            combined = candidate.lexical + weights.similarity * max(cosine, 0.0)
+            candidate.score = combined * candidate.kind_factor * (1 + weights.rank / (1 + candidate.rank))
         ranked = sorted(shortlist, key=lambda c: -c.score)
     if not ranked:
         return Selection([], question_terms, 0.0)

@@ -52,7 +52,7 @@ def last_claim(text: str) -> str:
     """The sentence a citation at the end of ``text`` backs: the last non-empty sentence before it."""
     text = _EXPANDED_TAG.sub(" ", text[-1200:])
     for sentence in reversed(_SENTENCE_BREAK.split(text)):
-        cleaned = sentence.strip().lstrip("#>-*|0123456789. ").strip()
+        cleaned = sentence.strip().lstrip("#>-*|0123456789. ").strip().strip("…").strip()
         if len(cleaned) >= 3:
             return cleaned
     return ""

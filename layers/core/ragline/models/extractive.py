@@ -16,7 +16,7 @@ import html
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 
-from ragline.answering.selection import Candidate, Similarity, Source, select
+from ragline.answering.selection import Selection, Similarity, Source, select, trim
 from ragline.answering.terms import is_chinese
 from ragline.models.base import ChatChunk, ChatMessage, ChatModel, ChatResponse, Embedder, collect
 from ragline.types import ChatOptions
@@ -67,14 +67,15 @@ def _sources(messages: Sequence[ChatMessage]) -> list[Source]:
     return [source for _, source in sorted(found, key=lambda item: item[0])]
 
 
-def compose(question: str, chosen: Sequence[Candidate], cite: bool) -> str:
-    """The answer text: each quoted sentence followed by the citation of its own passage."""
-    if not chosen:
+def compose(question: str, selection: Selection, cite: bool) -> str:
+    """The answer text: each quote (a long sentence trimmed to its answering clauses) followed by the
+    citation of its own passage."""
+    if not selection.best:
         return NOTHING_FOUND_ZH if is_chinese(question) else NOTHING_FOUND
     parts = []
-    for candidate in chosen:
+    for candidate in selection.best:
         citation = f'<ref id="{candidate.source}"/>' if cite and candidate.source.startswith(("c", "w")) else ""
-        parts.append(f"{candidate.text}{citation}")
+        parts.append(f"{trim(candidate, question, selection.question_terms)}{citation}")
     return " ".join(parts)
 
 
@@ -112,7 +113,7 @@ class ExtractiveChatModel:
         question = _question(messages)
         cite = any('<ref id="' in m.content for m in messages if m.role == "system")
         selection = select(question, _sources(messages), similarity=self._similarity(question))
-        return compose(question, selection.best, cite)
+        return compose(question, selection, cite)
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
         text = await asyncio.to_thread(self.answer, messages)  # embedding and jieba: off the event loop

@@ -50,7 +50,7 @@ function lastSentence(text) {
   const plain = text.replace(CITATION, ' ').replace(/[*_`#>|]/g, ' ');
   const sentences = plain.split(/(?<=[.!?。！？；])\s+|\n+/);
   for (let i = sentences.length - 1; i >= 0; i -= 1) {
-    const sentence = sentences[i].replace(/^\s*(?:[-+]|\d+[.)])\s+/, '').trim();
+    const sentence = sentences[i].replace(/^\s*(?:[-+]|\d+[.)])\s+/, '').trim().replace(/^…|…$/g, '').trim();
     if (sentence.length >= 3) return sentence;
   }
   return '';

@@ -30,6 +30,7 @@ export function emptyState(init = {}) {
     answer: '',
     answerDone: false,
     fallback: false,
+    modelId: '',
     truncated: false,
     error: null,
     stopped: null,
@@ -192,6 +193,7 @@ export class Turn {
         s.answer += frame.content || '';
         if (frame.content) s.thinkingDone = true;
         if (data.is_fallback) s.fallback = true;
+        if (data.model_id) s.modelId = data.model_id;
         if (frame.done) {
           s.answerDone = true;
           if (data.truncated) s.truncated = true;
@@ -289,18 +291,27 @@ export class Turn {
       this.referencesEl.hidden = true;
     }
 
-    this.badgesEl.replaceChildren(
-      ...(s.fallback
-        ? [
-            h(
-              'span',
-              { class: 'badge fallback', title: 'Nothing in the knowledge bases matched; this is the fallback answer.' },
-              'Fallback answer',
-            ),
-          ]
-        : []),
-    );
-    this.badgesEl.hidden = !s.fallback;
+    const badges = [];
+    if (s.fallback) {
+      badges.push(
+        h(
+          'span',
+          { class: 'badge fallback', title: 'Nothing in the knowledge bases matched; this is the fallback answer.' },
+          'Fallback answer',
+        ),
+      );
+    }
+    if (s.modelId === 'local:extractive') {
+      badges.push(
+        h(
+          'span',
+          { class: 'badge quoted', title: 'No generative model is configured: the answer is the documents’ own words.' },
+          'Quoted from the documents',
+        ),
+      );
+    }
+    this.badgesEl.replaceChildren(...badges);
+    this.badgesEl.hidden = badges.length === 0;
 
     const text = s.answerDone || phase !== 'streaming' ? s.answer : stripPartialTag(s.answer);
     if (text !== this.renderedAnswer) {
