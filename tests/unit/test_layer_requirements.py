@@ -74,7 +74,7 @@ def _without(module):
 @pytest.mark.parametrize(
     ("module", "call", "kind"),
     [
-        ("pypdf", lambda: __import__("ragline.ingest.extract", fromlist=["x"]).extract_pdf(b"%PDF-1.4"), "PDF"),
+        ("pypdfium2", lambda: __import__("ragline.ingest.extract", fromlist=["x"]).extract_pdf(b"%PDF-1.4"), "PDF"),
         ("trafilatura", lambda: __import__("ragline.ingest.extract", fromlist=["x"]).extract_html(b"<p>x</p>"), "HTML"),
         ("openpyxl", lambda: __import__("ragline.tables.parse", fromlist=["x"]).parse_xlsx(b"PK"), "Excel"),
     ],
