@@ -91,7 +91,8 @@ def test_a_chromium_pdf_is_searchable_by_the_words_it_printed_with_ligatures(mad
     kb = ragline.create_kb("rover", DRINKS)  # other documents, so that the rover's words are rare ones
     with path.open("rb") as handle:
         reply = ragline.client.post(
-            f"/api/v1/knowledge-bases/{kb}/documents", files={"file": ("rover.pdf", handle, "application/pdf")}
+            f"/api/v1/knowledge-bases/{kb}/documents?wait=true",
+            files={"file": ("rover.pdf", handle, "application/pdf")},
         )
     assert reply.status_code == 201, reply.text
     document = reply.json()["data"]

@@ -34,7 +34,8 @@ def extractive(tmp_path_factory):
     kb = handle.create_kb("sample")
     for path in sorted(SAMPLES.glob("*.md")):
         reply = handle.client.post(
-            f"/api/v1/knowledge-bases/{kb}/documents", files={"file": (path.name, path.read_bytes(), "text/markdown")}
+            f"/api/v1/knowledge-bases/{kb}/documents?wait=true",
+            files={"file": (path.name, path.read_bytes(), "text/markdown")},
         )
         assert reply.status_code == 201, reply.text
     handle.kb = kb  # type: ignore[attr-defined]
@@ -104,7 +105,7 @@ def test_pdf_sentence_broken_across_lines_answers_and_cites_its_page_chunk(extra
     except producers.ProducerMissing as exc:
         pytest.skip(str(exc))
     reply = extractive.client.post(
-        f"/api/v1/knowledge-bases/{extractive.kb}/documents",
+        f"/api/v1/knowledge-bases/{extractive.kb}/documents?wait=true",
         files={"file": ("rover.pdf", pdf.read_bytes(), "application/pdf")},
     )
     assert reply.status_code == 201, reply.text
