@@ -74,11 +74,14 @@ def _turn(runtime):
     return key, session.id, assistant.id
 
 
-def _write_turn(log, key, words, delay):
+def _write_turn(log, key, words, delay, before_end=None):
+    """The turn's events, ``delay`` apart; with ``before_end``, the answer's end waits for that event."""
     log.append_sync(key, StreamEvent(id="req-1", type=ResponseType.AGENT_QUERY, content="q", done=True))
     for word in words:
         time.sleep(delay)
         log.append_sync(key, StreamEvent(id="t-answer", type=ResponseType.ANSWER, content=word))
+    if before_end is not None:
+        assert before_end.wait(timeout=60), "the reader never read its first frames"
     log.append_sync(key, StreamEvent(id="t-answer", type=ResponseType.ANSWER, done=True))
     log.append_sync(key, StreamEvent(id="t-complete", type=ResponseType.COMPLETE, done=True))
 
@@ -88,13 +91,16 @@ def test_live_follow_then_resume_with_last_event_id(reader):
     api_key, session_id, message_id = _turn(runtime)
     key = stream_key(session_id, message_id)
     words = [f"part{i} " for i in range(30)]
-    writer = threading.Thread(target=_write_turn, args=(runtime.log, key, words, 0.05))
+    # The turn's end waits until the first frames are read, so they are read while it is under way, however
+    # slow the machine (answer events written before a read coalesce, so only two frames are certain).
+    first_read = threading.Event()
+    writer = threading.Thread(target=_write_turn, args=(runtime.log, key, words, 0.05, first_read))
     writer.start()
     url = f"/api/v1/sessions/{session_id}/messages/{message_id}/events"
     with httpx.Client(base_url=server.url, headers={"X-API-Key": api_key}, timeout=30) as client:
-        time.sleep(0.2)  # the turn is under way when the reader connects
-        first = read_frames(client, "GET", url, limit=5)
-        assert writer.is_alive(), "the first frames must arrive while the turn is still being written"
+        first = read_frames(client, "GET", url, limit=2)
+        first_read.set()
+        assert [f.type for f in first] == ["agent_query", "answer"]
         rest = read_frames(client, "GET", url, headers={"Last-Event-ID": str(first[-1].id)})
     writer.join()
     # Resumed right after the last frame seen: answer events already written by then coalesce into one
