@@ -86,7 +86,7 @@ def test_document_titles_and_tags_with_controls_are_refused_as_json_and_as_multi
 def test_an_uploaded_file_keeps_only_a_safe_base_name(ragline, kb, sent, stored):
     url = f"/api/v1/knowledge-bases/{kb}/documents"
     content = f"# {stored}\n\nPears ripen off the tree ({sent!r}).".encode()
-    reply = ragline.client.post(url, files={"file": (sent, content, "text/plain")})
+    reply = ragline.client.post(url, params={"wait": "true"}, files={"file": (sent, content, "text/plain")})
     assert reply.status_code == 201, reply.text
     assert reply.json()["data"]["file_name"] == stored
 
