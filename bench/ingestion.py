@@ -116,7 +116,7 @@ def api_throughput(docs: list[dict[str, str]], workdir: Path) -> tuple[float, fl
             time.sleep(0.1)
         key = (data_dir / "api_key").read_text().strip()
         client = httpx.Client(base_url=url, headers={"X-API-Key": key}, timeout=60)
-        kb = client.post("/api/v1/knowledge-bases", json={"name": "bench"}).raise_for_status().json()["id"]
+        kb = client.post("/api/v1/knowledge-bases", json={"name": "bench"}).raise_for_status().json()["data"]["id"]
         started = time.perf_counter()
         for doc in docs:
             client.post(
@@ -125,7 +125,7 @@ def api_throughput(docs: list[dict[str, str]], workdir: Path) -> tuple[float, fl
             ).raise_for_status()
         accepted = time.perf_counter() - started
         while True:
-            items = client.get(f"/api/v1/knowledge-bases/{kb}/documents", params={"limit": 1000}).json()["items"]
+            items = client.get(f"/api/v1/knowledge-bases/{kb}/documents", params={"limit": 1000}).json()["data"]
             if all(item.get("status", "indexed") != "pending" for item in items):
                 break
             time.sleep(0.05)
