@@ -283,6 +283,37 @@ def _delete_message(w: World) -> None:
     w.owner("DELETE", f"/api/v1/messages/{scratch}/{first}", 200)
 
 
+def _list_tags(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/tags")
+    w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/tags", 200)
+
+
+def _create_tag(w: World) -> None:
+    w.denied("POST", f"/api/v1/knowledge-bases/{w.kb}/tags", json={"name": "Intrusion"})
+    names = {t["name"] for t in w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/tags", 200).json()["data"]["data"]}
+    assert "Intrusion" not in names
+    w.owner("POST", f"/api/v1/knowledge-bases/{w.kb}/tags", 200, json={"name": "Reactor"})
+
+
+def _owner_tag(w: World, name: str) -> str:
+    reply = w.owner("POST", f"/api/v1/knowledge-bases/{w.kb}/tags", 200, json={"name": name})
+    return str(reply.json()["data"]["id"])
+
+
+def _update_tag(w: World) -> None:
+    tag = _owner_tag(w, "Coolant")
+    w.denied("PUT", f"/api/v1/knowledge-bases/{w.kb}/tags/{tag}", json={"name": "Hijacked"})
+    w.denied("PUT", f"/api/v1/knowledge-bases/{w.b_kb}/tags/{tag}", json={"name": "Hijacked"})  # A's tag, B's kb
+    w.owner("PUT", f"/api/v1/knowledge-bases/{w.kb}/tags/{tag}", 200, json={"name": "Moderator"})
+
+
+def _delete_tag(w: World) -> None:
+    tag = _owner_tag(w, "Doomed tag")
+    w.denied("DELETE", f"/api/v1/knowledge-bases/{w.kb}/tags/{tag}", params={"force": "true"})
+    w.denied("DELETE", f"/api/v1/knowledge-bases/{w.b_kb}/tags/{tag}", params={"force": "true"})
+    w.owner("DELETE", f"/api/v1/knowledge-bases/{w.kb}/tags/{tag}", 200)
+
+
 def _load_messages(w: World) -> None:
     w.denied("GET", f"/api/v1/messages/{w.session}/load")
     assert w.message in {m["id"] for m in w.owner("GET", f"/api/v1/messages/{w.session}/load", 200).json()["data"]}
@@ -427,6 +458,10 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/api/v1/knowledge/{knowledge_id}"): _get_knowledge,
     ("GET", "/api/v1/messages/{session_id}/load"): _load_messages,
     ("DELETE", "/api/v1/messages/{session_id}/{message_id}"): _delete_message,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/tags"): _list_tags,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/tags"): _create_tag,
+    ("PUT", "/api/v1/knowledge-bases/{kb_id}/tags/{tag_id}"): _update_tag,
+    ("DELETE", "/api/v1/knowledge-bases/{kb_id}/tags/{tag_id}"): _delete_tag,
     ("PUT", "/api/v1/knowledge-bases/{kb_id}"): _update_knowledge_base,
     ("DELETE", "/api/v1/knowledge-bases/{kb_id}"): _delete_knowledge_base,
     ("DELETE", "/api/v1/knowledge-bases/{kb_id}/knowledge"): _clear_knowledge_base,

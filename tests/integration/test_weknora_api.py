@@ -602,3 +602,70 @@ def test_a_running_answer_is_not_deleted(ragline: Ragline, session: str, scripte
     assert reply.json()["error"]["field"] == "message_id"
     ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": running}).raise_for_status()
     assert ragline.client.delete(f"/api/v1/messages/{session}/{running}").status_code == 200
+
+
+# Tags (tag.md) -------------------------------------------------------------------------------------------
+def test_tags_as_documented(ragline: Ragline, kb: str) -> None:
+    url = f"/api/v1/knowledge-bases/{kb}/tags"
+    created = ok(ragline.client.post(url, json={"name": "Manuals", "color": "#faad14", "sort_order": 3}))
+    check_record(created, "tag")
+    assert (created["name"], created["color"], created["sort_order"]) == ("Manuals", "#faad14", 3)
+    assert isinstance(created["seq_id"], int)
+    assert ragline.client.post(url, json={"name": "Manuals"}).status_code == 409
+    # A document given the tag's id carries it; by its number it is found too.
+    upload = ok(
+        ragline.client.post(
+            f"/api/v1/knowledge-bases/{kb}/knowledge/manual",
+            json={"title": "Kettle manual", "content": "Descale the kettle monthly.", "tag_id": str(created["seq_id"])},
+        )
+    )
+    assert upload["tag_id"] == created["id"]
+    page = ok(ragline.client.get(url, params={"page": 1, "page_size": 10}))
+    assert (page["total"], page["page"], page["page_size"]) == (1, 1, 10)
+    [listed] = page["data"]
+    assert (listed["id"], listed["knowledge_count"]) == (created["id"], 1)
+    assert listed["chunk_count"] >= 1
+    listing = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge", params={"tag_id": created["id"]}).json()
+    assert [d["title"] for d in listing["data"]] == ["Kettle manual"]
+    hits = ok(
+        ragline.client.post(
+            f"/api/v1/knowledge-bases/{kb}/hybrid-search", json={"query_text": "descale", "tag_ids": [created["id"]]}
+        )
+    )
+    assert {h["knowledge_title"] for h in hits} == {"Kettle manual"}
+    updated = ok(ragline.client.put(f"{url}/{created['id']}", json={"name": "Guides", "color": "#ff4d4f"}))
+    assert (updated["name"], updated["color"], updated["sort_order"]) == ("Guides", "#ff4d4f", 3)
+    # ragline's free tags (names) find it by its new name too.
+    by_name = ok(
+        ragline.client.post(
+            "/api/v1/knowledge-search", json={"query": "descale", "knowledge_base_id": kb, "tags": ["Guides"]}
+        )
+    )
+    assert {h["knowledge_title"] for h in by_name} == {"Kettle manual"}
+    in_use = ragline.client.delete(f"{url}/{created['id']}")
+    assert in_use.status_code == 409, in_use.text
+    assert ragline.client.delete(f"{url}/{created['id']}", params={"force": "true"}).json() == {"success": True}
+    assert ok(ragline.client.get(url))["total"] == 0
+    assert ok(ragline.client.get(f"/api/v1/knowledge/{upload['id']}"))["tag_id"] == ""  # the document stays
+    assert ragline.client.delete(f"{url}/{created['id']}").status_code == 404
+
+
+def test_free_tags_are_listed_and_registered_when_updated(ragline: Ragline, kb: str) -> None:
+    ragline.client.post(
+        f"/api/v1/knowledge-bases/{kb}/documents",
+        json={"title": "Leave EU", "content": "Employees in the EU get 25 days of paid leave.", "tags": ["eu"]},
+    ).raise_for_status()
+    url = f"/api/v1/knowledge-bases/{kb}/tags"
+    [implicit] = ok(ragline.client.get(url))["data"]
+    assert (implicit["id"], implicit["name"], implicit["knowledge_count"]) == ("eu", "eu", 1)
+    assert implicit["created_at"]  # a valid time for WeKnora's Go client (time.Time)
+    registered = ok(ragline.client.put(f"{url}/eu", json={"name": "Europe", "color": "#52c41a"}))
+    assert (registered["id"], registered["name"], registered["knowledge_count"]) == ("eu", "Europe", 1)
+    hits = ok(
+        ragline.client.post(
+            "/api/v1/knowledge-search", json={"query": "paid leave", "knowledge_base_id": kb, "tag_ids": ["eu"]}
+        )
+    )
+    assert {h["knowledge_title"] for h in hits} == {"Leave EU"}
+    keyword = ok(ragline.client.get(url, params={"keyword": "euro"}))
+    assert [t["name"] for t in keyword["data"]] == ["Europe"]

@@ -50,11 +50,12 @@ from ragline.retrieval.base import RetrieveEngine
 from ragline.retrieval.embedded import EmbeddedEngine
 from ragline.runtime.search import SearchService
 from ragline.runtime.turns import TurnService
-from ragline.store.base import KnowledgeStore, SessionStore, TenantStore
+from ragline.store.base import KnowledgeStore, SessionStore, TagStore, TenantStore
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
 from ragline.store.models import Document, KnowledgeBase
 from ragline.store.sessions import SqliteSessionStore
+from ragline.store.tags import SqliteTagStore
 from ragline.store.tenants import SqliteTenantStore
 from ragline.stream.base import StreamManager
 from ragline.stream.sqlite import SqliteStreamManager
@@ -293,6 +294,7 @@ class Container:
     templates: PromptTemplates
     tenants: TenantStore
     knowledge: KnowledgeStore
+    tags: TagStore
     sessions: SessionStore
     stream: StreamManager
     engine: RetrieveEngine
@@ -320,6 +322,7 @@ class Container:
         *,
         tenants: TenantStore,
         knowledge: KnowledgeStore,
+        tags: TagStore,
         sessions: SessionStore,
         stream: StreamManager,
         engine: RetrieveEngine,
@@ -344,6 +347,7 @@ class Container:
             templates=templates,
             tenants=tenants,
             knowledge=knowledge,
+            tags=tags,
             sessions=sessions,
             stream=stream,
             engine=engine,
@@ -392,6 +396,7 @@ class Container:
             templates,
             tenants=SqliteTenantStore(db),
             knowledge=SqliteKnowledgeStore(db),
+            tags=SqliteTagStore(db),
             sessions=SqliteSessionStore(db),
             stream=SqliteStreamManager(db),
             engine=engine if engine is not None else EmbeddedEngine(db),

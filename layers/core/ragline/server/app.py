@@ -23,7 +23,17 @@ from ragline.server.body_limit import BodySizeLimit
 from ragline.server.deps import tenant_of
 from ragline.server.errors import ERROR_REPLIES, install_error_handlers
 from ragline.server.request_id import RequestIdMiddleware
-from ragline.server.routes import chat, chunks, documents, knowledge, knowledge_bases, messages, search, sessions
+from ragline.server.routes import (
+    chat,
+    chunks,
+    documents,
+    knowledge,
+    knowledge_bases,
+    messages,
+    search,
+    sessions,
+    tags,
+)
 
 # The chat page: plain ES modules and CSS, served as they are (no build step).
 WEB_DIR = Path(__file__).with_name("web")
@@ -31,6 +41,7 @@ WEB_DIR = Path(__file__).with_name("web")
 ROUTERS = (
     knowledge_bases.router,
     knowledge.router,
+    tags.router,
     documents.router,
     chunks.router,
     sessions.router,

@@ -21,7 +21,7 @@ from ragline.types import MatchType
 logger = logging.getLogger(__name__)
 
 # 52 bits: the number stays exact in JavaScript (WeKnora's web frontend) as well as in a Go uint64.
-_TENANT_NUMBER_HEX_DIGITS = 13
+_NUMBER_HEX_DIGITS = 13
 
 # WeKnora's MatchType enum (internal/types/embedding.go); "hybrid" (a hit both retrievers found) has no
 # number of its own there and reads as an embedding match, the list it was fused into.
@@ -61,10 +61,16 @@ INTERNAL_ERROR_CODE = 1007
 BAD_REQUEST_CODE = 1000
 
 
+def stable_number(text: str) -> int:
+    """A number for a string id where WeKnora's clients expect an integer: the first 52 bits of its
+    SHA-256 (never 0), the same in every process and runtime."""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return int(digest[:_NUMBER_HEX_DIGITS], 16) or 1
+
+
 def tenant_number(tenant_id: str) -> int:
-    """The tenant's number on the wire: the first 52 bits of the SHA-256 of its id (never 0)."""
-    digest = hashlib.sha256(tenant_id.encode("utf-8")).hexdigest()
-    return int(digest[:_TENANT_NUMBER_HEX_DIGITS], 16) or 1
+    """The tenant's number on the wire (``tenant_id``, ``X-Tenant-ID``)."""
+    return stable_number(tenant_id)
 
 
 def error_code(status: int) -> int:

@@ -31,7 +31,13 @@ from ragline.serverless.state_store import StateStore
 from ragline.serverless.step import StepDeps
 from ragline.serverless.watch import ExecutionLiveness, WatchedLog
 from ragline.store.base import KnowledgeStore
-from ragline.store.dynamodb import DynamoCitationHistory, DynamoKnowledgeStore, DynamoSessionStore, DynamoTenantStore
+from ragline.store.dynamodb import (
+    DynamoCitationHistory,
+    DynamoKnowledgeStore,
+    DynamoSessionStore,
+    DynamoTagStore,
+    DynamoTenantStore,
+)
 from ragline.store.models import Chunk, Document
 from ragline.stream.dynamodb import DynamoDBStreamManager
 from ragline.tables.s3 import S3TableStore
@@ -233,6 +239,7 @@ def build_aws_runtime(
         templates,
         tenants=DynamoTenantStore(dynamodb.Table(aws.tenants_table)),
         knowledge=knowledge or DynamoKnowledgeStore(dynamodb.Table(aws.knowledge_table)),
+        tags=DynamoTagStore(dynamodb.Table(aws.knowledge_table)),
         sessions=sessions,
         stream=log,
         engine=engine,

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ragline.store.models import Chunk, Document, DocumentStatus, KnowledgeBase, Message, Session, Tenant
+from ragline.store.models import Chunk, Document, DocumentStatus, KnowledgeBase, Message, Session, Tag, Tenant
 
 
 class TenantStore(Protocol):
@@ -72,6 +72,11 @@ class KnowledgeStore(Protocol):
         """Removes the document and its chunks; False when it is not this tenant's."""
         ...
 
+    def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
+        """Every document of the knowledge base carrying ``old`` carries ``new`` instead (nothing when
+        None); returns how many changed."""
+        ...
+
     def document(self, tenant_id: str, document_id: str) -> Document | None: ...
 
     def documents(self, tenant_id: str, kb_id: str, limit: int = 1000, offset: int = 0) -> list[Document]: ...
@@ -106,6 +111,35 @@ class KnowledgeStore(Protocol):
     def atomic(self) -> AbstractContextManager[object]:
         """A scope in which a document and its index entries are written together where the backend can."""
         ...
+
+
+class TagStore(Protocol):
+    """Tags registered in a knowledge base; a name is unique within it. Another tenant's reads as absent."""
+
+    def create_tag(
+        self, tenant_id: str, kb_id: str, name: str, *, color: str = "", sort_order: int = 0, tag_id: str = ""
+    ) -> Tag:
+        """A new tag (``tag_id`` to register one under a given id); a taken name raises DuplicateName."""
+        ...
+
+    def tag(self, tenant_id: str, kb_id: str, tag_id: str) -> Tag | None: ...
+
+    def tags(self, tenant_id: str, kb_id: str) -> list[Tag]:
+        """By ``sort_order``, then name."""
+        ...
+
+    def update_tag(
+        self,
+        tenant_id: str,
+        kb_id: str,
+        tag_id: str,
+        *,
+        name: str | None = None,
+        color: str | None = None,
+        sort_order: int | None = None,
+    ) -> Tag | None: ...
+
+    def delete_tag(self, tenant_id: str, kb_id: str, tag_id: str) -> bool: ...
 
 
 class SessionStore(Protocol):

@@ -46,6 +46,18 @@ CREATE TABLE IF NOT EXISTS documents (
     created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS documents_by_kb ON documents(knowledge_base_id, created_at);
+CREATE TABLE IF NOT EXISTS tags (
+    id TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    knowledge_base_id TEXT NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    color TEXT NOT NULL DEFAULT '',
+    sort_order INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (knowledge_base_id, id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS tags_by_name ON tags(knowledge_base_id, name);
 CREATE TABLE IF NOT EXISTS chunks (
     rowid INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,

@@ -27,11 +27,15 @@ from ragline.store.models import (
     KnowledgeBase,
     Message,
     Session,
+    Tag,
     Tenant,
     generate_key,
     hash_key,
     new_session,
+    new_tag,
     new_turn,
+    retagged,
+    tag_changes,
 )
 
 # The partition of the pending-document markers (see ``DynamoKnowledgeStore._pending_marker``).
@@ -320,6 +324,26 @@ class DynamoKnowledgeStore:
             batch.delete_item(Key={"pk": f"tenant#{tenant_id}", "sk": f"kb#{kb_id}"})
             batch.delete_item(Key={"pk": f"kbid#{kb_id}", "sk": "meta"})
         return True
+
+    def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
+        changed = 0
+        for document in self.documents(tenant_id, kb_id, limit=1_000_000):
+            if old not in document.tags:
+                continue
+            tags = retagged(document.tags, old, new)
+            # A document is kept twice (its listing under the knowledge base and its own item): both change.
+            for key in (
+                {"pk": f"kb#{kb_id}", "sk": f"doc#{document.created_at}#{document.id}"},
+                {"pk": f"doc#{document.id}", "sk": "meta"},
+            ):
+                self._table.update_item(
+                    Key=key,
+                    UpdateExpression="SET tags = :t",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues={":t": tags},
+                )
+            changed += 1
+        return changed
 
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         document = self.document(tenant_id, document_id)
@@ -707,3 +731,92 @@ class DynamoCitationHistory:
                     if isinstance(knowledge_id, str) and knowledge_id:
                         counts[knowledge_id] = counts.get(knowledge_id, 0) + 1
         return dict(sorted(counts.items(), key=lambda item: -item[1])[:limit])
+
+
+class DynamoTagStore:
+    """Tags of a knowledge base in the knowledge table: ``kb#<kb>`` / ``tag#<id>`` (the tag) and
+    ``kb#<kb>`` / ``tagname#<name>`` (its name, unique within the knowledge base)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def _write(self, writes: list[dict[str, Any]], name: str) -> None:
+        try:
+            self._table.meta.client.transact_write_items(TransactItems=writes)
+        except ClientError as error:
+            if _conditional_failure(error):
+                raise DuplicateName(name) from None
+            raise
+
+    def _put(self, tag: Tag) -> dict[str, Any]:
+        item = {"pk": f"kb#{tag.knowledge_base_id}", "sk": f"tag#{tag.id}", **tag.model_dump()}
+        return {"Put": {"TableName": self._table.name, "Item": _attrs(item)}}
+
+    def _claim(self, tag: Tag, name: str) -> dict[str, Any]:
+        item = {"pk": f"kb#{tag.knowledge_base_id}", "sk": f"tagname#{name}", "tag_id": tag.id}
+        return {
+            "Put": {
+                "TableName": self._table.name,
+                "Item": _attrs(item),
+                "ConditionExpression": "attribute_not_exists(sk)",
+            }
+        }
+
+    def create_tag(
+        self, tenant_id: str, kb_id: str, name: str, *, color: str = "", sort_order: int = 0, tag_id: str = ""
+    ) -> Tag:
+        tag = new_tag(tenant_id, kb_id, name, color=color, sort_order=sort_order, tag_id=tag_id)
+        put = self._put(tag)
+        put["Put"]["ConditionExpression"] = "attribute_not_exists(sk)"
+        self._write([put, self._claim(tag, name)], name)
+        return tag
+
+    def tag(self, tenant_id: str, kb_id: str, tag_id: str) -> Tag | None:
+        item = self._table.get_item(Key={"pk": f"kb#{kb_id}", "sk": f"tag#{tag_id}"}).get("Item")
+        if item is None or item.get("tenant_id") != tenant_id:
+            return None
+        return Tag(**_plain(item, "pk", "sk"))
+
+    def tags(self, tenant_id: str, kb_id: str) -> list[Tag]:
+        items = _query_all(
+            self._table,
+            KeyConditionExpression=Key("pk").eq(f"kb#{kb_id}") & Key("sk").begins_with("tag#"),
+            FilterExpression=Attr("tenant_id").eq(tenant_id),
+        )
+        return sorted((Tag(**_plain(i, "pk", "sk")) for i in items), key=lambda t: (t.sort_order, t.name))
+
+    def update_tag(
+        self,
+        tenant_id: str,
+        kb_id: str,
+        tag_id: str,
+        *,
+        name: str | None = None,
+        color: str | None = None,
+        sort_order: int | None = None,
+    ) -> Tag | None:
+        tag = self.tag(tenant_id, kb_id, tag_id)
+        if tag is None:
+            return None
+        changes = tag_changes(tag, name=name, color=color, sort_order=sort_order)
+        if not changes:
+            return tag
+        updated = tag.model_copy(update={**changes, "updated_at": utc_now()})
+        writes = [self._put(updated)]
+        if "name" in changes:
+            release = {"pk": f"kb#{kb_id}", "sk": f"tagname#{tag.name}"}
+            writes += [
+                self._claim(updated, updated.name),
+                {"Delete": {"TableName": self._table.name, "Key": _attrs(release)}},
+            ]
+        self._write(writes, updated.name)
+        return updated
+
+    def delete_tag(self, tenant_id: str, kb_id: str, tag_id: str) -> bool:
+        tag = self.tag(tenant_id, kb_id, tag_id)
+        if tag is None:
+            return False
+        with self._table.batch_writer() as batch:
+            batch.delete_item(Key={"pk": f"kb#{kb_id}", "sk": f"tag#{tag_id}"})
+            batch.delete_item(Key={"pk": f"kb#{kb_id}", "sk": f"tagname#{tag.name}"})
+        return True

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
-from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, KnowledgeBase
+from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, KnowledgeBase, retagged
 
 
 def _kb(row: object) -> KnowledgeBase:
@@ -340,6 +340,23 @@ class SqliteKnowledgeStore:
             conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb_id,))
             bump_index_version(conn, kb_id)
         return True
+
+    def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
+        with self._db.transaction() as conn:
+            rows = conn.execute(
+                "SELECT id, tags FROM documents WHERE tenant_id = ? AND knowledge_base_id = ? AND tags != '[]'",
+                (tenant_id, kb_id),
+            ).fetchall()
+            changed = 0
+            for row in rows:
+                tags = json.loads(row["tags"])
+                if old in tags:
+                    conn.execute(
+                        "UPDATE documents SET tags = ? WHERE id = ?",
+                        (json.dumps(retagged(tags, old, new), ensure_ascii=False), row["id"]),
+                    )
+                    changed += 1
+        return changed
 
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         """Removes the document, its chunks, their vectors and keyword rows."""

@@ -87,6 +87,51 @@ class Document(BaseModel):
         return self
 
 
+class Tag(BaseModel):
+    """A tag registered in a knowledge base: documents given its id carry it."""
+
+    id: str
+    tenant_id: str
+    knowledge_base_id: str
+    name: str
+    color: str = ""
+    sort_order: int = 0
+    created_at: str
+    updated_at: str
+
+
+def new_tag(tenant_id: str, kb_id: str, name: str, *, color: str = "", sort_order: int = 0, tag_id: str = "") -> Tag:
+    now = utc_now()
+    return Tag(
+        id=tag_id or new_id(),
+        tenant_id=tenant_id,
+        knowledge_base_id=kb_id,
+        name=name,
+        color=color,
+        sort_order=sort_order,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def tag_changes(tag: Tag, *, name: str | None, color: str | None, sort_order: int | None) -> dict[str, Any]:
+    """The fields an update changes (empty: nothing to write)."""
+    changes: dict[str, Any] = {}
+    if name is not None and name != tag.name:
+        changes["name"] = name
+    if color is not None and color != tag.color:
+        changes["color"] = color
+    if sort_order is not None and sort_order != tag.sort_order:
+        changes["sort_order"] = sort_order
+    return changes
+
+
+def retagged(tags: Sequence[str], old: str, new: str | None) -> list[str]:
+    """``tags`` with ``old`` replaced by ``new`` (dropped when None), each tag once, in their order."""
+    kept = [new if tag == old else tag for tag in tags]
+    return list(dict.fromkeys(tag for tag in kept if tag is not None))
+
+
 class Chunk(BaseModel):
     id: str
     tenant_id: str

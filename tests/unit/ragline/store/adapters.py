@@ -15,6 +15,7 @@ CLOCKED_MODULES = (
     "ragline.store.knowledge",
     "ragline.store.sessions",
     "ragline.store.dynamodb",
+    "ragline.store.tags",
 )
 
 
@@ -39,22 +40,24 @@ def install_clock(monkeypatch: Any, modules: tuple[str, ...]) -> Clock:
 
 @dataclass
 class Stores:
-    """The three store ports of one backend."""
+    """The store ports of one backend."""
 
     backend: str
     tenants: Any
     knowledge: Any
     sessions: Any
+    tags: Any = None
 
 
 def dynamo_stores(aws: MotoAws) -> Stores:
-    from ragline.store.dynamodb import DynamoKnowledgeStore, DynamoSessionStore, DynamoTenantStore
+    from ragline.store.dynamodb import DynamoKnowledgeStore, DynamoSessionStore, DynamoTagStore, DynamoTenantStore
 
     return Stores(
         backend="dynamodb",
         tenants=DynamoTenantStore(aws.table("TenantsTable")),
         knowledge=DynamoKnowledgeStore(aws.table("KnowledgeTable")),
         sessions=DynamoSessionStore(aws.table("SessionsTable"), aws.table("MessagesTable")),
+        tags=DynamoTagStore(aws.table("KnowledgeTable")),
     )
 
 
@@ -63,7 +66,11 @@ def sqlite_stores(path: Path) -> tuple[Stores, Any]:
     from ragline.store.db import Database
     from ragline.store.knowledge import SqliteKnowledgeStore
     from ragline.store.sessions import SqliteSessionStore
+    from ragline.store.tags import SqliteTagStore
     from ragline.store.tenants import SqliteTenantStore
 
     db = Database(path)
-    return Stores("sqlite", SqliteTenantStore(db), SqliteKnowledgeStore(db), SqliteSessionStore(db)), db
+    stores = Stores(
+        "sqlite", SqliteTenantStore(db), SqliteKnowledgeStore(db), SqliteSessionStore(db), SqliteTagStore(db)
+    )
+    return stores, db

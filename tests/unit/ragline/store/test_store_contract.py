@@ -600,3 +600,48 @@ def test_deleting_one_message(stores: Stores, two_tenants: tuple[str, str]) -> N
     assert stores.sessions.delete_message(a, session.id, user.id) is True
     assert [m.id for m in stores.sessions.messages(a, session.id)] == [assistant.id]
     assert stores.sessions.delete_message(a, session.id, user.id) is False
+
+
+# Tags (WeKnora's tag objects) --------------------------------------------------------------------------------
+def test_tags_are_registered_renamed_and_deleted(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    other_kb = stores.knowledge.create_knowledge_base(a, "other", "minilm")
+    docs = stores.tags.create_tag(a, kb.id, "Docs", color="#1890ff", sort_order=2)
+    faq = stores.tags.create_tag(a, kb.id, "FAQ", sort_order=1)
+    implicit = stores.tags.create_tag(a, kb.id, "Renamed", tag_id="legacy")
+    assert implicit.id == "legacy"
+    assert [t.name for t in stores.tags.tags(a, kb.id)] == ["Renamed", "FAQ", "Docs"]  # sort_order, then name
+    with pytest.raises(DuplicateName):
+        stores.tags.create_tag(a, kb.id, "Docs")
+    assert stores.tags.create_tag(a, other_kb.id, "Docs").id != docs.id  # names are per knowledge base
+    assert stores.tags.tag(a, kb.id, docs.id).color == "#1890ff"
+    assert stores.tags.tag(b, kb.id, docs.id) is None
+    assert stores.tags.tags(b, kb.id) == []
+    renamed = stores.tags.update_tag(a, kb.id, docs.id, name="Manuals", sort_order=0)
+    assert (renamed.name, renamed.sort_order, renamed.color) == ("Manuals", 0, "#1890ff")
+    assert stores.tags.tag(a, kb.id, docs.id).name == "Manuals"
+    assert stores.tags.create_tag(a, kb.id, "Docs").name == "Docs"  # the old name is free again
+    with pytest.raises(DuplicateName):
+        stores.tags.update_tag(a, kb.id, faq.id, name="Manuals")
+    assert stores.tags.update_tag(b, kb.id, faq.id, name="x") is None
+    assert stores.tags.delete_tag(b, kb.id, faq.id) is False
+    assert stores.tags.delete_tag(a, kb.id, faq.id) is True
+    assert faq.id not in {t.id for t in stores.tags.tags(a, kb.id)}
+    assert stores.tags.create_tag(a, kb.id, "FAQ").id != faq.id
+
+
+def test_a_tag_is_replaced_on_every_document_carrying_it(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    for title, tags in (("One", ["x", "y"]), ("Two", ["x"]), ("Three", ["y"])):
+        document, chunks = make_document(a, kb.id, title)
+        stores.knowledge.insert_document(document.model_copy(update={"tags": tags}), chunks)
+    assert stores.knowledge.replace_document_tag(b, kb.id, "x", "z") == 0
+    assert stores.knowledge.replace_document_tag(a, kb.id, "x", "y") == 2
+    by_title = {d.title: d.tags for d in stores.knowledge.documents(a, kb.id)}
+    assert by_title == {"One": ["y"], "Two": ["y"], "Three": ["y"]}
+    assert stores.knowledge.document(a, "Two-" + a).tags == ["y"]
+    assert stores.knowledge.replace_document_tag(a, kb.id, "y", None) == 3
+    assert all(d.tags == [] for d in stores.knowledge.documents(a, kb.id))
+    assert stores.knowledge.document_ids_with_tags(a, kb.id, ["y"]) == []

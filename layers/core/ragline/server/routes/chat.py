@@ -25,6 +25,7 @@ from ragline.server.deps import (
     session_of,
 )
 from ragline.server.errors import TURN_REPLIES, ApiError, ErrorReply, not_found
+from ragline.server.routes.tags import tag_filter
 from ragline.server.sse import frames, sse_response
 from ragline.server.views import Envelope
 from ragline.store.models import Session, Tenant
@@ -95,6 +96,10 @@ async def _accept(
         # WeKnora's model ids name models of a WeKnora deployment: the configured model answers instead.
         logger.debug("question: unknown summary_model_id %r, using the default model", body.summary_model_id)
         body = body.model_copy(update={"summary_model_id": None})
+    if body.tags:
+        body = body.model_copy(
+            update={"tags": tag_filter(container, session.tenant_id, body.scope(session)[0], body.tags)}
+        )
     try:
         turn = await container.turns.accept(session, body, user_id, agent_requested=agent_requested)
     except UnknownKnowledgeBase as exc:

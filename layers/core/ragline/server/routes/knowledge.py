@@ -22,8 +22,9 @@ from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read
 from ragline.server.errors import UPLOAD_REPLIES, ApiError
 from ragline.server.records import KnowledgeView
 from ragline.server.routes.documents import ingest_text, ingest_upload, knowledge_view
+from ragline.server.routes.tags import tag_filter, tag_value
 from ragline.server.views import Done, Envelope, Page, page_of
-from ragline.store.models import Document
+from ragline.store.models import Document, KnowledgeBase
 from ragline.types.text import PlainName
 
 logger = logging.getLogger(__name__)
@@ -54,9 +55,9 @@ def _duplicate_reply(result: IngestResult, kind: str) -> JSONResponse:
     )
 
 
-def _tags(tag_id: str | None) -> list[str]:
+def _tags(container: Container, kb: KnowledgeBase, tag_id: str | None) -> list[str]:
     value = (tag_id or "").strip()
-    return [] if value in ("", UNTAGGED) else [value]
+    return [] if value in ("", UNTAGGED) else [tag_value(container, kb, value)]
 
 
 def _form_text(form: Any, name: str, limit: int = 1000) -> str:
@@ -121,7 +122,7 @@ async def create_knowledge_from_file(
     ignored = [name for name in IGNORED_FORM_FIELDS if form.get(name) is not None]
     if ignored:
         logger.debug("knowledge file upload: ignoring WeKnora fields %s", ", ".join(ignored))
-    tags = _tags(_form_text(form, "tag_id", 200))
+    tags = _tags(container, kb, _form_text(form, "tag_id", 200))
     result = await ingest_upload(container, kb, filename, raw, title="", tags=tags, kind="document")
     if result.duplicate:
         return _duplicate_reply(result, "file")  # type: ignore[return-value]
@@ -149,18 +150,22 @@ async def create_manual_knowledge(
     kb = knowledge_base_of(container, tenant, kb_id)
     if body.status or body.channel:
         logger.debug("manual knowledge: ignoring WeKnora fields status, channel")
-    item = DocumentInput(content=body.content, title=body.title.strip(), file_type="md", tags=_tags(body.tag_id))
+    item = DocumentInput(
+        content=body.content, title=body.title.strip(), file_type="md", tags=_tags(container, kb, body.tag_id)
+    )
     result = await ingest_text(container, kb, item)
     if result.duplicate:
         return _duplicate_reply(result, "manual")  # type: ignore[return-value]
     return Envelope(data=knowledge_view(result))
 
 
-def _matches(document: Document, *, tag_id: str, keyword: str, file_type: str, parse_status: str) -> bool:
+def _matches(
+    document: Document, *, tag_id: str, tagged: set[str], keyword: str, file_type: str, parse_status: str
+) -> bool:
     view = KnowledgeView.of(document)
     if tag_id == UNTAGGED and document.tags:
         return False
-    if tag_id not in ("", UNTAGGED) and tag_id not in document.tags:
+    if tag_id not in ("", UNTAGGED) and not tagged & set(document.tags):
         return False
     if keyword and keyword.casefold() not in f"{document.title}\n{document.filename}".casefold():
         return False
@@ -186,11 +191,9 @@ async def list_knowledge(
     kb = knowledge_base_of(container, tenant, kb_id)
     documents = container.knowledge.documents(tenant.id, kb.id, limit=MAX_LISTED_DOCUMENTS)
     documents.sort(key=lambda d: d.created_at, reverse=True)
-    kept = [
-        d
-        for d in documents
-        if _matches(d, tag_id=tag_id, keyword=keyword.strip(), file_type=file_type, parse_status=parse_status)
-    ]
+    tagged = set(tag_filter(container, tenant.id, [kb.id], [tag_id]) or []) if tag_id not in ("", UNTAGGED) else set()
+    filters = {"keyword": keyword.strip(), "file_type": file_type, "parse_status": parse_status}
+    kept = [d for d in documents if _matches(d, tag_id=tag_id, tagged=tagged, **filters)]
     return page_of([KnowledgeView.of(d) for d in kept], page, page_size)
 
 

@@ -18,6 +18,7 @@ from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import ApiError, not_found, parse_body
 from ragline.server.records import ChunkingConfigView, KnowledgeBaseView, SearchResultView
 from ragline.server.routes.search import run_search
+from ragline.server.routes.tags import tag_filter
 from ragline.server.views import Done, Envelope
 from ragline.server.wire import log_ignored
 from ragline.store.models import DuplicateName, KnowledgeBase, Tenant
@@ -241,11 +242,12 @@ async def _hybrid_search(kb_id: str, request: Request, tenant: Tenant, container
     body = parse_body(HybridSearchBody, await request.body())
     log_ignored(body, ("only_recommended", "skip_context_enrichment"), "hybrid search")
     kb = knowledge_base_of(container, tenant, kb_id)
+    kb_ids = body.knowledge_base_ids or [kb.id]
     search = SearchBody(
         query=body.query_text,
-        knowledge_base_ids=body.knowledge_base_ids or [kb.id],
+        knowledge_base_ids=kb_ids,
         knowledge_ids=body.knowledge_ids,
-        tags=body.tag_ids,
+        tags=tag_filter(container, tenant.id, kb_ids, body.tag_ids),
         top_k=body.match_count or DEFAULT_MATCH_COUNT,
         retrievers=_retrievers(body),
         vector_threshold=body.vector_threshold,

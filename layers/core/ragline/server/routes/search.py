@@ -11,6 +11,7 @@ from ragline.runtime.turns import MentionedItem, UnknownKnowledgeBase, mentioned
 from ragline.server.deps import ContainerDep, TenantDep, check_query_length
 from ragline.server.errors import ApiError, not_found
 from ragline.server.records import SearchResultView
+from ragline.server.routes.tags import tag_filter
 from ragline.server.views import Envelope
 
 router = APIRouter(prefix="/api/v1", tags=["search"])
@@ -65,7 +66,7 @@ def search_body(container: Container, tenant_id: str, body: KnowledgeSearchBody)
         **options,
         knowledge_base_ids=kb_ids,
         knowledge_ids=knowledge_ids or None,
-        tags=[*(body.tags or []), *(body.tag_ids or [])] or None,
+        tags=tag_filter(container, tenant_id, kb_ids, [*(body.tags or []), *(body.tag_ids or [])] or None),
     )
 
 
