@@ -95,10 +95,8 @@ class Backend:
         return results
 
     def delete(self, document: Document) -> None:
-        """Delete a document as its runtime does: the store always; a separate index also drops its chunks."""
-        assert self.container.knowledge.delete_document(document.tenant_id, document.id)
-        if self.name == "opensearch":
-            self.engine.delete_document(document.id)  # type: ignore[attr-defined]
+        """Delete a document as both runtimes do (ingest/removal.py: the index, then the records)."""
+        assert self.container.removal.delete_document(document.tenant_id, document.id) is not None
 
 
 def _ingest(container: Any) -> Corpus:
@@ -341,6 +339,44 @@ def test_a_deleted_document_is_no_longer_found(backend: Backend) -> None:
     gone = [*backend.engine.vector_search(backend.params(query, [c.kb_second.id]), top_k=10)]
     gone += backend.engine.keyword_search(backend.params(query, [c.kb_second.id]), top_k=10)
     assert document.id not in {r.knowledge_id for r in gone}
+
+
+def _ids(backend: Backend, query: str, kb_id: str) -> set[str]:
+    params = backend.params(query, [kb_id])
+    return {
+        r.id
+        for r in [*backend.engine.vector_search(params, top_k=10), *backend.engine.keyword_search(params, top_k=10)]
+    }
+
+
+def test_an_edited_chunk_is_found_by_its_new_text_only(backend: Backend) -> None:
+    c = backend.corpus
+    text = "## Rivers\n\nThe Nile flows north through eleven countries into the Mediterranean Sea."
+    document = backend.container.ingest.ingest_text(c.kb_second, content=text, title="Rivers").document
+    [chunk] = [ch for ch in backend.container.knowledge.chunks_of_document(c.tenant, document.id) if ch.searchable]
+    assert chunk.id in _ids(backend, "Nile Mediterranean", c.kb_second.id)
+    edited = backend.container.chunk_edits.update(
+        c.tenant, chunk.id, content="Glaciers carve fjords as they retreat towards the mountains."
+    )
+    assert edited is not None
+    assert chunk.id in _ids(backend, "glaciers carve fjords", c.kb_second.id)
+    assert chunk.id not in {
+        r.id for r in backend.engine.keyword_search(backend.params("Nile Mediterranean", [c.kb_second.id]), top_k=10)
+    }
+    backend.container.chunk_edits.update(c.tenant, chunk.id, enabled=False)
+    assert chunk.id not in _ids(backend, "glaciers carve fjords", c.kb_second.id)
+    backend.delete(document)
+
+
+def test_a_deleted_chunk_is_no_longer_found(backend: Backend) -> None:
+    c = backend.corpus
+    text = "## Deserts\n\nThe Atacama desert is the driest non-polar place on Earth."
+    document = backend.container.ingest.ingest_text(c.kb_second, content=text, title="Deserts").document
+    [chunk] = [ch for ch in backend.container.knowledge.chunks_of_document(c.tenant, document.id) if ch.searchable]
+    assert chunk.id in _ids(backend, "Atacama driest desert", c.kb_second.id)
+    assert backend.container.removal.delete_chunk(c.tenant, chunk.id)
+    assert chunk.id not in _ids(backend, "Atacama driest desert", c.kb_second.id)
+    backend.delete(document)
 
 
 # Chinese -----------------------------------------------------------------------------------------------

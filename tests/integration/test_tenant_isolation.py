@@ -283,6 +283,36 @@ def _delete_message(w: World) -> None:
     w.owner("DELETE", f"/api/v1/messages/{scratch}/{first}", 200)
 
 
+def _scratch_document(w: World, title: str) -> tuple[str, str]:
+    """A document of A's own to change or delete, and its first chunk."""
+    note = w.owner(
+        "POST", f"/api/v1/knowledge-bases/{w.kb}/knowledge/manual", 200, json={"title": title, "content": f"{title}."}
+    ).json()["data"]["id"]
+    chunk = w.owner("GET", f"/api/v1/chunks/{note}", 200).json()["data"][0]["id"]
+    return note, chunk
+
+
+def _update_chunk(w: World) -> None:
+    w.denied("PUT", f"/api/v1/chunks/{w.document}/{w.chunk}", json={"content": "Hijacked."})
+    assert w.owner("GET", f"/api/v1/chunks/by-id/{w.chunk}", 200).json()["data"]["content"] != "Hijacked."
+    note, chunk = _scratch_document(w, "Editable")
+    w.owner("PUT", f"/api/v1/chunks/{note}/{chunk}", 200, json={"content": "Edited."})
+
+
+def _delete_chunk(w: World) -> None:
+    w.denied("DELETE", f"/api/v1/chunks/{w.document}/{w.chunk}")
+    w.owner("GET", f"/api/v1/chunks/by-id/{w.chunk}", 200)
+    note, chunk = _scratch_document(w, "Deletable")
+    w.owner("DELETE", f"/api/v1/chunks/{note}/{chunk}", 200)
+
+
+def _delete_knowledge_chunks(w: World) -> None:
+    w.denied("DELETE", f"/api/v1/chunks/{w.document}")
+    w.owner("GET", f"/api/v1/chunks/by-id/{w.chunk}", 200)
+    note, _ = _scratch_document(w, "Emptied")
+    w.owner("DELETE", f"/api/v1/chunks/{note}", 200)
+
+
 def _list_tags(w: World) -> None:
     w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/tags")
     w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/tags", 200)
@@ -458,6 +488,9 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/api/v1/knowledge/{knowledge_id}"): _get_knowledge,
     ("GET", "/api/v1/messages/{session_id}/load"): _load_messages,
     ("DELETE", "/api/v1/messages/{session_id}/{message_id}"): _delete_message,
+    ("PUT", "/api/v1/chunks/{knowledge_id}/{chunk_id}"): _update_chunk,
+    ("DELETE", "/api/v1/chunks/{knowledge_id}/{chunk_id}"): _delete_chunk,
+    ("DELETE", "/api/v1/chunks/{knowledge_id}"): _delete_knowledge_chunks,
     ("GET", "/api/v1/knowledge-bases/{kb_id}/tags"): _list_tags,
     ("POST", "/api/v1/knowledge-bases/{kb_id}/tags"): _create_tag,
     ("PUT", "/api/v1/knowledge-bases/{kb_id}/tags/{tag_id}"): _update_tag,

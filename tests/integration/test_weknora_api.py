@@ -669,3 +669,53 @@ def test_free_tags_are_listed_and_registered_when_updated(ragline: Ragline, kb: 
     assert {h["knowledge_title"] for h in hits} == {"Leave EU"}
     keyword = ok(ragline.client.get(url, params={"keyword": "euro"}))
     assert [t["name"] for t in keyword["data"]] == ["Europe"]
+
+
+def _coffee_chunks(ragline: Ragline, kb: str) -> tuple[str, list[dict[str, Any]]]:
+    document = ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge", params={"keyword": "coffee"}))[0]
+    return document["id"], ragline.client.get(f"/api/v1/chunks/{document['id']}", params={"page_size": 100}).json()[
+        "data"
+    ]
+
+
+def test_update_chunk_as_documented(ragline: Ragline, kb: str) -> None:
+    knowledge_id, chunks = _coffee_chunks(ragline, kb)
+    target = next(c for c in chunks if "90 and 96" in c["content"])
+    url = f"/api/v1/chunks/{knowledge_id}/{target['id']}"
+    # What WeKnora's Go client sends (UpdateChunkRequest: every field, an embedding included).
+    body = {
+        "content": "Brew coffee with water at exactly 93 degrees Celsius (kettle tip).",
+        "embedding": [0.1, 0.2],
+        "chunk_index": target["chunk_index"],
+        "is_enabled": True,
+        "start_at": 0,
+        "end_at": 10,
+        "image_info": "",
+    }
+    data = ok(ragline.client.put(url, json=body))
+    assert (data["id"], data["content"], data["is_enabled"]) == (target["id"], body["content"], True)
+    hits = _search(ragline, kb, "kettle tip 93 degrees")
+    assert hits[0]["id"] == target["id"]
+    assert "93 degrees" in hits[0]["content"]
+    # Disabled (only the flag: an empty content leaves the text), it is no longer found.
+    disabled = ok(ragline.client.put(url, json={"content": "", "is_enabled": False}))
+    assert (disabled["content"], disabled["is_enabled"]) == (body["content"], False)
+    assert target["id"] not in {h["id"] for h in _search(ragline, kb, "kettle tip 93 degrees")}
+    ok(ragline.client.put(url, json={"is_enabled": True}))
+    assert target["id"] in {h["id"] for h in _search(ragline, kb, "kettle tip 93 degrees")}
+    other = ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge", params={"keyword": "tea"}))[0]["id"]
+    assert ragline.client.put(f"/api/v1/chunks/{other}/{target['id']}", json={"is_enabled": False}).status_code == 404
+
+
+def test_delete_chunks_as_documented(ragline: Ragline, kb: str) -> None:
+    knowledge_id, chunks = _coffee_chunks(ragline, kb)
+    target = next(c for c in chunks if "fine grind" in c["content"])
+    reply = ragline.client.delete(f"/api/v1/chunks/{knowledge_id}/{target['id']}")
+    assert reply.json() == {"success": True, "message": "Chunk deleted"}
+    assert target["id"] not in {h["id"] for h in _search(ragline, kb, "espresso fine grind")}
+    assert ragline.client.get(f"/api/v1/chunks/by-id/{target['id']}").status_code == 404
+    everything = ragline.client.delete(f"/api/v1/chunks/{knowledge_id}")
+    assert everything.json() == {"success": True, "message": "All chunks under knowledge deleted"}
+    assert ragline.client.get(f"/api/v1/chunks/{knowledge_id}").json()["total"] == 0
+    assert all(h["knowledge_id"] != knowledge_id for h in _search(ragline, kb, "coffee water boiling"))
+    assert ok(ragline.client.get(f"/api/v1/knowledge/{knowledge_id}"))["id"] == knowledge_id  # the document stays

@@ -16,6 +16,7 @@ from ragline.graph.extract import GraphExtractor
 from ragline.graph.ingest import GraphIndexer
 from ragline.graph.store import GraphNamespace, GraphStore
 from ragline.ingest.background import BackgroundIndexer
+from ragline.ingest.chunk_edits import ChunkEditor
 from ragline.ingest.removal import KnowledgeRemoval
 from ragline.ingest.service import IngestService
 from ragline.memory.extract import MemoryExtractor
@@ -304,6 +305,7 @@ class Container:
     orchestrator: Orchestrator
     ingest: IngestService
     removal: KnowledgeRemoval
+    chunk_edits: ChunkEditor
     turns: TurnService
     search: SearchService
     memories: MemoryStore
@@ -368,6 +370,7 @@ class Container:
                 tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
             ),
             removal=KnowledgeRemoval(knowledge, engine, graph, tables),
+            chunk_edits=ChunkEditor(knowledge, engine, models),
             turns=TurnService(config, templates, knowledge, sessions, stream),
             search=SearchService(events, knowledge, config),
             memories=memories,

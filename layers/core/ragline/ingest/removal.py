@@ -45,6 +45,13 @@ class KnowledgeRemoval:
         logger.info("document deleted", extra={"document_id": document.id})
         return document
 
+    def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
+        """One chunk, from the index first, then the store."""
+        if not self._knowledge.chunks(tenant_id, [chunk_id]):
+            return False
+        self._engine.delete_chunks([chunk_id])
+        return self._knowledge.delete_chunk(tenant_id, chunk_id)
+
     def clear_knowledge_base(self, tenant_id: str, kb_id: str) -> int:
         """Every document of the knowledge base removed, the knowledge base kept; how many went."""
         documents = self._knowledge.documents(tenant_id, kb_id, limit=1_000_000)

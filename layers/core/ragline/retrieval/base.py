@@ -52,3 +52,19 @@ class RetrieveEngine(Protocol):
         """Stops matching the document's chunks; returns how many index entries went (0 for an engine whose
         entries live with the chunks and go with them)."""
         ...
+
+    def reindex_chunks(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
+    ) -> None:
+        """Chunks already indexed, indexed again as they are now (their text or enabled flag changed)."""
+        ...
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """Stops matching these chunks (0 for an engine whose entries go with the chunks' rows)."""
+        ...

@@ -326,6 +326,30 @@ class EmbeddedEngine:
             )
             bump_index_version(conn, knowledge_base_id)
 
+    def reindex_chunks(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
+    ) -> None:
+        """The chunks' keyword rows and vectors replaced (in one transaction with the new ones)."""
+        with self._db.transaction() as conn:
+            for chunk in chunks:
+                conn.execute(
+                    "DELETE FROM chunks_fts WHERE rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk.id,)
+                )
+                conn.execute(
+                    "DELETE FROM chunk_vectors WHERE chunk_rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk.id,)
+                )
+            self.index_chunks(knowledge_base_id, embedding_model, chunks, vectors, document=document)
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """Nothing to do here: the store's ``delete_chunk`` removes the rows this engine reads."""
+        return 0
+
     def delete_document(self, knowledge_id: str) -> int:
         """Nothing to do here: the keyword rows and vectors live in the knowledge store's database and
         its ``delete_document`` removes them with the chunks (and bumps the index version)."""

@@ -362,6 +362,32 @@ class OpenSearchEngine:
             source["title_zh"] = zh_search_text(title)
         return source
 
+    def reindex_chunks(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
+    ) -> None:
+        """Indexing a chunk again replaces it: its OpenSearch document id is the chunk id."""
+        self.index_chunks(knowledge_base_id, embedding_model, chunks, vectors, document=document)
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """Remove these chunks (refreshed so they stop matching at once); returns how many were deleted."""
+        if not chunk_ids:
+            return 0
+        try:
+            response = self._client.delete_by_query(
+                index=self._index,
+                body={"query": {"ids": {"values": list(chunk_ids)}}},
+                params={"refresh": "true", "conflicts": "proceed"},
+            )
+        except NotFoundError:
+            return 0
+        return int(response.get("deleted", 0))
+
     def delete_document(self, knowledge_id: str) -> int:
         """Remove every chunk of one document; returns how many were deleted.
 

@@ -72,6 +72,17 @@ class KnowledgeStore(Protocol):
         """Removes the document and its chunks; False when it is not this tenant's."""
         ...
 
+    def update_chunk(
+        self, tenant_id: str, chunk_id: str, *, content: str | None = None, enabled: bool | None = None
+    ) -> Chunk | None:
+        """A chunk's text or its enabled flag changed (None: not this tenant's). The index is the caller's."""
+        ...
+
+    def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
+        """Removes one chunk: its neighbours link to each other, its children lose their parent, its
+        document counts one chunk less. False when it is not this tenant's."""
+        ...
+
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
         """Every document of the knowledge base carrying ``old`` carries ``new`` instead (nothing when
         None); returns how many changed."""

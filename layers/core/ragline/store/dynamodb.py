@@ -325,23 +325,83 @@ class DynamoKnowledgeStore:
             batch.delete_item(Key={"pk": f"kbid#{kb_id}", "sk": "meta"})
         return True
 
+    @staticmethod
+    def _document_keys(document: Document) -> list[dict[str, str]]:
+        """A document is kept twice: its listing under the knowledge base and its own item."""
+        return [
+            {"pk": f"kb#{document.knowledge_base_id}", "sk": f"doc#{document.created_at}#{document.id}"},
+            {"pk": f"doc#{document.id}", "sk": "meta"},
+        ]
+
+    def _set_document(self, document: Document, values: dict[str, Any]) -> None:
+        self._set(self._document_keys(document), values)
+
+    def _set(self, keys: list[dict[str, str]], values: dict[str, Any]) -> None:
+        """The same fields set on every copy of a record (never creating one that is gone)."""
+        names = {f"#f{i}": name for i, name in enumerate(values)}
+        assignments = ", ".join(f"#f{i} = :v{i}" for i in range(len(values)))
+        for key in keys:
+            self._table.update_item(
+                Key=key,
+                UpdateExpression=f"SET {assignments}",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={f":v{i}": value for i, value in enumerate(values.values())},
+            )
+
+    @staticmethod
+    def _chunk_keys(chunk: Chunk) -> list[dict[str, str]]:
+        """A chunk is kept twice: under its document (in reading order) and on its own."""
+        return [
+            {"pk": f"doc#{chunk.knowledge_id}", "sk": f"chunk#{chunk.chunk_type}#{chunk.chunk_index:08d}"},
+            {"pk": f"chunk#{chunk.id}", "sk": "meta"},
+        ]
+
+    def _set_chunk(self, chunk: Chunk, values: dict[str, Any]) -> None:
+        self._set(self._chunk_keys(chunk), values)
+
+    def update_chunk(
+        self, tenant_id: str, chunk_id: str, *, content: str | None = None, enabled: bool | None = None
+    ) -> Chunk | None:
+        found = self.chunks(tenant_id, [chunk_id])
+        if not found:
+            return None
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = content
+        if enabled is not None:
+            changes["enabled"] = enabled
+        if changes:
+            self._set_chunk(found[0], changes)
+        return found[0].model_copy(update=changes)
+
+    def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
+        found = self.chunks(tenant_id, [chunk_id])
+        if not found:
+            return False
+        chunk = found[0]
+        with self._table.batch_writer() as batch:
+            for key in self._chunk_keys(chunk):
+                batch.delete_item(Key=key)
+        neighbours = {c.id: c for c in self.chunks(tenant_id, [chunk.pre_chunk_id, chunk.next_chunk_id]) if c}
+        if chunk.pre_chunk_id in neighbours:
+            self._set_chunk(neighbours[chunk.pre_chunk_id], {"next_chunk_id": chunk.next_chunk_id})
+        if chunk.next_chunk_id in neighbours:
+            self._set_chunk(neighbours[chunk.next_chunk_id], {"pre_chunk_id": chunk.pre_chunk_id})
+        for child in self.chunks_of_document(tenant_id, chunk.knowledge_id):
+            if child.parent_chunk_id == chunk.id:
+                self._set_chunk(child, {"parent_chunk_id": ""})
+        document = self.document(tenant_id, chunk.knowledge_id)
+        if document is not None and chunk.searchable:
+            self._set_document(document, {"chunk_count": max(0, document.chunk_count - 1)})
+        return True
+
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
         changed = 0
         for document in self.documents(tenant_id, kb_id, limit=1_000_000):
             if old not in document.tags:
                 continue
-            tags = retagged(document.tags, old, new)
-            # A document is kept twice (its listing under the knowledge base and its own item): both change.
-            for key in (
-                {"pk": f"kb#{kb_id}", "sk": f"doc#{document.created_at}#{document.id}"},
-                {"pk": f"doc#{document.id}", "sk": "meta"},
-            ):
-                self._table.update_item(
-                    Key=key,
-                    UpdateExpression="SET tags = :t",
-                    ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeValues={":t": tags},
-                )
+            self._set_document(document, {"tags": retagged(document.tags, old, new)})
             changed += 1
         return changed
 

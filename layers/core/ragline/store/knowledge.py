@@ -341,6 +341,48 @@ class SqliteKnowledgeStore:
             bump_index_version(conn, kb_id)
         return True
 
+    def update_chunk(
+        self, tenant_id: str, chunk_id: str, *, content: str | None = None, enabled: bool | None = None
+    ) -> Chunk | None:
+        changes: dict[str, object] = {}
+        if content is not None:
+            changes["content"] = content
+        if enabled is not None:
+            changes["enabled"] = int(enabled)
+        with self._db.transaction() as conn:
+            found = self.chunks(tenant_id, [chunk_id])
+            if not found:
+                return None
+            if changes:
+                assignments = ", ".join(f"{column} = ?" for column in changes)
+                conn.execute(f"UPDATE chunks SET {assignments} WHERE id = ?", (*changes.values(), chunk_id))
+                bump_index_version(conn, found[0].knowledge_base_id)
+        return self.chunks(tenant_id, [chunk_id])[0]
+
+    def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
+        with self._db.transaction() as conn:
+            found = self.chunks(tenant_id, [chunk_id])
+            if not found:
+                return False
+            chunk = found[0]
+            conn.execute("DELETE FROM chunks_fts WHERE rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk_id,))
+            conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
+            if chunk.pre_chunk_id:
+                conn.execute(
+                    "UPDATE chunks SET next_chunk_id = ? WHERE id = ?", (chunk.next_chunk_id, chunk.pre_chunk_id)
+                )
+            if chunk.next_chunk_id:
+                conn.execute(
+                    "UPDATE chunks SET pre_chunk_id = ? WHERE id = ?", (chunk.pre_chunk_id, chunk.next_chunk_id)
+                )
+            conn.execute("UPDATE chunks SET parent_chunk_id = '' WHERE parent_chunk_id = ?", (chunk_id,))
+            if chunk.searchable:
+                conn.execute(
+                    "UPDATE documents SET chunk_count = MAX(0, chunk_count - 1) WHERE id = ?", (chunk.knowledge_id,)
+                )
+            bump_index_version(conn, chunk.knowledge_base_id)
+        return True
+
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
         with self._db.transaction() as conn:
             rows = conn.execute(

@@ -645,3 +645,31 @@ def test_a_tag_is_replaced_on_every_document_carrying_it(stores: Stores, two_ten
     assert stores.knowledge.replace_document_tag(a, kb.id, "y", None) == 3
     assert all(d.tags == [] for d in stores.knowledge.documents(a, kb.id))
     assert stores.knowledge.document_ids_with_tags(a, kb.id, ["y"]) == []
+
+
+def test_a_chunk_is_edited_and_deleted_in_place(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    document, chunks = make_document(a, kb.id, "Doc", n_chunks=3, n_parents=1)
+    first, middle, last = (c for c in chunks if c.searchable)
+    stores.knowledge.insert_document(document, chunks)
+    assert stores.knowledge.update_chunk(b, middle.id, content="hijacked") is None
+    edited = stores.knowledge.update_chunk(a, middle.id, content="new text", enabled=False)
+    assert (edited.content, edited.enabled) == ("new text", False)
+    [stored] = stores.knowledge.chunks(a, [middle.id])
+    assert (stored.content, stored.enabled) == ("new text", False)
+    by_document = {c.id: c for c in stores.knowledge.chunks_of_document(a, document.id)}
+    assert by_document[middle.id].content == "new text"
+    assert stores.knowledge.delete_chunk(b, middle.id) is False
+    assert stores.knowledge.delete_chunk(a, middle.id) is True
+    assert stores.knowledge.chunks(a, [middle.id]) == []
+    remaining = {c.id: c for c in stores.knowledge.chunks_of_document(a, document.id)}
+    assert middle.id not in remaining
+    # Its neighbours now link to each other, and the document counts one searchable chunk less.
+    assert remaining[first.id].next_chunk_id == last.id
+    assert remaining[last.id].pre_chunk_id == first.id
+    assert stores.knowledge.document(a, document.id).chunk_count == 2
+    parent = next(c for c in chunks if not c.searchable)
+    assert stores.knowledge.delete_chunk(a, parent.id) is True
+    assert all(c.parent_chunk_id == "" for c in stores.knowledge.chunks_of_document(a, document.id))
+    assert stores.knowledge.document(a, document.id).chunk_count == 2  # a parent is not counted

@@ -1,16 +1,19 @@
-"""Chunks: a document's chunks in order, and one chunk by id (WeKnora's ``/chunks``)."""
+"""Chunks: a document's chunks in order, one chunk by id, edited or deleted (WeKnora's ``/chunks``)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import not_found
 from ragline.server.records import ChunkView
-from ragline.server.views import Envelope, Page, page_of
+from ragline.server.views import Done, Envelope, Page, page_of
+from ragline.server.wire import log_ignored
 from ragline.store.models import Chunk, Document, Tenant
 
 router = APIRouter(prefix="/api/v1", tags=["chunks"])
@@ -61,3 +64,61 @@ async def list_chunks(
     if document.knowledge_base_id != kb.id:
         raise not_found("document", "document_id")
     return Envelope(data=[ChunkView.of(c) for c in container.knowledge.chunks_of_document(tenant.id, document.id)])
+
+
+def _chunk_of(container: Container, tenant: Tenant, knowledge_id: str, chunk_id: str) -> Chunk:
+    """The chunk, which must belong to the document the path names."""
+    document = document_of(container, tenant, knowledge_id)
+    chunks = container.knowledge.chunks(tenant.id, [chunk_id])
+    if not chunks or chunks[0].knowledge_id != document.id:
+        raise not_found("chunk", "id")
+    return chunks[0]
+
+
+class ChunkUpdateBody(BaseModel):
+    """WeKnora's update: the text and the enabled flag are honoured (absent: unchanged); its Go client
+    also sends the position, the image information and an embedding, which ragline computes itself."""
+
+    model_config = ConfigDict(extra="forbid")
+    content: str | None = Field(default=None, max_length=200_000)
+    is_enabled: bool | None = None
+    chunk_index: int | None = None
+    start_at: int | None = None
+    end_at: int | None = None
+    image_info: str | None = None
+    embedding: list[float] | None = None
+    expected_revision: int | None = None
+
+
+@router.put("/chunks/{knowledge_id}/{chunk_id}")
+async def update_chunk(
+    knowledge_id: str, chunk_id: str, body: ChunkUpdateBody, tenant: TenantDep, container: ContainerDep
+) -> Envelope[ChunkView]:
+    """A chunk's text (embedded and indexed again) or its enabled flag (a disabled chunk is not searched)."""
+    _chunk_of(container, tenant, knowledge_id, chunk_id)
+    log_ignored(body, ("chunk_index", "start_at", "end_at", "image_info", "embedding", "expected_revision"), "chunk")
+    # An empty text is what WeKnora's Go client sends when only the flag changes: it means "unchanged".
+    content = body.content if body.content and body.content.strip() else None
+    chunk = await asyncio.to_thread(
+        container.chunk_edits.update, tenant.id, chunk_id, content=content, enabled=body.is_enabled
+    )
+    if chunk is None:
+        raise not_found("chunk", "id")
+    return Envelope(data=ChunkView.of(chunk))
+
+
+@router.delete("/chunks/{knowledge_id}/{chunk_id}")
+async def delete_chunk(knowledge_id: str, chunk_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    _chunk_of(container, tenant, knowledge_id, chunk_id)
+    if not await asyncio.to_thread(container.removal.delete_chunk, tenant.id, chunk_id):
+        raise not_found("chunk", "id")
+    return Done(message="Chunk deleted")
+
+
+@router.delete("/chunks/{knowledge_id}")
+async def delete_knowledge_chunks(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    """Every chunk of the document (the document stays, with nothing to find in it)."""
+    document = document_of(container, tenant, knowledge_id)
+    for chunk in container.knowledge.chunks_of_document(tenant.id, document.id):
+        await asyncio.to_thread(container.removal.delete_chunk, tenant.id, chunk.id)
+    return Done(message="All chunks under knowledge deleted")
