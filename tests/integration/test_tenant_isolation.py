@@ -313,6 +313,113 @@ def _delete_knowledge_chunks(w: World) -> None:
     w.owner("DELETE", f"/api/v1/chunks/{note}", 200)
 
 
+def _faq_entry(w: World, question: str) -> int:
+    """An FAQ entry of A's own (a question per probe, so none repeats another's)."""
+    body = {"standard_question": question, "answers": ["Heavy water."]}
+    return int(w.owner("POST", f"/api/v1/knowledge-bases/{w.kb}/faq/entry", 200, json=body).json()["data"]["id"])
+
+
+def _faq_url(kb: str, tail: str = "") -> str:
+    return f"/api/v1/knowledge-bases/{kb}/faq{tail}"
+
+
+def _list_faq_entries(w: World) -> None:
+    _faq_entry(w, "Which water is heavy?")
+    w.denied("GET", _faq_url(w.kb, "/entries"))
+    assert w.owner("GET", _faq_url(w.kb, "/entries"), 200).json()["data"]["total"] >= 1
+
+
+def _export_faq(w: World) -> None:
+    w.denied("GET", _faq_url(w.kb, "/entries/export"))
+    w.owner("GET", _faq_url(w.kb, "/entries/export"), 200)
+
+
+def _get_faq_entry(w: World) -> None:
+    entry = _faq_entry(w, "What is deuterium?")
+    w.denied("GET", _faq_url(w.kb, f"/entries/{entry}"))
+    w.denied("GET", _faq_url(w.b_kb, f"/entries/{entry}"))  # A's entry, B's knowledge base
+    w.owner("GET", _faq_url(w.kb, f"/entries/{entry}"), 200)
+
+
+def _upsert_faq(w: World) -> None:
+    body = {"mode": "append", "entries": [{"standard_question": "Upserted?", "answers": ["Yes."]}]}
+    w.denied("POST", _faq_url(w.kb, "/entries"), json=body)
+    w.denied("POST", _faq_url(w.kb, "/entries"), json={**body, "mode": "replace"})
+    assert w.owner("GET", _faq_url(w.kb, "/entries"), 200, params={"keyword": "Upserted"}).json()["data"]["total"] == 0
+    w.owner("POST", _faq_url(w.kb, "/entries"), 200, json=body)
+
+
+def _create_faq_entry(w: World) -> None:
+    w.denied("POST", _faq_url(w.kb, "/entry"), json={"standard_question": "Intrusion?", "answers": ["B."]})
+    _faq_entry(w, "What does the moderator slow?")
+
+
+def _update_faq_entry(w: World) -> None:
+    entry = _faq_entry(w, "Is the coolant water?")
+    body = {"standard_question": "Hijacked?", "answers": ["B."]}
+    w.denied("PUT", _faq_url(w.kb, f"/entries/{entry}"), json=body)
+    w.denied("PUT", _faq_url(w.b_kb, f"/entries/{entry}"), json=body)
+    assert w.owner("GET", _faq_url(w.kb, f"/entries/{entry}"), 200).json()["data"]["standard_question"] != "Hijacked?"
+    w.owner("PUT", _faq_url(w.kb, f"/entries/{entry}"), 200, json={**body, "standard_question": "Is it water?"})
+
+
+def _add_similar_questions(w: World) -> None:
+    entry = _faq_entry(w, "Why heavy water?")
+    body = {"similar_questions": ["Hijacked?"]}
+    w.denied("POST", _faq_url(w.kb, f"/entries/{entry}/similar-questions"), json=body)
+    w.denied("POST", _faq_url(w.b_kb, f"/entries/{entry}/similar-questions"), json=body)
+    w.owner(
+        "POST", _faq_url(w.kb, f"/entries/{entry}/similar-questions"), 200, json={"similar_questions": ["Why D2O?"]}
+    )
+
+
+def _update_faq_fields(w: World) -> None:
+    entry = _faq_entry(w, "Can the reactor stop?")
+    body = {"by_id": {str(entry): {"is_enabled": False}}}
+    w.denied("PUT", _faq_url(w.kb, "/entries/fields"), json=body)
+    w.denied("PUT", _faq_url(w.b_kb, "/entries/fields"), json=body)
+    assert w.owner("GET", _faq_url(w.kb, f"/entries/{entry}"), 200).json()["data"]["is_enabled"] is True
+    w.owner("PUT", _faq_url(w.kb, "/entries/fields"), 200, json=body)
+
+
+def _update_faq_tags(w: World) -> None:
+    entry = _faq_entry(w, "Who runs the reactor?")
+    body = {"updates": {str(entry): None}}
+    w.denied("PUT", _faq_url(w.kb, "/entries/tags"), json=body)
+    w.denied("PUT", _faq_url(w.b_kb, "/entries/tags"), json=body)
+    w.owner("PUT", _faq_url(w.kb, "/entries/tags"), 200, json=body)
+
+
+def _delete_faq_entries(w: World) -> None:
+    entry = _faq_entry(w, "Is the reactor safe?")
+    w.denied("DELETE", _faq_url(w.kb, "/entries"), json={"ids": [entry]})
+    w.denied("DELETE", _faq_url(w.b_kb, "/entries"), json={"ids": [entry]})
+    w.owner("GET", _faq_url(w.kb, f"/entries/{entry}"), 200)
+    w.owner("DELETE", _faq_url(w.kb, "/entries"), 200, json={"ids": [entry]})
+
+
+def _search_faq(w: World) -> None:
+    _faq_entry(w, "What slows the neutrons?")
+    w.denied("POST", _faq_url(w.kb, "/search"), json={"query_text": "neutrons"})
+    assert w.owner("POST", _faq_url(w.kb, "/search"), 200, json={"query_text": "slows the neutrons"}).json()["data"]
+
+
+def _faq_import_display(w: World) -> None:
+    w.denied("PUT", _faq_url(w.kb, "/import/last-result/display"), json={"display_status": "close"})
+    w.owner("PUT", _faq_url(w.kb, "/import/last-result/display"), 200, json={"display_status": "close"})
+
+
+def _faq_import_progress(w: World) -> None:
+    # The task id carries the whole outcome (counts, mode): whoever holds it learns nothing more.
+    body = {"mode": "append", "entries": [{"standard_question": "Progress?", "answers": ["Done."]}]}
+    task = w.owner("POST", _faq_url(w.kb, "/entries"), 200, json=body).json()["data"]["task_id"]
+    reply = w.other("GET", f"/api/v1/faq/import/progress/{task}")
+    assert reply.status_code == 200, reply.text
+    assert set(reply.json()["data"]) >= {"success_count", "skipped_count"}
+    assert w.kb not in reply.text
+    assert "Progress?" not in reply.text
+
+
 def _list_tags(w: World) -> None:
     w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/tags")
     w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/tags", 200)
@@ -491,6 +598,19 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("PUT", "/api/v1/chunks/{knowledge_id}/{chunk_id}"): _update_chunk,
     ("DELETE", "/api/v1/chunks/{knowledge_id}/{chunk_id}"): _delete_chunk,
     ("DELETE", "/api/v1/chunks/{knowledge_id}"): _delete_knowledge_chunks,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/faq/entries"): _list_faq_entries,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/faq/entries/export"): _export_faq,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/faq/entries/{entry_id}"): _get_faq_entry,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/faq/entries"): _upsert_faq,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/faq/entry"): _create_faq_entry,
+    ("PUT", "/api/v1/knowledge-bases/{kb_id}/faq/entries/{entry_id}"): _update_faq_entry,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/faq/entries/{entry_id}/similar-questions"): _add_similar_questions,
+    ("PUT", "/api/v1/knowledge-bases/{kb_id}/faq/entries/fields"): _update_faq_fields,
+    ("PUT", "/api/v1/knowledge-bases/{kb_id}/faq/entries/tags"): _update_faq_tags,
+    ("DELETE", "/api/v1/knowledge-bases/{kb_id}/faq/entries"): _delete_faq_entries,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/faq/search"): _search_faq,
+    ("PUT", "/api/v1/knowledge-bases/{kb_id}/faq/import/last-result/display"): _faq_import_display,
+    ("GET", "/api/v1/faq/import/progress/{task_id}"): _faq_import_progress,
     ("GET", "/api/v1/knowledge-bases/{kb_id}/tags"): _list_tags,
     ("POST", "/api/v1/knowledge-bases/{kb_id}/tags"): _create_tag,
     ("PUT", "/api/v1/knowledge-bases/{kb_id}/tags/{tag_id}"): _update_tag,
@@ -518,6 +638,7 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
 # Routes whose path names no session, message, knowledge base, document, chunk or memory: probed above for
 # what they could leak (lists, names, ids in the body) rather than for a 404.
 NO_ID_ROUTES = {
+    ("GET", "/api/v1/faq/import/progress/{task_id}"),
     ("POST", "/api/v1/knowledge/batch-delete"),
     ("POST", "/api/v1/knowledge-bases"),
     ("GET", "/api/v1/knowledge-bases"),

@@ -719,3 +719,186 @@ def test_delete_chunks_as_documented(ragline: Ragline, kb: str) -> None:
     assert ragline.client.get(f"/api/v1/chunks/{knowledge_id}").json()["total"] == 0
     assert all(h["knowledge_id"] != knowledge_id for h in _search(ragline, kb, "coffee water boiling"))
     assert ok(ragline.client.get(f"/api/v1/knowledge/{knowledge_id}"))["id"] == knowledge_id  # the document stays
+
+
+# FAQ (faq.md) ----------------------------------------------------------------------------------------------
+PASSWORD = {
+    "standard_question": "How do I reset my password?",
+    "similar_questions": ["I forgot my password", "password recovery"],
+    "negative_questions": ["How do I change my username?"],
+    "answers": ["Click 'Forgot password' on the login page."],
+}
+SUPPORT = {
+    "standard_question": "How do I contact support?",
+    "similar_questions": ["support phone number", "online support"],
+    "answers": ["Call 400-000-0000."],
+}
+REFUND = {"standard_question": "What is the refund policy?", "answers": ["Seven days, no questions asked."]}
+
+
+def _faq(ragline: Ragline, kb: str) -> str:
+    return f"/api/v1/knowledge-bases/{kb}/faq"
+
+
+def _entries(ragline: Ragline, kb: str, **params: Any) -> dict[str, Any]:
+    return dict(ok(ragline.client.get(f"{_faq(ragline, kb)}/entries", params=params)))
+
+
+def test_faq_entry_created_listed_updated_and_deleted(ragline: Ragline, kb: str) -> None:
+    url = _faq(ragline, kb)
+    tag = ok(ragline.client.post(f"/api/v1/knowledge-bases/{kb}/tags", json={"name": "Account"}))
+    created = ok(ragline.client.post(f"{url}/entry", json={**PASSWORD, "tag_id": tag["seq_id"], "is_enabled": True}))
+    assert isinstance(created["id"], int)
+    assert (created["standard_question"], created["tag_id"], created["tag_name"]) == (
+        PASSWORD["standard_question"],
+        tag["seq_id"],
+        "Account",
+    )
+    assert (created["is_enabled"], created["is_recommended"], created["chunk_type"]) == (True, False, "faq")
+    assert created["negative_questions"] == PASSWORD["negative_questions"]
+    duplicate = ragline.client.post(f"{url}/entry", json={**SUPPORT, "similar_questions": ["I forgot my password"]})
+    assert duplicate.status_code == 409, duplicate.text
+    assert ok(ragline.client.get(f"{url}/entries/{created['id']}"))["chunk_id"] == created["chunk_id"]
+    assert ragline.client.get(f"{url}/entries/12345").status_code == 404
+    # Found in chat's search by a paraphrase of its questions.
+    hits = _search(ragline, kb, "forgot my password")
+    assert hits[0]["id"] == created["chunk_id"]
+    updated = ok(
+        ragline.client.put(
+            f"{url}/entries/{created['id']}",
+            json={**PASSWORD, "answers": ["Use the 'Forgot password' link."], "is_recommended": True},
+        )
+    )
+    assert (updated["id"], updated["answers"], updated["is_recommended"]) == (
+        created["id"],
+        ["Use the 'Forgot password' link."],
+        True,
+    )
+    assert updated["tag_id"] == tag["seq_id"]  # a tag not named stays
+    grown = ok(
+        ragline.client.post(
+            f"{url}/entries/{created['id']}/similar-questions",
+            json={"similar_questions": ["lost my password", "password recovery"]},
+        )
+    )
+    assert grown["similar_questions"] == ["I forgot my password", "password recovery", "lost my password"]
+    assert _search(ragline, kb, "lost my password")[0]["id"] == created["chunk_id"]
+    ok(ragline.client.post(f"{url}/entry", json=SUPPORT))
+    page = _entries(ragline, kb, page=1, page_size=1)
+    assert (page["total"], page["page_size"], len(page["data"])) == (2, 1, 1)
+    assert _entries(ragline, kb, tag_id=tag["seq_id"])["total"] == 1
+    assert _entries(ragline, kb, keyword="phone", search_field="similar_questions")["total"] == 1
+    assert _entries(ragline, kb, keyword="phone", search_field="answers")["total"] == 0
+    deleted = ragline.client.request("DELETE", f"{url}/entries", json={"ids": [created["id"]]})
+    assert deleted.json() == {"success": True}
+    assert _entries(ragline, kb)["total"] == 1
+    assert created["chunk_id"] not in {h["id"] for h in _search(ragline, kb, "forgot my password")}
+    unknown = ragline.client.request("DELETE", f"{url}/entries", json={"ids": [1]})
+    assert unknown.status_code == 404
+
+
+def test_faq_batch_fields_and_tags(ragline: Ragline, kb: str) -> None:
+    url = _faq(ragline, kb)
+    first = ok(ragline.client.post(f"{url}/entry", json=PASSWORD))
+    second = ok(ragline.client.post(f"{url}/entry", json=SUPPORT))
+    tag = ok(ragline.client.post(f"/api/v1/knowledge-bases/{kb}/tags", json={"name": "Help"}))
+    assert ragline.client.put(
+        f"{url}/entries/tags", json={"updates": {str(first["id"]): tag["seq_id"], str(second["id"]): tag["seq_id"]}}
+    ).json() == {"success": True}
+    assert _entries(ragline, kb, tag_id=tag["seq_id"])["total"] == 2
+    body = {
+        "by_id": {str(first["id"]): {"is_recommended": True}},
+        "by_tag": {str(tag["seq_id"]): {"is_enabled": False}},
+        "exclude_ids": [first["id"]],
+    }
+    assert ragline.client.put(f"{url}/entries/fields", json=body).json() == {"success": True}
+    by_id = {e["id"]: e for e in _entries(ragline, kb)["data"]}
+    assert (by_id[first["id"]]["is_recommended"], by_id[first["id"]]["is_enabled"]) == (True, True)
+    assert by_id[second["id"]]["is_enabled"] is False
+    assert second["chunk_id"] not in {h["id"] for h in _search(ragline, kb, "support phone number")}
+    ragline.client.put(f"{url}/entries/tags", json={"updates": {str(first["id"]): None}}).raise_for_status()
+    assert _entries(ragline, kb, tag_id=tag["seq_id"])["total"] == 1
+    assert ragline.client.put(f"{url}/entries/fields", json={}).status_code == 422
+
+
+def test_faq_batch_upsert_and_its_progress(ragline: Ragline, kb: str) -> None:
+    url = _faq(ragline, kb)
+    dry = ok(
+        ragline.client.post(f"{url}/entries", json={"mode": "append", "entries": [PASSWORD, SUPPORT], "dry_run": True})
+    )
+    progress = ok(ragline.client.get(f"/api/v1/faq/import/progress/{dry['task_id']}"))
+    assert (progress["status"], progress["dry_run"], progress["success_count"]) == ("completed", True, 2)
+    assert _entries(ragline, kb)["total"] == 0
+    run = ok(ragline.client.post(f"{url}/entries", json={"mode": "append", "entries": [PASSWORD, SUPPORT, PASSWORD]}))
+    progress = ok(ragline.client.get(f"/api/v1/faq/import/progress/{run['task_id']}"))
+    assert (progress["success_count"], progress["skipped_count"], progress["total"]) == (2, 1, 3)
+    assert _entries(ragline, kb)["total"] == 2
+    again = ok(ragline.client.post(f"{url}/entries", json={"mode": "append", "entries": [SUPPORT, REFUND]}))
+    assert ok(ragline.client.get(f"/api/v1/faq/import/progress/{again['task_id']}"))["skipped_count"] == 1
+    assert _entries(ragline, kb)["total"] == 3
+    replace = ok(ragline.client.post(f"{url}/entries", json={"mode": "replace", "entries": [REFUND]}))
+    assert ok(ragline.client.get(f"/api/v1/faq/import/progress/{replace['task_id']}"))["success_count"] == 1
+    assert [e["standard_question"] for e in _entries(ragline, kb)["data"]] == [REFUND["standard_question"]]
+    assert ragline.client.get("/api/v1/faq/import/progress/not-a-task").status_code == 404
+    bad = ragline.client.post(f"{url}/entries", json={"mode": "append", "entries": [{"standard_question": "x"}]})
+    assert bad.status_code == 422
+    assert bad.json()["error"]["field"] == "entries.0.answers"
+    assert ragline.client.put(f"{url}/import/last-result/display", json={"display_status": "close"}).json() == {
+        "success": True
+    }
+
+
+def test_faq_search_with_priority_tags(ragline: Ragline, kb: str) -> None:
+    url = _faq(ragline, kb)
+    account = ok(ragline.client.post(f"/api/v1/knowledge-bases/{kb}/tags", json={"name": "Account"}))
+    billing = ok(ragline.client.post(f"/api/v1/knowledge-bases/{kb}/tags", json={"name": "Billing"}))
+    password = ok(ragline.client.post(f"{url}/entry", json={**PASSWORD, "tag_id": account["seq_id"]}))
+    refund = ok(
+        ragline.client.post(f"{url}/entry", json={**REFUND, "tag_id": billing["seq_id"], "is_recommended": True})
+    )
+    hits = ok(ragline.client.post(f"{url}/search", json={"query_text": "I forgot my password", "match_count": 10}))
+    assert hits[0]["id"] == password["id"]
+    assert hits[0]["matched_question"] == "I forgot my password"
+    assert hits[0]["score"] > 0
+    assert hits[0]["match_type"] in ("vector", "keyword")
+    billing_only = ok(
+        ragline.client.post(
+            f"{url}/search",
+            json={"query_text": "password refund policy", "first_priority_tag_ids": [billing["seq_id"]]},
+        )
+    )
+    assert [h["id"] for h in billing_only] == [refund["id"]]
+    ordered = ok(
+        ragline.client.post(
+            f"{url}/search",
+            json={
+                "query_text": "password refund policy",
+                "first_priority_tag_ids": [billing["seq_id"]],
+                "second_priority_tag_ids": [account["seq_id"]],
+            },
+        )
+    )
+    assert [h["id"] for h in ordered] == [refund["id"], password["id"]]
+    recommended = ok(
+        ragline.client.post(f"{url}/search", json={"query_text": "password refund policy", "only_recommended": True})
+    )
+    assert [h["id"] for h in recommended] == [refund["id"]]
+
+
+def test_faq_export_reads_back_into_an_import(ragline: Ragline, kb: str) -> None:
+    url = _faq(ragline, kb)
+    ok(ragline.client.post(f"{url}/entry", json=PASSWORD))
+    ok(ragline.client.post(f"{url}/entry", json=SUPPORT))
+    export = ragline.client.get(f"{url}/entries/export")
+    assert export.status_code == 200
+    assert export.headers["content-type"].startswith("text/csv")
+    assert 'filename="faq_export.csv"' in export.headers["content-disposition"]
+    assert export.content.startswith("\ufeff".encode())
+    other = ragline.create_kb("copy")
+    imported = ragline.client.post(
+        f"/api/v1/knowledge-bases/{other}/faq", files={"file": ("faq.csv", export.content, "text/csv")}
+    )
+    assert imported.status_code == 201, imported.text
+    copied = {e["standard_question"]: e for e in _entries(ragline, other)["data"]}
+    assert copied[PASSWORD["standard_question"]]["similar_questions"] == PASSWORD["similar_questions"]
+    assert copied[SUPPORT["standard_question"]]["answers"] == SUPPORT["answers"]

@@ -17,6 +17,7 @@ from ragline.graph.ingest import GraphIndexer
 from ragline.graph.store import GraphNamespace, GraphStore
 from ragline.ingest.background import BackgroundIndexer
 from ragline.ingest.chunk_edits import ChunkEditor
+from ragline.ingest.faq_entries import FAQEntries
 from ragline.ingest.removal import KnowledgeRemoval
 from ragline.ingest.service import IngestService
 from ragline.memory.extract import MemoryExtractor
@@ -306,6 +307,7 @@ class Container:
     ingest: IngestService
     removal: KnowledgeRemoval
     chunk_edits: ChunkEditor
+    faq: FAQEntries
     turns: TurnService
     search: SearchService
     memories: MemoryStore
@@ -343,6 +345,15 @@ class Container:
             config, templates, knowledge, sessions, engine, models, rerank_models, citations, memories, graph, tables
         )
         fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
+        ingest = IngestService(
+            knowledge,
+            engine,
+            models,
+            config.ingestion,
+            tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
+        )
+        removal = KnowledgeRemoval(knowledge, engine, graph, tables)
+        chunk_edits = ChunkEditor(knowledge, engine, models)
         return cls(
             settings=settings,
             config=config,
@@ -362,15 +373,10 @@ class Container:
                 SessionTitler(sessions, models, templates),
                 after_turn=[remember_after_turn(memories, models, templates)],
             ),
-            ingest=IngestService(
-                knowledge,
-                engine,
-                models,
-                config.ingestion,
-                tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
-            ),
-            removal=KnowledgeRemoval(knowledge, engine, graph, tables),
-            chunk_edits=ChunkEditor(knowledge, engine, models),
+            ingest=ingest,
+            removal=removal,
+            chunk_edits=chunk_edits,
+            faq=FAQEntries(knowledge, ingest, chunk_edits, removal),
             turns=TurnService(config, templates, knowledge, sessions, stream),
             search=SearchService(events, knowledge, config),
             memories=memories,

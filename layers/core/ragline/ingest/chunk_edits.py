@@ -26,10 +26,16 @@ class ChunkEditor:
         self._models = models
 
     def update(
-        self, tenant_id: str, chunk_id: str, *, content: str | None = None, enabled: bool | None = None
+        self,
+        tenant_id: str,
+        chunk_id: str,
+        *,
+        content: str | None = None,
+        enabled: bool | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> Chunk | None:
         """The chunk as it is now (None: not this tenant's); a searchable one is searched as it is now."""
-        chunk = self._knowledge.update_chunk(tenant_id, chunk_id, content=content, enabled=enabled)
+        chunk = self._knowledge.update_chunk(tenant_id, chunk_id, content=content, enabled=enabled, metadata=metadata)
         if chunk is None or not chunk.searchable:
             return chunk
         kb = self._knowledge.knowledge_base(tenant_id, chunk.knowledge_base_id)

@@ -73,9 +73,16 @@ class KnowledgeStore(Protocol):
         ...
 
     def update_chunk(
-        self, tenant_id: str, chunk_id: str, *, content: str | None = None, enabled: bool | None = None
+        self,
+        tenant_id: str,
+        chunk_id: str,
+        *,
+        content: str | None = None,
+        enabled: bool | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> Chunk | None:
-        """A chunk's text or its enabled flag changed (None: not this tenant's). The index is the caller's."""
+        """A chunk's text, enabled flag or metadata changed (None: not this tenant's). The index is the
+        caller's."""
         ...
 
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:

@@ -361,7 +361,13 @@ class DynamoKnowledgeStore:
         self._set(self._chunk_keys(chunk), values)
 
     def update_chunk(
-        self, tenant_id: str, chunk_id: str, *, content: str | None = None, enabled: bool | None = None
+        self,
+        tenant_id: str,
+        chunk_id: str,
+        *,
+        content: str | None = None,
+        enabled: bool | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> Chunk | None:
         found = self.chunks(tenant_id, [chunk_id])
         if not found:
@@ -371,8 +377,14 @@ class DynamoKnowledgeStore:
             changes["content"] = content
         if enabled is not None:
             changes["enabled"] = enabled
+        if metadata is not None:
+            changes["metadata"] = metadata
         if changes:
-            self._set_chunk(found[0], changes)
+            stored = {
+                **changes,
+                **({"metadata": json.dumps(metadata, ensure_ascii=False)} if metadata is not None else {}),
+            }
+            self._set_chunk(found[0], stored)
         return found[0].model_copy(update=changes)
 
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:

@@ -342,13 +342,21 @@ class SqliteKnowledgeStore:
         return True
 
     def update_chunk(
-        self, tenant_id: str, chunk_id: str, *, content: str | None = None, enabled: bool | None = None
+        self,
+        tenant_id: str,
+        chunk_id: str,
+        *,
+        content: str | None = None,
+        enabled: bool | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> Chunk | None:
         changes: dict[str, object] = {}
         if content is not None:
             changes["content"] = content
         if enabled is not None:
             changes["enabled"] = int(enabled)
+        if metadata is not None:
+            changes["metadata"] = json.dumps(metadata, ensure_ascii=False)
         with self._db.transaction() as conn:
             found = self.chunks(tenant_id, [chunk_id])
             if not found:

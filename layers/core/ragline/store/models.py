@@ -220,6 +220,11 @@ class FAQEntry(BaseModel):
     similar_questions: list[str] = Field(default_factory=list)
     negative_questions: list[str] = Field(default_factory=list)
     answers: list[str] = Field(min_length=1)
+    # WeKnora's entry fields: marked as recommended, its tag (the string documents carry), how its answers
+    # are given ("all", or one at "random").
+    is_recommended: bool = False
+    tag_id: str = ""
+    answer_strategy: str = "all"
 
     @model_validator(mode="before")
     @classmethod

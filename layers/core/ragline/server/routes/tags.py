@@ -20,6 +20,7 @@ from ragline.server.tagging import TagEntry, TagIndex
 from ragline.server.views import Envelope
 from ragline.server.wire import tenant_number
 from ragline.store.models import DuplicateName, KnowledgeBase
+from ragline.types.text import PlainName
 
 router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}/tags", tags=["tags"])
 
@@ -117,14 +118,14 @@ async def list_tags(
 
 class TagBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=100)
+    name: PlainName = Field(min_length=1, max_length=100)
     color: str = Field(default="", max_length=40)
     sort_order: int = Field(default=0, ge=-1_000_000, le=1_000_000)
 
 
 class TagUpdateBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str | None = Field(default=None, min_length=1, max_length=100)
+    name: PlainName | None = Field(default=None, min_length=1, max_length=100)
     color: str | None = Field(default=None, max_length=40)
     sort_order: int | None = Field(default=None, ge=-1_000_000, le=1_000_000)
 
@@ -137,6 +138,8 @@ def _duplicate(name: str) -> ApiError:
 async def create_tag(kb_id: str, body: TagBody, tenant: TenantDep, container: ContainerDep) -> Envelope[TagView]:
     kb = knowledge_base_of(container, tenant, kb_id)
     name = body.name.strip()
+    if not name:
+        raise ApiError(422, "invalid_field", "name must not be blank", "name")
     if name in {e.name for e in tag_index(container, kb).listing()}:
         raise _duplicate(name)
     try:
@@ -156,6 +159,8 @@ async def update_tag(
     index = tag_index(container, kb)
     entry = _entry_or_404(index, tag_id)
     name = body.name.strip() if body.name is not None else None
+    if name == "":
+        raise ApiError(422, "invalid_field", "name must not be blank", "name")
     if name is not None and name != entry.name and name in {e.name for e in index.listing()}:
         raise _duplicate(name)
     try:
