@@ -479,6 +479,60 @@ def _list_messages(w: World) -> None:
     w.owner("GET", f"/api/v1/sessions/{w.session}/messages", 200)
 
 
+def _update_session(w: World) -> None:
+    w.denied("PUT", f"/api/v1/sessions/{w.session}", json={"title": "Hijacked", "description": "Hijacked"})
+    mine = w.owner("GET", f"/api/v1/sessions/{w.session}", 200).json()["data"]
+    assert "Hijacked" not in (mine["title"], mine["description"])
+    scratch = w.a.session([w.kb])
+    w.owner("PUT", f"/api/v1/sessions/{scratch}", 200, json={"title": "Mine"})
+
+
+def _delete_session(w: World) -> None:
+    w.denied("DELETE", f"/api/v1/sessions/{w.session}")
+    w.owner("GET", f"/api/v1/sessions/{w.session}", 200)
+    w.owner("DELETE", f"/api/v1/sessions/{w.a.session([w.kb])}", 200)
+
+
+def _batch_delete_sessions(w: World) -> None:
+    w.denied("DELETE", "/api/v1/sessions/batch", json={"ids": [w.session]})
+    w.denied("DELETE", "/api/v1/sessions/batch", json={"ids": [w.b_session, w.session]})
+    # B's delete_all deletes B's sessions only.
+    scratch_b = w.b.post("/api/v1/sessions", json={}).json()["data"]["id"]
+    assert w.other("DELETE", "/api/v1/sessions/batch", json={"delete_all": True}).status_code == 200
+    assert w.b.get(f"/api/v1/sessions/{scratch_b}").status_code == 404
+    w.owner("GET", f"/api/v1/sessions/{w.session}", 200)
+    w.owner("DELETE", "/api/v1/sessions/batch", 200, json={"ids": [w.a.session([w.kb])]})
+    # The probe's own session of B's, for the probes after this one.
+    w.b_session = w.b.post("/api/v1/sessions", json={"knowledge_base_ids": [w.b_kb]}).json()["data"]["id"]
+
+
+def _clear_session_messages(w: World) -> None:
+    w.denied("DELETE", f"/api/v1/sessions/{w.session}/messages")
+    assert w.a.messages(w.session)
+    w.owner("DELETE", f"/api/v1/sessions/{w.a.session([w.kb])}/messages", 200)
+
+
+def _pin_session(w: World) -> None:
+    w.denied("POST", f"/api/v1/sessions/{w.session}/pin")
+    assert w.owner("GET", f"/api/v1/sessions/{w.session}", 200).json()["data"]["is_pinned"] is False
+    w.owner("POST", f"/api/v1/sessions/{w.a.session([w.kb])}/pin", 200)
+
+
+def _unpin_session(w: World) -> None:
+    pinned = w.a.session([w.kb])
+    w.owner("POST", f"/api/v1/sessions/{pinned}/pin", 200)
+    w.denied("DELETE", f"/api/v1/sessions/{pinned}/pin")
+    assert w.owner("GET", f"/api/v1/sessions/{pinned}", 200).json()["data"]["is_pinned"] is True
+    w.owner("DELETE", f"/api/v1/sessions/{pinned}/pin", 200)
+
+
+def _generate_title(w: World) -> None:
+    body = {"messages": [{"role": "user", "content": "Hijacked title please"}]}
+    w.denied("POST", f"/api/v1/sessions/{w.session}/generate_title", json=body)
+    assert "Hijacked" not in w.owner("GET", f"/api/v1/sessions/{w.session}", 200).json()["data"]["title"]
+    w.owner("POST", f"/api/v1/sessions/{w.a.session([w.kb])}/generate_title", 200, json=body)
+
+
 def _knowledge_search(w: World) -> None:
     body = {"query": "heavy water", "knowledge_base_ids": [w.kb]}
     w.denied("POST", "/api/v1/knowledge-search", json=body)
@@ -624,6 +678,13 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/api/v1/sessions"): _list_sessions,
     ("GET", "/api/v1/sessions/{session_id}"): _get_session,
     ("GET", "/api/v1/sessions/{session_id}/messages"): _list_messages,
+    ("PUT", "/api/v1/sessions/{session_id}"): _update_session,
+    ("DELETE", "/api/v1/sessions/{session_id}"): _delete_session,
+    ("DELETE", "/api/v1/sessions/batch"): _batch_delete_sessions,
+    ("DELETE", "/api/v1/sessions/{session_id}/messages"): _clear_session_messages,
+    ("POST", "/api/v1/sessions/{session_id}/pin"): _pin_session,
+    ("DELETE", "/api/v1/sessions/{session_id}/pin"): _unpin_session,
+    ("POST", "/api/v1/sessions/{session_id}/generate_title"): _generate_title,
     ("POST", "/api/v1/knowledge-search"): _knowledge_search,
     ("POST", "/api/v1/sessions/{session_id}/questions"): _ask,
     ("POST", "/api/v1/knowledge-chat/{session_id}"): _knowledge_chat,
@@ -644,6 +705,7 @@ NO_ID_ROUTES = {
     ("GET", "/api/v1/knowledge-bases"),
     ("POST", "/api/v1/sessions"),
     ("GET", "/api/v1/sessions"),
+    ("DELETE", "/api/v1/sessions/batch"),
     ("POST", "/api/v1/knowledge-search"),
     ("GET", "/api/v1/memories"),
     ("DELETE", "/api/v1/memories"),

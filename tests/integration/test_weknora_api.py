@@ -261,6 +261,132 @@ def test_sessions_as_documented(ragline: Ragline) -> None:
     assert ragline.client.get("/api/v1/sessions/no-such-session").status_code == 404
 
 
+def test_update_session_as_documented(ragline: Ragline) -> None:
+    created = ok(ragline.client.post("/api/v1/sessions", json={"title": "My chat", "description": "About AI"}), 201)
+    assert created["description"] == "About AI"
+    url = f"/api/v1/sessions/{created['id']}"
+    # The Go client sends its CreateSessionRequest: both fields, always.
+    updated = ok(ragline.client.put(url, json={"title": "WeKnora talk", "description": "Architecture"}))
+    check_record(updated, "session")
+    assert (updated["title"], updated["description"]) == ("WeKnora talk", "Architecture")
+    assert updated["updated_at"] >= created["updated_at"]
+    # The frontend may send the title alone: the description stays.
+    assert ok(ragline.client.put(url, json={"title": "Renamed"}))["description"] == "Architecture"
+    # A client may send back the whole record it read; its read-only fields are ignored.
+    record = {**ok(ragline.client.get(url)), "title": "From the record", "tenant_id": 999}
+    again = ok(ragline.client.put(url, json=record))
+    assert (again["title"], again["tenant_id"]) == ("From the record", created["tenant_id"])
+    bad = ragline.client.put(url, json={"title": "x" * 201})
+    assert (bad.status_code, bad.json()["error"]["field"]) == (422, "title")
+    assert ragline.client.put("/api/v1/sessions/no-such-session", json={"title": "x"}).status_code == 404
+
+
+def test_pinned_sessions_list_first(ragline: Ragline) -> None:
+    sessions = [ragline.session([]) for _ in range(3)]
+    before = [s["id"] for s in ok(ragline.client.get("/api/v1/sessions"))]
+    assert sorted(before) == sorted(sessions)
+    first = before[-1]  # the least recently active
+    assert ragline.client.post(f"/api/v1/sessions/{first}/pin").json() == {"success": True, "is_pinned": True}
+    got = ok(ragline.client.get(f"/api/v1/sessions/{first}"))
+    assert (got["is_pinned"], bool(got["pinned_at"])) == (True, True)
+    assert [s["id"] for s in ok(ragline.client.get("/api/v1/sessions"))] == [first, *before[:-1]]
+    assert ragline.client.delete(f"/api/v1/sessions/{first}/pin").json() == {"success": True, "is_pinned": False}
+    assert ok(ragline.client.get(f"/api/v1/sessions/{first}"))["is_pinned"] is False
+    assert [s["id"] for s in ok(ragline.client.get("/api/v1/sessions"))] == before
+    assert ragline.client.post("/api/v1/sessions/no-such-session/pin").status_code == 404
+    # ragline's sessions are all web sessions: source=web lists them, an IM source none.
+    assert len(ok(ragline.client.get("/api/v1/sessions", params={"source": "web"}))) == 3
+    assert ok(ragline.client.get("/api/v1/sessions", params={"source": "feishu"})) == []
+
+
+def test_delete_session_as_documented(ragline: Ragline, session: str) -> None:
+    ragline.chat(session, "How hot should coffee water be?")
+    kept = ragline.session([])
+    reply = ragline.client.delete(f"/api/v1/sessions/{session}")
+    assert reply.json() == {"success": True, "message": "Session deleted successfully"}
+    assert ragline.client.get(f"/api/v1/sessions/{session}").status_code == 404
+    assert ragline.client.get(f"/api/v1/messages/{session}/load").status_code == 404
+    assert ragline.client.delete(f"/api/v1/sessions/{session}").status_code == 404
+    assert [s["id"] for s in ok(ragline.client.get("/api/v1/sessions"))] == [kept]
+
+
+def test_batch_delete_sessions_all_or_none(ragline: Ragline) -> None:
+    a, b, c = (ragline.session([]) for _ in range(3))
+    missing = ragline.client.request("DELETE", "/api/v1/sessions/batch", json={"ids": [a, "no-such-session"]})
+    assert (missing.status_code, missing.json()["error"]["field"]) == (404, "ids")
+    assert ragline.client.get(f"/api/v1/sessions/{a}").status_code == 200  # nothing deleted
+    reply = ragline.client.request("DELETE", "/api/v1/sessions/batch", json={"ids": [a, b]})
+    assert reply.json() == {"success": True, "message": "Sessions deleted successfully"}
+    assert [s["id"] for s in ok(ragline.client.get("/api/v1/sessions"))] == [c]
+    empty = ragline.client.request("DELETE", "/api/v1/sessions/batch", json={"ids": []})
+    assert (empty.status_code, empty.json()["error"]["field"]) == (422, "ids")
+    everything = ragline.client.request("DELETE", "/api/v1/sessions/batch", json={"delete_all": True})
+    assert everything.json() == {"success": True, "message": "All sessions deleted successfully"}
+    assert ok(ragline.client.get("/api/v1/sessions")) == []
+
+
+def test_clear_session_messages_keeps_the_session(ragline: Ragline, session: str) -> None:
+    ragline.chat(session, "How hot should coffee water be?")
+    title = ok(ragline.client.get(f"/api/v1/sessions/{session}"))["title"]
+    assert len(ok(ragline.client.get(f"/api/v1/messages/{session}/load"))) == 2
+    reply = ragline.client.delete(f"/api/v1/sessions/{session}/messages")
+    assert reply.json() == {"success": True, "message": "Session messages cleared successfully"}
+    assert ok(ragline.client.get(f"/api/v1/messages/{session}/load")) == []
+    assert ok(ragline.client.get(f"/api/v1/sessions/{session}"))["title"] == title
+    # The session goes on: the next question is answered in it.
+    assert ragline.chat(session, "How hot should coffee water be?")[-1].type == "complete"
+
+
+def test_a_session_with_a_running_answer_is_not_deleted(ragline: Ragline, session: str, scripted: Any) -> None:
+    # Long enough to outlast the four refusals on a loaded machine; stopped at the end.
+    scripted.queue(Script.answer(*[f"w{i} " for i in range(400)], delay=0.05))
+    running = ragline.ask(session, "How hot should coffee water be?")["assistant_message_id"]
+    for method, url, body in (
+        ("DELETE", f"/api/v1/sessions/{session}", None),
+        ("DELETE", f"/api/v1/sessions/{session}/messages", None),
+        ("DELETE", "/api/v1/sessions/batch", {"ids": [session]}),
+        ("DELETE", "/api/v1/sessions/batch", {"delete_all": True}),
+    ):
+        reply = ragline.client.request(method, url, json=body)
+        assert reply.status_code == 409, (url, reply.text)
+        assert reply.json()["error"]["type"] == "message_running"
+    ragline.client.post(f"/api/v1/sessions/{session}/stop", json={"message_id": running}).raise_for_status()
+    assert ragline.client.delete(f"/api/v1/sessions/{session}").status_code == 200
+
+
+def test_generate_title_as_documented(ragline: Ragline, scripted: Any) -> None:
+    session = ragline.session([])
+    # The Go client sends whole Message records; role and content are what a title is made from.
+    messages = [
+        {
+            "id": "m1",
+            "session_id": session,
+            "request_id": "r1",
+            "content": "How hot should the water be for pour-over coffee?",
+            "role": "user",
+            "knowledge_references": None,
+            "is_completed": True,
+            "created_at": "0001-01-01T00:00:00Z",
+            "updated_at": "0001-01-01T00:00:00Z",
+        },
+        {"role": "assistant", "content": "Between 90 and 96 degrees."},
+    ]
+    reply = ragline.client.post(f"/api/v1/sessions/{session}/generate_title", json={"messages": messages})
+    assert reply.status_code == 200, reply.text
+    assert reply.json() == {"success": True, "data": "Scripted title"}  # the chat model's title
+    asked = [r for r in scripted.received if not r.system][-1]
+    assert "pour-over coffee" in " ".join(str(m["content"]) for m in asked.messages)  # of the first question
+    assert ok(ragline.client.get(f"/api/v1/sessions/{session}"))["title"] == "Scripted title"
+    no_question = ragline.client.post(
+        f"/api/v1/sessions/{session}/generate_title", json={"messages": [{"role": "assistant", "content": "Hi"}]}
+    )
+    assert (no_question.status_code, no_question.json()["error"]["field"]) == (422, "messages")
+    empty = ragline.client.post(f"/api/v1/sessions/{session}/generate_title", json={"messages": []})
+    assert (empty.status_code, empty.json()["error"]["field"]) == (422, "messages")
+    unknown = ragline.client.post("/api/v1/sessions/no-such/generate_title", json={"messages": messages})
+    assert unknown.status_code == 404
+
+
 # Chat (chat.md), continue-stream and stop (session.md), messages (message.md) ---------------------------------
 def test_knowledge_chat_with_the_go_clients_body(ragline: Ragline, session: str, kb: str) -> None:
     body = {

@@ -74,22 +74,28 @@ class SessionTitler:
         return session is not None and not session.title
 
     async def generate(self, cm: ChatManage) -> str:
-        query = cm.request.query
+        return await self.title_for(
+            cm.request.query, cm.request.language, cm.request.chat_model_id, cm.request.session_id
+        )
+
+    async def title_for(self, query: str, language: str, chat_model_id: str = "", session_id: str = "") -> str:
+        """A title for a conversation that starts with ``query``: the chat model's, or the query's first words
+        when there is no generative model or it fails."""
         try:
-            model = self._models.chat_model(cm.request.chat_model_id)
+            model = self._models.chat_model(chat_model_id)
         except UnknownModel:
             return heuristic_title(query)
         if model.model_id == ExtractiveChatModel.model_id:
             return heuristic_title(query)
         prompt = render_placeholders(
-            self._templates.get("generate_session_title", "default"), {"query": query, "language": cm.request.language}
+            self._templates.get("generate_session_title", "default"), {"query": query, "language": language}
         )
         try:
             reply = await model.chat(
                 [ChatMessage("user", prompt)], ChatOptions(temperature=0.3, max_tokens=TITLE_MAX_TOKENS, thinking=False)
             )
         except Exception:
-            logger.warning("title generation failed", exc_info=True, extra={"session_id": cm.request.session_id})
+            logger.warning("title generation failed", exc_info=True, extra={"session_id": session_id})
             return heuristic_title(query)
         return clean_title(reply.content) or heuristic_title(query)
 

@@ -268,8 +268,10 @@ class SessionView(BaseModel):
         return cls(
             id=session.id,
             title=session.title,
-            description=str(getattr(session, "description", "") or ""),
+            description=session.description,
             tenant_id=tenant_number(session.tenant_id),
+            is_pinned=session.pinned_at is not None,
+            pinned_at=session.pinned_at,
             created_at=session.created_at,
             updated_at=session.updated_at,
             knowledge_base_ids=session.knowledge_base_ids,

@@ -167,9 +167,32 @@ class SessionStore(Protocol):
         knowledge_base_ids: Sequence[str],
         title: str = "",
         options: dict[str, Any] | None = None,
+        description: str = "",
     ) -> Session: ...
 
     def session(self, tenant_id: str, session_id: str) -> Session | None: ...
+
+    def update_session(
+        self,
+        tenant_id: str,
+        session_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
+    ) -> Session | None:
+        """Changes what is given (None leaves a field as it is); the session as stored after, or None when
+        there is no such session of this tenant's. A title or description change is activity
+        (``updated_at``); pinning is not."""
+        ...
+
+    def delete_session(self, tenant_id: str, session_id: str) -> bool:
+        """Removes the session and its messages; False when there is no such session of this tenant's."""
+        ...
+
+    def clear_messages(self, tenant_id: str, session_id: str) -> int:
+        """Removes every message of this tenant's session and keeps the session; how many were removed."""
+        ...
 
     def sessions(self, tenant_id: str, limit: int = 100) -> list[Session]: ...
 

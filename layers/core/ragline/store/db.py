@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tenants (
@@ -143,6 +143,8 @@ CREATE TABLE IF NOT EXISTS turn_leases (
 # (table, column, definition) added since the first schema, applied to older databases on open.
 _ADDED_COLUMNS = (
     ("documents", "tags", "TEXT NOT NULL DEFAULT '[]'"),
+    ("sessions", "description", "TEXT NOT NULL DEFAULT ''"),
+    ("sessions", "pinned_at", "TEXT"),
     ("knowledge_bases", "wiki_enabled", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "graph_extraction_enabled", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "language", "TEXT NOT NULL DEFAULT ''"),

@@ -617,8 +617,9 @@ class DynamoSessionStore:
         knowledge_base_ids: Sequence[str],
         title: str = "",
         options: dict[str, Any] | None = None,
+        description: str = "",
     ) -> Session:
-        session = new_session(tenant_id, knowledge_base_ids, title, options)
+        session = new_session(tenant_id, knowledge_base_ids, title, options, description)
         item = session.model_dump()
         item["options"] = json.dumps(session.options)
         self._sessions.put_item(Item=item)
@@ -639,6 +640,67 @@ class DynamoSessionStore:
         items = _query_all(self._sessions, KeyConditionExpression=Key("tenant_id").eq(tenant_id))
         sessions = sorted((self._session(i) for i in items), key=lambda s: s.updated_at, reverse=True)
         return sessions[:limit]
+
+    def update_session(
+        self,
+        tenant_id: str,
+        session_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
+    ) -> Session | None:
+        changes: dict[str, Any] = {}
+        if title is not None:
+            changes["title"] = title
+        if description is not None:
+            changes["description"] = description
+        if changes:
+            changes["updated_at"] = utc_now()
+        if pinned is not None:
+            changes["pinned_at"] = utc_now() if pinned else None
+        if not changes:
+            return self.session(tenant_id, session_id)
+        names = {f"#f{i}": name for i, name in enumerate(changes)}
+        values = {f":v{i}": value for i, value in enumerate(changes.values())}
+        try:
+            reply = self._sessions.update_item(
+                Key={"tenant_id": tenant_id, "id": session_id},
+                UpdateExpression="SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(changes))),
+                # Only an existing session of this tenant: an update must never create a partial item.
+                ConditionExpression="attribute_exists(id)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                return None
+            raise
+        return self._session(reply["Attributes"])
+
+    def delete_session(self, tenant_id: str, session_id: str) -> bool:
+        # The messages first: a delete interrupted half-way leaves a session that a repeated delete finishes,
+        # never messages no session leads to.
+        if self.session(tenant_id, session_id) is None:
+            return False
+        self.clear_messages(tenant_id, session_id)
+        try:
+            self._sessions.delete_item(
+                Key={"tenant_id": tenant_id, "id": session_id}, ConditionExpression="attribute_exists(id)"
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def clear_messages(self, tenant_id: str, session_id: str) -> int:
+        mine = [m for m in self._all(session_id) if m.tenant_id == tenant_id]
+        with self._messages.batch_writer() as batch:
+            for message in mine:
+                batch.delete_item(Key={"session_id": session_id, "id": message.id})
+        return len(mine)
 
     def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
         try:

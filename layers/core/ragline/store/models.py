@@ -160,6 +160,9 @@ class Session(BaseModel):
     id: str
     tenant_id: str
     title: str = ""
+    description: str = ""
+    # When the session was pinned to the top of its tenant's list; None when it is not pinned.
+    pinned_at: str | None = None
     knowledge_base_ids: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
     created_at: str
@@ -181,13 +184,18 @@ class Message(BaseModel):
 
 
 def new_session(
-    tenant_id: str, knowledge_base_ids: Sequence[str], title: str = "", options: dict[str, Any] | None = None
+    tenant_id: str,
+    knowledge_base_ids: Sequence[str],
+    title: str = "",
+    options: dict[str, Any] | None = None,
+    description: str = "",
 ) -> Session:
     now = utc_now()
     return Session(
         id=new_id(),
         tenant_id=tenant_id,
         title=title,
+        description=description,
         knowledge_base_ids=list(knowledge_base_ids),
         options=options or {},
         created_at=now,

@@ -35,15 +35,17 @@ class SqliteSessionStore:
         knowledge_base_ids: Sequence[str],
         title: str = "",
         options: dict[str, Any] | None = None,
+        description: str = "",
     ) -> Session:
-        session = new_session(tenant_id, knowledge_base_ids, title, options)
+        session = new_session(tenant_id, knowledge_base_ids, title, options, description)
         self._db.execute(
-            "INSERT INTO sessions (id, tenant_id, title, knowledge_base_ids, options, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions (id, tenant_id, title, description, knowledge_base_ids, options, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 session.id,
                 tenant_id,
                 title,
+                description,
                 json.dumps(session.knowledge_base_ids),
                 json.dumps(session.options),
                 session.created_at,
@@ -61,6 +63,45 @@ class SqliteSessionStore:
             "SELECT * FROM sessions WHERE tenant_id = ? ORDER BY updated_at DESC LIMIT ?", (tenant_id, limit)
         )
         return [_session(r) for r in rows]
+
+    def update_session(
+        self,
+        tenant_id: str,
+        session_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
+    ) -> Session | None:
+        changes: dict[str, Any] = {}
+        if title is not None:
+            changes["title"] = title
+        if description is not None:
+            changes["description"] = description
+        if changes:
+            changes["updated_at"] = utc_now()
+        if pinned is not None:
+            changes["pinned_at"] = utc_now() if pinned else None
+        with self._db.transaction() as conn:
+            if changes:
+                assignments = ", ".join(f"{column} = ?" for column in changes)
+                conn.execute(
+                    f"UPDATE sessions SET {assignments} WHERE id = ? AND tenant_id = ?",
+                    (*changes.values(), session_id, tenant_id),
+                )
+            row = conn.execute(
+                "SELECT * FROM sessions WHERE id = ? AND tenant_id = ?", (session_id, tenant_id)
+            ).fetchone()
+        return _session(row) if row else None
+
+    def delete_session(self, tenant_id: str, session_id: str) -> bool:
+        with self._db.transaction() as conn:
+            conn.execute("DELETE FROM messages WHERE session_id = ? AND tenant_id = ?", (session_id, tenant_id))
+            deleted = conn.execute("DELETE FROM sessions WHERE id = ? AND tenant_id = ?", (session_id, tenant_id))
+            return deleted.rowcount > 0
+
+    def clear_messages(self, tenant_id: str, session_id: str) -> int:
+        return self._db.execute("DELETE FROM messages WHERE session_id = ? AND tenant_id = ?", (session_id, tenant_id))
 
     def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
         self._db.execute(

@@ -383,6 +383,60 @@ def test_set_title_of_another_tenant_or_unknown_session_changes_nothing(stores):
     assert [s.id for s in stores.sessions.sessions("t1")] == [session.id]
 
 
+def test_update_session_changes_what_is_given(stores):
+    session = stores.sessions.create_session("t1", [], title="Old", description="About it")
+    assert stores.sessions.session("t1", session.id).description == "About it"
+    renamed = stores.sessions.update_session("t1", session.id, title="New")
+    assert (renamed.title, renamed.description) == ("New", "About it")
+    assert renamed.updated_at > session.updated_at
+    assert stores.sessions.session("t1", session.id) == renamed
+    described = stores.sessions.update_session("t1", session.id, description="")
+    assert (described.title, described.description) == ("New", "")
+    # Pinning is not activity: updated_at stays, pinned_at says when.
+    pinned = stores.sessions.update_session("t1", session.id, pinned=True)
+    assert pinned.pinned_at is not None
+    assert pinned.updated_at == described.updated_at
+    assert stores.sessions.update_session("t1", session.id, pinned=False).pinned_at is None
+    assert stores.sessions.update_session("t1", session.id) == stores.sessions.session("t1", session.id)
+
+
+def test_update_session_of_another_tenant_or_unknown_session_changes_nothing(stores):
+    session = stores.sessions.create_session("t1", [], title="mine")
+    assert stores.sessions.update_session("t2", session.id, title="hijacked", pinned=True) is None
+    assert stores.sessions.update_session("t1", "no-such-session", title="ghost") is None
+    assert stores.sessions.session("t1", session.id) == session
+    assert stores.sessions.session("t1", "no-such-session") is None
+    assert stores.sessions.sessions("t2") == []
+
+
+def test_delete_session_removes_it_and_its_messages(stores):
+    session = stores.sessions.create_session("t1", [])
+    other = stores.sessions.create_session("t1", [])
+    user, _assistant = stores.sessions.create_turn(session, "req-1", "q")
+    kept, _ = stores.sessions.create_turn(other, "req-2", "q")
+    assert stores.sessions.delete_session("t2", session.id) is False
+    assert stores.sessions.message("t1", session.id, user.id) == user
+    assert stores.sessions.delete_session("t1", session.id) is True
+    assert stores.sessions.session("t1", session.id) is None
+    assert stores.sessions.messages("t1", session.id) == []
+    assert stores.sessions.recent_messages(session.id, 10) == []
+    assert stores.sessions.delete_session("t1", session.id) is False
+    assert [s.id for s in stores.sessions.sessions("t1")] == [other.id]
+    assert stores.sessions.message("t1", other.id, kept.id) == kept
+
+
+def test_clear_messages_keeps_the_session(stores):
+    session = stores.sessions.create_session("t1", [], title="Kept")
+    stores.sessions.create_turn(session, "req-1", "q")
+    stores.sessions.create_turn(session, "req-2", "q")
+    assert stores.sessions.clear_messages("t2", session.id) == 0
+    assert len(stores.sessions.messages("t1", session.id)) == 4
+    assert stores.sessions.clear_messages("t1", session.id) == 4
+    assert stores.sessions.messages("t1", session.id) == []
+    assert stores.sessions.session("t1", session.id).title == "Kept"
+    assert stores.sessions.clear_messages("t1", session.id) == 0
+
+
 # Messages ----------------------------------------------------------------------------------------------------
 def test_create_turn_makes_user_and_pending_assistant(stores):
     session = stores.sessions.create_session("t1", [])

@@ -1,18 +1,22 @@
-"""Sessions and their messages (WeKnora's ``/sessions``)."""
+"""Sessions and their messages (WeKnora's ``/sessions``): create, read, page, update, pin, title, clear and
+delete. A session whose answer is still being written is not deleted or cleared (409): stop it first."""
 
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragline.container import Container
+from ragline.pipeline.session_title import SessionTitler
 from ragline.server.deps import ContainerDep, TenantDep, session_of
-from ragline.server.errors import not_found
+from ragline.server.errors import ApiError, not_found
 from ragline.server.records import MessageView, SessionView
-from ragline.server.views import Envelope, Page, page_of
+from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.server.wire import log_ignored
+from ragline.store.models import Session, Tenant
 from ragline.types.text import PlainName, PlainText
 
 logger = logging.getLogger(__name__)
@@ -23,6 +27,12 @@ SESSION_PAGE_SIZE = 10
 MAX_PAGE_SIZE = 1000
 # Sessions read for a listing: a tenant's newest ones.
 MAX_LISTED_SESSIONS = 10_000
+
+# Sessions one batch delete names at most.
+MAX_BATCH_DELETE = 1000
+# Messages a generate_title request may carry, and the characters of each that are read.
+MAX_TITLE_MESSAGES = 100
+MAX_TITLE_MESSAGE_CHARS = 20_000
 
 PageNumber = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
@@ -44,9 +54,54 @@ async def create_session(body: SessionBody, tenant: TenantDep, container: Contai
     for kb_id in ids:
         if kb_id not in found:
             raise not_found(f"knowledge base {kb_id}", "knowledge_base_ids")
-    log_ignored(body, ("description",), "create session")
-    session = container.sessions.create_session(tenant.id, ids, title=body.title)
+    session = container.sessions.create_session(tenant.id, ids, title=body.title, description=body.description)
     return Envelope(data=SessionView.of(session))
+
+
+class BatchDeleteBody(BaseModel):
+    """WeKnora's batch delete: the sessions named, or every session of the tenant."""
+
+    model_config = ConfigDict(extra="forbid")
+    ids: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=MAX_BATCH_DELETE
+    )
+    delete_all: bool = False
+
+
+def _check_idle(container: Container, tenant: Tenant, sessions: list[Session], field: str) -> None:
+    """409 when an answer of one of ``sessions`` is still being written: deleting it would cut it off."""
+    for session in sessions:
+        messages = container.sessions.messages(tenant.id, session.id, limit=100_000)
+        if any(m.role == "assistant" and not m.is_completed for m in messages):
+            raise ApiError(
+                409,
+                "message_running",
+                f"session {session.id} has an answer still being written; stop it first",
+                field,
+            )
+
+
+@router.delete("/batch")
+async def delete_sessions(body: BatchDeleteBody, tenant: TenantDep, container: ContainerDep) -> Done:
+    """The sessions named in ``ids`` with their messages, all or none: an unknown id is a 404 and deletes
+    nothing. ``delete_all`` deletes every session of the tenant and ignores ``ids``."""
+    if body.delete_all:
+        sessions = container.sessions.sessions(tenant.id, limit=MAX_LISTED_SESSIONS)
+    else:
+        ids = list(dict.fromkeys(i.strip() for i in body.ids if i.strip()))
+        if not ids:
+            raise ApiError(422, "missing_field", "ids are required when delete_all is false", "ids")
+        sessions = []
+        for session_id in ids:
+            session = container.sessions.session(tenant.id, session_id)
+            if session is None:
+                raise not_found(f"session {session_id}", "ids")
+            sessions.append(session)
+    _check_idle(container, tenant, sessions, "delete_all" if body.delete_all else "ids")
+    for session in sessions:
+        container.sessions.delete_session(tenant.id, session.id)
+    message = "All sessions deleted successfully" if body.delete_all else "Sessions deleted successfully"
+    return Done(message=message)
 
 
 @router.get("")
@@ -56,12 +111,22 @@ async def list_sessions(
     page: PageNumber = 1,
     page_size: PageSize = SESSION_PAGE_SIZE,
     keyword: Annotated[str, Query(max_length=200)] = "",
+    source: Annotated[str, Query(max_length=64)] = "",
+    agent_id: Annotated[str, Query(max_length=200)] = "",
 ) -> Page[SessionView]:
-    """The tenant's sessions, most recently active first; ``keyword`` matches titles."""
+    """The tenant's sessions, pinned ones first, then the most recently active; ``keyword`` matches titles.
+    ``source`` and ``agent_id`` filter IM sessions in WeKnora: ragline has web sessions only, so ``source=web``
+    lists them all and another source none."""
     sessions = container.sessions.sessions(tenant.id, limit=MAX_LISTED_SESSIONS)
+    # Pinned sessions first, the most recently pinned on top; then by activity (the store's order).
+    sessions.sort(key=lambda s: s.pinned_at or "", reverse=True)
     if keyword.strip():
         needle = keyword.strip().casefold()
         sessions = [s for s in sessions if needle in s.title.casefold()]
+    if source.strip() and source.strip() != "web":
+        sessions = []
+    if agent_id.strip():
+        logger.debug("list sessions: agent_id filters IM sessions, which ragline does not have")
     return page_of([SessionView.of(s) for s in sessions], page, page_size)
 
 
@@ -75,3 +140,118 @@ async def list_messages(session_id: str, tenant: TenantDep, container: Container
     """Every message of the session, oldest first."""
     session = session_of(container, tenant, session_id)
     return Envelope(data=[MessageView.of(m) for m in container.sessions.messages(tenant.id, session.id)])
+
+
+class SessionUpdate(BaseModel):
+    """WeKnora's update: a title and a description, each set as given when present. The read-only fields of
+    a session record (a client may send back the one it read) are ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: PlainName | None = Field(default=None, max_length=200)
+    description: PlainText | None = Field(default=None, max_length=2000)
+    id: str | None = None
+    tenant_id: int | str | None = None
+    user_id: str | None = None
+    is_pinned: bool | None = None
+    pinned_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    deleted_at: str | None = None
+    knowledge_base_ids: list[str] | None = None
+    options: dict[str, Any] | None = None
+
+
+READ_ONLY_SESSION_FIELDS = tuple(name for name in SessionUpdate.model_fields if name not in {"title", "description"})
+
+
+@router.put("/{session_id}")
+async def update_session(
+    session_id: str, body: SessionUpdate, tenant: TenantDep, container: ContainerDep
+) -> Envelope[SessionView]:
+    session_of(container, tenant, session_id)
+    log_ignored(body, READ_ONLY_SESSION_FIELDS, "update session")
+    updated = container.sessions.update_session(tenant.id, session_id, title=body.title, description=body.description)
+    if updated is None:
+        raise not_found("session", "session_id")
+    return Envelope(data=SessionView.of(updated))
+
+
+@router.delete("/{session_id}")
+async def delete_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    session = session_of(container, tenant, session_id)
+    _check_idle(container, tenant, [session], "session_id")
+    if not container.sessions.delete_session(tenant.id, session.id):
+        raise not_found("session", "session_id")
+    return Done(message="Session deleted successfully")
+
+
+@router.delete("/{session_id}/messages")
+async def clear_messages(session_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    """Every message of the session; the session stays (with its title)."""
+    session = session_of(container, tenant, session_id)
+    _check_idle(container, tenant, [session], "session_id")
+    container.sessions.clear_messages(tenant.id, session.id)
+    return Done(message="Session messages cleared successfully")
+
+
+class PinReply(BaseModel):
+    """WeKnora's pin reply: ``{"success": true, "is_pinned": ...}``."""
+
+    success: Literal[True] = True
+    is_pinned: bool
+
+
+@router.post("/{session_id}/pin")
+async def pin_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> PinReply:
+    """Pins the session to the top of the list (pinning again keeps it pinned, on top)."""
+    session_of(container, tenant, session_id)
+    if container.sessions.update_session(tenant.id, session_id, pinned=True) is None:
+        raise not_found("session", "session_id")
+    return PinReply(is_pinned=True)
+
+
+@router.delete("/{session_id}/pin")
+async def unpin_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> PinReply:
+    session_of(container, tenant, session_id)
+    if container.sessions.update_session(tenant.id, session_id, pinned=False) is None:
+        raise not_found("session", "session_id")
+    return PinReply(is_pinned=False)
+
+
+class TitleMessage(BaseModel):
+    """One message of WeKnora's ``Message`` as a client sends it: ``role`` and ``content`` are read; the
+    rest of the record (ids, references, times, agent steps) is accepted and not used."""
+
+    model_config = ConfigDict(extra="ignore")
+    role: str = Field(default="", max_length=32)
+    content: str = Field(default="", max_length=MAX_TITLE_MESSAGE_CHARS)
+
+
+class GenerateTitleBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    messages: list[TitleMessage] = Field(min_length=1, max_length=MAX_TITLE_MESSAGES)
+
+
+class TitleReply(BaseModel):
+    """WeKnora's reply: the title itself in ``data``."""
+
+    success: Literal[True] = True
+    data: str
+
+
+@router.post("/{session_id}/generate_title")
+async def generate_title(
+    session_id: str, body: GenerateTitleBody, tenant: TenantDep, container: ContainerDep
+) -> TitleReply:
+    """A title from the conversation's first question (the chat model's, or the question's first words with
+    the extractive default), stored as the session's title and returned."""
+    session = session_of(container, tenant, session_id)
+    question = next((m.content for m in body.messages if m.role == "user" and m.content.strip()), "")
+    if not question:
+        raise ApiError(422, "invalid_field", "messages must hold a user message with content", "messages")
+    titler = SessionTitler(container.sessions, container.models, container.templates)
+    title = await titler.title_for(question, container.config.conversation.language, session_id=session.id)
+    if not title:
+        raise ApiError(422, "invalid_field", "the user message holds no text to title", "messages")
+    container.sessions.update_session(tenant.id, session.id, title=title)
+    return TitleReply(data=title)
