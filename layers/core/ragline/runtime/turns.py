@@ -79,7 +79,18 @@ def mentioned_scope(
 
 # WeKnora's chat fields that ragline accepts and does not act on (a debug line says so): agents, the
 # suggestion that led to the question, the client's channel.
-IGNORED_QUESTION_FIELDS = ("agent_id", "suggestion_attribution", "channel")
+# WeKnora's request fields that ragline accepts and does not act on: the agent's own (agent mode is off), the
+# web page's bookkeeping, and chat attachments (not read yet: the reply is the knowledge base's answer).
+IGNORED_QUESTION_FIELDS = (
+    "agent_id",
+    "agent_source_tenant_id",
+    "mcp_service_ids",
+    "skill_names",
+    "suggestion_attribution",
+    "channel",
+    "attachment_uploads",
+    "attachment_ids",
+)
 # What the first event of a turn says when agent mode was asked for.
 AGENT_MODE_OFF = {"agent_enabled": False, "agent_mode": "off"}
 
@@ -124,6 +135,13 @@ class QuestionBody(BaseModel):
     images: list[ImageAttachment] | None = Field(default=None, max_length=10)
     channel: str | None = Field(default=None, max_length=40)
     suggestion_attribution: dict[str, Any] | None = None
+    # WeKnora's tag filter (ids, numbers or names): the same as ``tags``.
+    tag_ids: list[str] | None = Field(default=None, max_length=50)
+    agent_source_tenant_id: int | str | None = None
+    mcp_service_ids: list[str] | None = Field(default=None, max_length=100)
+    skill_names: list[str] | None = Field(default=None, max_length=100)
+    attachment_uploads: list[dict[str, Any]] | None = Field(default=None, max_length=20)
+    attachment_ids: list[str] | None = Field(default=None, max_length=20)
 
     def scope(self, session: Session) -> tuple[list[str], list[str]]:
         """The knowledge bases (the session's unless named) and documents this question searches."""

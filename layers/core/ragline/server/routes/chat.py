@@ -96,10 +96,9 @@ async def _accept(
         # WeKnora's model ids name models of a WeKnora deployment: the configured model answers instead.
         logger.debug("question: unknown summary_model_id %r, using the default model", body.summary_model_id)
         body = body.model_copy(update={"summary_model_id": None})
-    if body.tags:
-        body = body.model_copy(
-            update={"tags": tag_filter(container, session.tenant_id, body.scope(session)[0], body.tags)}
-        )
+    if body.tags or body.tag_ids:
+        refs = [*(body.tags or []), *(body.tag_ids or [])]
+        body = body.model_copy(update={"tags": tag_filter(container, session.tenant_id, body.scope(session)[0], refs)})
     try:
         turn = await container.turns.accept(session, body, user_id, agent_requested=agent_requested)
     except UnknownKnowledgeBase as exc:
