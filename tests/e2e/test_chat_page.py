@@ -29,6 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 QUESTION = "What water temperature should I use for coffee?"
 WORDS = [f"word{i} " for i in range(30)]
+# The blank line that ends a server-sent event (sse-starlette writes CRLF line ends).
+SSE_FRAME_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 LAST_TURN = """() => {
   const turns = document.querySelectorAll('.turn');
@@ -471,14 +473,19 @@ def test_the_page_works_against_separate_api_and_stream_origins_with_the_templat
             sent, ended = 0, False
 
             async def limited(message: dict[str, Any]) -> None:
+                # Frames are counted in the bytes, not per body message: a busy server coalesces a backlog
+                # (a replay after a reconnect) into one message, and the cut must still come after N frames.
                 nonlocal sent, ended
                 if ended:
                     return
                 if message["type"] == "http.response.body" and message.get("body"):
-                    sent += 1
-                    if sent >= frames:
-                        ended = True
-                        message = {**message, "more_body": False}
+                    body = message["body"]
+                    for end in SSE_FRAME_END.finditer(body):
+                        sent += 1
+                        if sent >= frames:
+                            ended = True
+                            message = {**message, "body": body[: end.end()], "more_body": False}
+                            break
                 await send(message)
 
             await app(scope, receive, limited)
