@@ -283,6 +283,15 @@ def _delete_message(w: World) -> None:
     w.owner("DELETE", f"/api/v1/messages/{scratch}/{first}", 200)
 
 
+def _create_knowledge_from_url(w: World) -> None:
+    url = f"/api/v1/knowledge-bases/{w.kb}/knowledge/url"
+    # B never reaches the fetch: A's knowledge base is not found for B.
+    w.denied("POST", url, json={"url": "http://example.com/page"})
+    # A does, and the fetch refuses a private address (no page server needed for the probe).
+    reply = w.owner("POST", url, 422, json={"url": "http://127.0.0.1:9/page"})
+    assert reply.json()["error"]["type"] == "url_refused"
+
+
 def _scratch_document(w: World, title: str) -> tuple[str, str]:
     """A document of A's own to change or delete, and its first chunk."""
     note = w.owner(
@@ -673,6 +682,7 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("DELETE", "/api/v1/knowledge-bases/{kb_id}"): _delete_knowledge_base,
     ("DELETE", "/api/v1/knowledge-bases/{kb_id}/knowledge"): _clear_knowledge_base,
     ("DELETE", "/api/v1/knowledge/{knowledge_id}"): _delete_knowledge,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/url"): _create_knowledge_from_url,
     ("POST", "/api/v1/knowledge/batch-delete"): _batch_delete_knowledge,
     ("POST", "/api/v1/sessions"): _create_session,
     ("GET", "/api/v1/sessions"): _list_sessions,

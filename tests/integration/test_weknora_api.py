@@ -6,16 +6,21 @@ read it (``tests/support/weknora.py``).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tests.conftest import Ragline
-from tests.support.documents import DRINKS
+from tests.support.documents import DRINKS, make_pdf
 from tests.support.polling import wait_until
 from tests.support.scripted_model import Script
+from tests.support.servers import ServerThread
 from tests.support.weknora import check_record, check_search_result, stream
+from tests.support.weknora_go import DuplicateURL, go_client
 
 # What WeKnora's Go client sends for CreateKnowledgeBase: its whole KnowledgeBase struct, zero values
 # and read-only fields included.
@@ -178,6 +183,100 @@ def test_file_upload_bad_metadata_names_the_field(ragline: Ragline, kb: str) -> 
     )
     assert reply.status_code == 422
     assert reply.json()["error"]["field"] == "metadata"
+
+
+COFFEE_PAGE = """<!doctype html><html><head><title>Cold brew guide</title></head><body>
+<nav>Home | Shop | About</nav>
+<article><h1>Cold brew guide</h1>
+<p>Cold brew coffee steeps coarse grounds in cold water for twelve to eighteen hours, then is filtered.</p>
+<p>The long steep gives a smooth, low-acid concentrate that keeps for a week in the fridge.</p>
+</article><footer>Copyright</footer></body></html>"""
+
+
+@pytest.fixture
+def pages() -> Iterator[ServerThread]:
+    """A small web server: a page, a redirect to it, two PDFs, an image and a missing page."""
+    app = FastAPI()
+
+    @app.get("/articles/cold-brew")
+    async def article() -> HTMLResponse:
+        return HTMLResponse(COFFEE_PAGE)
+
+    @app.get("/old-link")
+    async def moved() -> RedirectResponse:
+        return RedirectResponse("/articles/cold-brew", status_code=301)
+
+    @app.get("/files/espresso")
+    async def pdf() -> Response:
+        return Response(make_pdf(["Espresso is brewed at nine bars of pressure."]), media_type="application/pdf")
+
+    @app.get("/files/lungo")
+    async def other_pdf() -> Response:
+        return Response(make_pdf(["A lungo runs twice the water through the puck."]), media_type="application/pdf")
+
+    @app.get("/logo.png")
+    async def image() -> Response:
+        return Response(b"\x89PNG\r\n\x1a\n", media_type="image/png")
+
+    server = ServerThread(app).start()
+    yield server
+    server.stop()
+
+
+def test_knowledge_from_url_as_documented(ragline: Ragline, kb: str, pages: ServerThread) -> None:
+    url = f"/api/v1/knowledge-bases/{kb}/knowledge/url"
+    page = f"{pages.url}/articles/cold-brew"
+    # 127.0.0.1 is a private address: refused, unless the operator allows it (the page server only, here).
+    refused = ragline.client.post(url, json={"url": page})
+    assert (refused.status_code, refused.json()["error"]["type"], refused.json()["error"]["field"]) == (
+        422,
+        "url_refused",
+        "url",
+    )
+    ragline.container.config.web_fetch.allowed_endpoints = [("127.0.0.1", pages.port)]
+    # What the Go client sends: url, and the omitempty fields it was given.
+    created = ok(ragline.client.post(url, json={"url": f"{pages.url}/old-link", "channel": "api"}))
+    check_record(created, "knowledge")
+    assert (created["type"], created["source"], created["file_name"]) == ("url", page, "cold-brew.html")
+    assert created["title"] == "Cold brew guide"
+    assert created["knowledge_base_id"] == kb
+    wait_until(lambda: ok(ragline.client.get(f"/api/v1/knowledge/{created['id']}"))["parse_status"] == "completed")
+    hits = ok(
+        ragline.client.post(
+            "/api/v1/knowledge-search", json={"query": "cold brew steep hours", "knowledge_base_id": kb}
+        )
+    )
+    assert hits[0]["knowledge_id"] == created["id"]
+    assert "Copyright" not in " ".join(h["content"] for h in hits)  # the page's text, not its chrome
+    # The same page again: WeKnora's 409 with the existing record.
+    again = ragline.client.post(url, json={"url": page})
+    assert again.status_code == 409, again.text
+    assert again.json()["data"]["id"] == created["id"]
+    # A document file: read by its media type, titled as asked.
+    pdf = ok(ragline.client.post(url, json={"url": f"{pages.url}/files/espresso", "title": "Espresso notes"}))
+    assert (pdf["file_type"], pdf["title"], pdf["file_name"]) == ("pdf", "Espresso notes", "espresso.pdf")
+    for body, status, kind in (
+        ({"url": f"{pages.url}/logo.png"}, 415, "unsupported_media_type"),
+        ({"url": f"{pages.url}/missing"}, 422, "url_fetch_failed"),
+        ({"url": "ftp://example.com/file.txt"}, 422, "url_refused"),
+        ({"url": "http://169.254.169.254/latest/meta-data/"}, 422, "url_refused"),
+        ({"url": "not a url"}, 422, None),
+        ({}, 422, "missing_field"),
+    ):
+        reply = ragline.client.post(url, json=body)
+        assert reply.status_code == status, (body, reply.text)
+        assert reply.json()["error"]["field"] == "url", (body, reply.text)
+        if kind is not None:
+            assert reply.json()["error"]["type"] == kind, (body, reply.text)
+    listed = ok(ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge", params={"page_size": 100}))
+    assert {created["id"], pdf["id"]} <= {k["id"] for k in listed}
+    # WeKnora's Go client: CreateKnowledgeFromURL, and ErrDuplicateURL carrying the existing record.
+    with go_client(ragline.url, api_key=ragline.key) as go:
+        with pytest.raises(DuplicateURL) as duplicate:
+            go.create_knowledge_from_url(kb, page, title="Cold brew again")
+        assert duplicate.value.existing["id"] == created["id"]
+        renamed = go.create_knowledge_from_url(kb, f"{pages.url}/files/lungo", file_name="shots", file_type="pdf")
+        assert renamed["file_name"] == "shots.pdf"
 
 
 def test_manual_knowledge_as_documented(ragline: Ragline, kb: str) -> None:

@@ -278,3 +278,13 @@ def _page_frames(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
             data = []
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
+
+
+def test_knowledge_from_url_refuses_private_addresses_when_deployed(aws: Any) -> None:
+    """ingest_turn fetches URLs under the same SSRF policy: the instance metadata address is refused."""
+    with go_client(aws.stack.api_url, api_key=aws.key) as go:
+        kb = go.create_knowledge_base({"name": "From URLs"})
+        with pytest.raises(APIError) as refused:
+            go.create_knowledge_from_url(kb["id"], "http://169.254.169.254/latest/meta-data/")
+        assert refused.value.status == 422
+        assert json.loads(refused.value.body)["error"]["type"] == "url_refused"

@@ -40,6 +40,14 @@ class APIError(AssertionError):
         self.body = body
 
 
+class DuplicateURL(AssertionError):
+    """The Go client's ``ErrDuplicateURL``, with the record already in the knowledge base."""
+
+    def __init__(self, existing: dict[str, Any]) -> None:
+        super().__init__("URL already exists")
+        self.existing = existing
+
+
 class SSEStreamError(AssertionError):
     """The Go client's ``SSEStreamError``: a terminal ``error`` frame."""
 
@@ -315,6 +323,18 @@ class GoClient:
         )
         self.sent.append(request)
         reply = self.http.send(request)
+        return dict(self._parse(reply, {"success": "bool", "data": KNOWLEDGE})["data"])
+
+    def create_knowledge_from_url(self, kb_id: str, url: str, **optional: Any) -> dict[str, Any]:
+        """``CreateKnowledgeFromURLRequest``: ``url`` and whichever omitempty fields were set; a 409 is
+        ErrDuplicateURL with the existing record decoded from the reply."""
+        fields = {"file_name", "file_type", "enable_multimodel", "title", "tag_id", "channel", "process_config"}
+        assert set(optional) <= fields, sorted(set(optional) - fields)
+        body = {"url": url, **{k: v for k, v in optional.items() if v}}
+        reply = self._do("POST", f"/api/v1/knowledge-bases/{kb_id}/knowledge/url", body)
+        if reply.status_code == 409:
+            existing = decode(reply.json(), {"success": "bool", "data": KNOWLEDGE}, "response")["data"]
+            raise DuplicateURL(existing)
         return dict(self._parse(reply, {"success": "bool", "data": KNOWLEDGE})["data"])
 
     def create_manual_knowledge(self, kb_id: str, title: str, content: str) -> dict[str, Any]:

@@ -123,6 +123,7 @@ async def ingest_upload(
     kind: str,
     request: Request | None = None,
     wait: bool = False,
+    source: str = "",
 ) -> IngestResult:
     """An uploaded file, extracted and chunked off the event loop: keyword-searchable when this returns,
     its vectors computed in the background (``status`` pending → indexed | failed) unless ``wait``.
@@ -139,7 +140,7 @@ async def ingest_upload(
 
     def work(cancel: threading.Event) -> IngestResult:
         return container.ingest.accept_bytes(
-            kb, filename, raw, title=title, tags=tags, chunk_type=_chunk_type(kind), cancel=cancel
+            kb, filename, raw, title=title, source=source, tags=tags, chunk_type=_chunk_type(kind), cancel=cancel
         )
 
     return await _accept(container, kb, request, work, wait)

@@ -1,5 +1,5 @@
-"""Documents as WeKnora's "knowledge": upload a file, write Markdown, list a page, get one or several,
-delete one or several.
+"""Documents as WeKnora's "knowledge": upload a file, fetch one from a URL, write Markdown, list a page, get
+one or several, delete one or several.
 
 The same documents as ragline's ``/documents`` routes, stored and indexed by the same code.
 """
@@ -11,6 +11,7 @@ import json
 import logging
 import uuid
 from typing import Annotated, Any
+from urllib.parse import unquote, urlsplit
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
@@ -26,6 +27,7 @@ from ragline.server.routes.tags import tag_filter, tag_value
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.store.models import Document, KnowledgeBase
 from ragline.types.text import PlainName
+from ragline.web.fetch import FetchError, FetchFailure, fetch_document
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["knowledge"])
@@ -39,7 +41,24 @@ MAX_LISTED_DOCUMENTS = 100_000
 UNTAGGED = "__untagged__"
 # Form fields of WeKnora's file upload that ragline accepts and does not act on.
 IGNORED_FORM_FIELDS = ("enable_multimodel", "process_config", "channel", "metadata")
-_DUPLICATE = {"file": "file already exists", "manual": "content already exists"}
+_DUPLICATE = {"file": "file already exists", "manual": "content already exists", "url": "URL already exists"}
+# The extension a fetched document is read by when its URL's name has none (or, for a page, another one).
+_EXTENSIONS = {
+    "text/html": ".html",
+    "application/xhtml+xml": ".html",
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+    "text/x-markdown": ".md",
+    "text/csv": ".csv",
+    "text/tab-separated-values": ".tsv",
+    "application/pdf": ".pdf",
+    "application/epub+zip": ".epub",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+}
+# Form and body fields of WeKnora's URL knowledge that ragline accepts and does not act on.
+IGNORED_URL_FIELDS = ("enable_multimodel", "process_config", "channel")
 
 
 def _duplicate_reply(result: IngestResult, kind: str) -> JSONResponse:
@@ -126,6 +145,76 @@ async def create_knowledge_from_file(
     result = await ingest_upload(container, kb, filename, raw, title="", tags=tags, kind="document")
     if result.duplicate:
         return _duplicate_reply(result, "file")  # type: ignore[return-value]
+    return Envelope(data=knowledge_view(result))
+
+
+class UrlKnowledgeBody(BaseModel):
+    """WeKnora's ``CreateKnowledgeFromURLRequest``."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(min_length=1, max_length=2048)
+    file_name: PlainName | None = Field(default=None, max_length=500)
+    file_type: str | None = Field(default=None, max_length=20, pattern=r"^\.?[A-Za-z0-9]{1,10}$")
+    title: PlainName | None = Field(default=None, max_length=500)
+    tag_id: PlainName | None = Field(default=None, max_length=200)
+    enable_multimodel: bool | None = None
+    channel: str | None = Field(default=None, max_length=40)
+    process_config: dict[str, Any] | None = None
+
+
+def url_file_name(url: str, media_type: str, file_name: str = "", file_type: str = "") -> str:
+    """The name a fetched document is stored and read by: the one given, else the URL's last path segment;
+    with ``file_type``'s extension when given, else one for its media type when the name has none (a page
+    is read as HTML whatever its URL ends with: ``index.php`` → ``index.php.html``)."""
+    name = file_name.strip() or unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]) or "page"
+    lower = name.lower()
+    if file_type:
+        extension = "." + file_type.strip().lstrip(".").lower()
+        return name if lower.endswith(extension) else name + extension
+    extension = _EXTENSIONS.get(media_type, "")
+    if extension == ".html":
+        return name if lower.endswith((".html", ".htm")) else name + extension
+    if extension and "." not in name.rsplit("/", 1)[-1]:
+        return name + extension
+    return name
+
+
+@router.post(
+    "/knowledge-bases/{kb_id}/knowledge/url",
+    responses={
+        409: {"description": "The same document is already in the knowledge base (its record in data)"},
+        422: {"description": "The URL is refused (scheme, private address) or could not be fetched"},
+        **UPLOAD_REPLIES,
+    },
+)
+async def create_knowledge_from_url(
+    kb_id: str, body: UrlKnowledgeBody, tenant: TenantDep, container: ContainerDep
+) -> Envelope[KnowledgeView]:
+    """A web page or a document file fetched from ``url`` (http or https; private, loopback and link-local
+    addresses refused unless ``web_fetch.allow_private`` / ``allowed_endpoints`` say otherwise, every
+    redirect checked), then extracted, chunked and indexed as an upload. Its ``source`` is the URL."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    ignored = sorted(set(IGNORED_URL_FIELDS) & body.model_fields_set)
+    if ignored:
+        logger.debug("knowledge from URL: ignoring WeKnora fields %s", ", ".join(ignored))
+    tags = _tags(container, kb, body.tag_id)
+    try:
+        fetched = await fetch_document(
+            body.url.strip(), container.config.web_fetch, max_bytes=container.config.limits.max_upload_bytes
+        )
+    except FetchError as exc:
+        if exc.reason == FetchFailure.TOO_LARGE:
+            raise ApiError(413, "payload_too_large", str(exc), "url") from None
+        if exc.reason == FetchFailure.UNSUPPORTED_CONTENT_TYPE:
+            raise ApiError(415, "unsupported_media_type", str(exc), "url") from None
+        raise ApiError(422, "url_refused" if exc.refused else "url_fetch_failed", str(exc), "url") from None
+    filename = url_file_name(fetched.url, fetched.media_type, body.file_name or "", body.file_type or "")
+    title = (body.title or "").strip()
+    result = await ingest_upload(
+        container, kb, filename, fetched.body, title=title, tags=tags, kind="document", source=fetched.url
+    )
+    if result.duplicate:
+        return _duplicate_reply(result, "url")  # type: ignore[return-value]
     return Envelope(data=knowledge_view(result))
 
 
