@@ -287,3 +287,73 @@ def test_a_file_type_the_layers_cannot_parse_answers_415_naming_it(aws):
     assert "PDF" in error["message"]
     assert "pypdfium2" in error["message"]
     assert "not installed" in error["message"]
+
+
+def test_stream_reader_serves_the_stream_routes_alone_and_uses_every_grant_of_its_role(aws, scripted):
+    """stream_reader's function URL answers the stream's routes (follow by offset, continue-stream, stop,
+    health) and nothing else of the API; following, stopping and watching a turn need every statement its
+    role has, and nothing more (a call beyond them fails the test through the grant check)."""
+    from tests.support.grants import IamRequest, Policy
+    from tests.support.sse import read_frames
+
+    since = len(aws.stack.calls())
+    session = aws.session()
+    assert aws.stream.get("healthz").json()["status"] == "ok"
+    for method, path in (
+        ("GET", ""),
+        ("GET", "api/v1/knowledge-bases"),
+        ("POST", "api/v1/knowledge-bases"),
+        ("GET", f"api/v1/sessions/{session}"),
+        ("POST", f"api/v1/sessions/{session}/questions"),
+        ("POST", f"api/v1/knowledge-chat/{session}"),
+        ("GET", f"api/v1/messages/{session}/load"),
+        ("GET", "docs"),
+    ):
+        reply = aws.stream.request(method, path, json={"query": "q", "name": "n"} if method == "POST" else None)
+        assert reply.status_code == 404, (method, path, reply.status_code)
+
+    # Follow one turn with WeKnora's continue-stream, from an offset.
+    scripted.queue(Script.answer("One ", "two."))
+    ids = aws.ask(session, "Count to two?")
+    frames = read_frames(
+        aws.stream,
+        "GET",
+        f"api/v1/sessions/continue-stream/{session}",
+        params={"message_id": ids["assistant_message_id"]},
+    )
+    assert frames[-1].type == "complete"
+    assert answer_text(frames) == "One two."
+    later = aws.frames(ids, params={"offset": frames[2].id})
+    assert [f.id for f in later] == [f.id for f in frames[2:]]
+
+    # Stop a second one while it streams (the stop flag, StopExecution, the stop event, the partial answer).
+    scripted.queue(Script.answer(*[f"w{i} " for i in range(600)], delay=0.1))
+    slow = aws.ask(session, "Count slowly?")
+    wait_until(lambda: "answer" in _types(aws.log(slow)), timeout=60)
+    stopped = aws.stream.post(f"api/v1/sessions/{session}/stop", json={"message_id": slow["assistant_message_id"]})
+    assert stopped.json()["data"]["status"] == "stopped"
+    aws.wait(slow)
+
+    # A third whose workflow dies without an end: the reader asks the workflow, and ends it.
+    def everything_fails(event, run):
+        if event["stage"] in ("into_chat_message", "fail"):
+            return Result(b'{"errorType": "RuntimeError", "errorMessage": "lost"}', "Unhandled")
+        return run()
+
+    aws.stack.lambdas.around("PipelineStepFunction", everything_fails)
+    lost = aws.ask(session, "Lost?")
+    assert aws.wait(lost)["status"] == "FAILED"
+    assert aws.frames(lost)[-1].extra["reason"] == "interrupted"
+
+    calls = [c for c in aws.stack.calls()[since:] if c.function == "StreamReaderFunction"]
+    assert calls
+    assert all(c.allowed for c in calls)
+    unused = []
+    for statement in aws.stack.resolver.role_statements("StreamReaderFunctionRole"):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if all(a.split(":")[0] in ("logs", "xray") for a in actions):
+            continue  # the Lambda runtime's own (logs, traces), not the app's
+        policy = Policy([statement])
+        if not any(policy.allows(IamRequest(c.action, c.resource)) for c in calls):
+            unused.append(statement.get("Sid") or statement["Resource"])
+    assert not unused, f"stream_reader's role grants what its routes never use: {unused}"

@@ -222,10 +222,11 @@ class Sandbox:
     def wait_ready(self) -> None:
         if self.spec.web:
             deadline = time.monotonic() + INIT_TIMEOUT_S
+            path = self.spec.environment.get("AWS_LWA_READINESS_CHECK_PATH", "/")
             while time.monotonic() < deadline and not self.dead:
                 try:
-                    # The Web Adapter's readiness check: any answer below 500 on "/".
-                    if httpx.get(f"http://127.0.0.1:{self.port}/", timeout=2).status_code < 500:
+                    # The Web Adapter's readiness check: any answer below 500 on its path ("/" by default).
+                    if httpx.get(f"http://127.0.0.1:{self.port}{path}", timeout=2).status_code < 500:
                         self.ready.set()
                         return
                 except httpx.HTTPError:

@@ -50,7 +50,14 @@ ROUTERS = (
     messages.router,
     search.router,
     chat.router,
+    chat.stream_router,
 )
+
+
+def _healthz(app: FastAPI) -> None:
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
 
 
 def create_app(
@@ -82,10 +89,7 @@ def create_app(
     # In AWS the stream is served by another function (stream_reader's URL); embedded, by this server.
     app.state.stream_base_url = stream_base_url
 
-    @app.get("/healthz", include_in_schema=False)
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
-
+    _healthz(app)
     for router in ROUTERS:
         app.include_router(router)
     # Long-term memory: list and delete one's memories (the user within the tenant is X-User-Id).
@@ -98,4 +102,28 @@ def create_app(
     async def chat_page() -> FileResponse:
         return FileResponse(WEB_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
+    return app
+
+
+def create_stream_app(container: Container, launcher: TurnLauncher) -> FastAPI:
+    """The routes of an answer's stream alone: follow it by offset (``/events``, WeKnora's
+    ``continue-stream``), stop it, and ``/healthz``. What AWS's stream_reader serves from its function URL;
+    everything else is ingest_turn's (a request for it here is a 404)."""
+    app = FastAPI(
+        title="ragline stream",
+        version=__version__,
+        description="Streamed, resumable answers of ragline and their stop.",
+        responses=ERROR_REPLIES,
+        # The API's description is ingest_turn's (/docs there).
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    install_error_handlers(app)
+    app.add_middleware(RequestIdMiddleware)
+    app.state.container = container
+    app.state.launcher = launcher
+    app.state.stream_base_url = ""
+    _healthz(app)
+    app.include_router(chat.stream_router)
     return app

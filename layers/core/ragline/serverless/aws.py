@@ -63,6 +63,12 @@ class AwsRuntime:
 
         return create_app(self.container, self.launcher, stream_base_url=self.aws.stream_base_url)
 
+    def stream_app(self) -> FastAPI:
+        """stream_reader's routes alone: follow, resume and stop an answer (and ``/healthz``)."""
+        from ragline.server.app import create_stream_app
+
+        return create_stream_app(self.container, self.launcher)
+
 
 # ---------------------------------------------------------------------------------------------- secrets
 def _secret(ssm: Any, parameter: str) -> str | None:

@@ -2,6 +2,7 @@
 
 WeKnora's ``/knowledge-chat`` and ``/agent-chat`` ask and stream in one call; ragline's ``/questions``
 accepts the question (202) and names the stream to follow, which in AWS another function serves.
+``router`` asks; ``stream_router`` reads and stops (the routes of AWS's stream_reader).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from ragline.stream.replay import MAX_SEQ, StreamPosition, start_offset, stream_
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["chat"])
+# Following, resuming and stopping an answer: all that stream_reader serves in AWS.
+stream_router = APIRouter(prefix="/api/v1", tags=["chat"])
 
 # What OpenAPI says about a streamed reply: SSE frames, each a JSON StreamResponse in ``data``.
 SSE_REPLY: dict[int | str, dict[str, Any]] = {
@@ -208,7 +211,7 @@ async def _stream_message(
     return _answer_stream(container, session.id, message.id, message.request_id, start)
 
 
-@router.get(
+@stream_router.get(
     "/sessions/{session_id}/messages/{message_id}/events", responses=STREAM_REPLIES, response_class=EventSourceResponse
 )
 async def message_events(
@@ -222,7 +225,9 @@ async def message_events(
     return await _stream_message(container, tenant, session_id, message_id, last_event_id, offset)
 
 
-@router.get("/sessions/continue-stream/{session_id}", responses=STREAM_REPLIES, response_class=EventSourceResponse)
+@stream_router.get(
+    "/sessions/continue-stream/{session_id}", responses=STREAM_REPLIES, response_class=EventSourceResponse
+)
 async def continue_stream(
     session_id: str,
     tenant: TenantDep,
@@ -234,7 +239,7 @@ async def continue_stream(
     return await _stream_message(container, tenant, session_id, message_id, last_event_id, offset)
 
 
-@router.post("/sessions/{session_id}/stop")
+@stream_router.post("/sessions/{session_id}/stop")
 async def stop(
     session_id: str, body: StopBody, tenant: TenantDep, container: ContainerDep, launcher: LauncherDep
 ) -> StopReply:
