@@ -357,3 +357,71 @@ def test_stream_reader_serves_the_stream_routes_alone_and_uses_every_grant_of_it
         if not any(policy.allows(IamRequest(c.action, c.resource)) for c in calls):
             unused.append(statement.get("Sid") or statement["Resource"])
     assert not unused, f"stream_reader's role grants what its routes never use: {unused}"
+
+
+def test_the_scheduled_sweep_ends_the_orphaned_turns_nobody_reads(aws, scripted):
+    """EventBridge runs the sweep function every 5 minutes: it ends, with one ``error`` (interrupted,
+    runner_lost), the turns whose workflow ended without a terminal event and the turns never started, and
+    leaves the running ones alone; a second sweep changes nothing."""
+    from datetime import UTC, datetime, timedelta
+
+    from ragline.store.dynamodb import DynamoSessionStore
+
+    session = aws.session()
+
+    def everything_fails(event, run):
+        if event["turn"]["request_id"] == "orphan" and event["stage"] in ("into_chat_message", "fail"):
+            return Result(b'{"errorType": "RuntimeError", "errorMessage": "lost"}', "Unhandled")
+        return run()
+
+    aws.stack.lambdas.around("PipelineStepFunction", everything_fails)
+    orphan = aws.ask(session, "Will anyone notice?", request_id="orphan")
+    assert aws.wait(orphan)["status"] == "FAILED"
+    assert "error" not in _types(aws.log(orphan))  # nothing wrote its end, and nobody reads it
+
+    scripted.queue(Script.answer(*[f"w{i} " for i in range(600)], delay=0.1))
+    running = aws.ask(session, "Count slowly?")
+    wait_until(lambda: "answer" in _types(aws.log(running)), timeout=60)
+
+    # Two turns whose execution was never started (the accept step died after writing the messages): one
+    # past the grace an accept request could take, one within it.
+    store = DynamoSessionStore(aws.stack.table("SessionsTable"), aws.stack.table("MessagesTable"))
+    stored = store.session(aws.tenant.id, session)
+    _, never_started = store.create_turn(stored, "never-started", "Lost before starting?")
+    _, just_accepted = store.create_turn(stored, "just-accepted", "Starting now?")
+    long_ago = (datetime.now(UTC) - timedelta(minutes=10)).isoformat(timespec="milliseconds")
+    aws.stack.table("MessagesTable").update_item(
+        Key={"session_id": session, "id": never_started.id},
+        UpdateExpression="SET created_at = :c",
+        ExpressionAttributeValues={":c": long_ago},
+    )
+
+    result = aws.stack.run_schedule("SweepFunctionEvery5Minutes")
+    assert result.function_error is None, result.payload
+    report = result.json()
+    ended = {key.split("#", 1)[1] for key in report["turns_interrupted"]}
+    assert ended == {orphan["assistant_message_id"], never_started.id}
+    assert report["turns_running"] >= 2  # the streaming turn and the one just accepted
+
+    for message_id in (orphan["assistant_message_id"], never_started.id):
+        ids = {"session_id": session, "assistant_message_id": message_id}
+        events = aws.log(ids)
+        assert _types(events).count("error") == 1
+        assert events[-1].type.value == "error"
+        assert events[-1].data["reason"] == "interrupted"
+        assert events[-1].data["cause"] == "runner_lost"
+        assert aws.assistant(ids)["is_completed"] is True
+        assert aws.frames(ids)[-1].type == "error"  # a reader arriving later gets the end at once
+    assert "error" not in _types(aws.log(running))
+    assert not aws.assistant({"session_id": session, "assistant_message_id": just_accepted.id})["is_completed"]
+
+    again = aws.stack.run_schedule("SweepFunctionEvery5Minutes").json()
+    assert again["turns_interrupted"] == []
+    assert again["turns_examined"] <= report["turns_examined"] - 2  # ended turns leave the index of open turns
+
+    stopped = aws.stream.post(f"api/v1/sessions/{session}/stop", json={"message_id": running["assistant_message_id"]})
+    assert stopped.json()["data"]["status"] == "stopped"
+    aws.wait(running)
+    sweep_calls = {c.action for c in aws.stack.calls() if c.function == "SweepFunction"}
+    assert "dynamodb:Scan" not in sweep_calls
+    assert "states:DescribeExecution" in sweep_calls

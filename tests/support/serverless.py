@@ -34,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 import zipfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -50,7 +51,7 @@ from ragline.serverless.template_tables import create_tables, load_template, tab
 from tests.support.cfn import ACCOUNT_ID, REGION, ROOT, TEMPLATE_PATH, Resolver, sam_transform
 from tests.support.gateways import FunctionUrl, HttpApi
 from tests.support.grants import Call, IamRequest, Policy, read_calls
-from tests.support.lambdas import SANDBOX_DIR, FunctionSpec, LambdaService
+from tests.support.lambdas import SANDBOX_DIR, FunctionSpec, LambdaService, Result
 from tests.support.servers import ServerThread, free_port
 
 STACK = "ragtest"
@@ -166,6 +167,41 @@ class DeployedStack:
             lines = sorted({f"{c.function}: {c.action} on {c.resource}" for c in denied})
             raise AssertionError("calls the deployed roles would refuse:\n  " + "\n  ".join(lines))
 
+    def run_schedule(self, rule_id: str) -> Result:
+        """One tick of an EventBridge schedule: its target invoked with the event EventBridge sends, once the
+        rule, its target and the Lambda permission that lets EventBridge invoke it are found as deployed.
+        (EventBridge invokes asynchronously; here the test waits for the reply.)"""
+        rule = self.resolver.resolve(self.resolver.resources("AWS::Events::Rule")[rule_id]["Properties"])
+        assert rule.get("State", "ENABLED") == "ENABLED", rule
+        assert str(rule["ScheduleExpression"]).startswith(("rate(", "cron(")), rule
+        (target,) = rule["Targets"]
+        spec = self.lambdas.spec(str(target["Arn"]))
+        rule_arn = self.resolver.get_att(rule_id, "Arn")
+        permitted = [
+            self.resolver.resolve(p["Properties"]) for p in self.resolver.resources("AWS::Lambda::Permission").values()
+        ]
+        assert any(
+            p["Action"] == "lambda:InvokeFunction"
+            and p["Principal"] == "events.amazonaws.com"
+            and p["SourceArn"] == rule_arn
+            and p["FunctionName"] in (spec.name, spec.arn)
+            for p in permitted
+        ), f"EventBridge may not invoke {spec.name} for {rule_id}"
+        event = {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": ACCOUNT_ID,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "region": REGION,
+            "resources": [rule_arn],
+            "detail": {},
+        }
+        if "Input" in target:
+            event = json.loads(target["Input"])
+        return self.lambdas.invoke(spec.name, json.dumps(event).encode())
+
     def warm(self) -> None:
         """Start one sandbox of every function now (INIT), so a test's timing starts from warm functions."""
         for function_id in list(self.lambdas.functions.values()):
@@ -266,6 +302,10 @@ def _physical_names(
             )
         elif kind == "AWS::Lambda::Url":
             refs[logical_id] = physical
+        elif kind == "AWS::Events::Rule":
+            name = physical[:64]
+            refs[logical_id] = name
+            attributes[f"{logical_id}.Arn"] = f"{prefix}:events:{REGION}:{ACCOUNT_ID}:rule/{name}"
         else:
             refs[logical_id] = physical
     return refs, attributes

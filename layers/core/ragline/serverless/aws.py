@@ -54,6 +54,9 @@ class AwsRuntime:
     log: DynamoDBStreamManager
     launcher: StepFunctionsLauncher
     aws: AwsSettings
+    # The function's own clients (built once per container).
+    session: boto3.Session | None = None
+    sfn: Any = None
 
     def step_deps(self) -> StepDeps:
         return StepDeps(container=self.container, state=self.state, log=self.log)
@@ -238,7 +241,9 @@ def build_aws_runtime(
         )
     else:
         log = DynamoDBStreamManager(dynamodb.Table(aws.events_table), aws.event_ttl_seconds)
-    sessions = DynamoSessionStore(dynamodb.Table(aws.sessions_table), dynamodb.Table(aws.messages_table))
+    sessions = DynamoSessionStore(
+        dynamodb.Table(aws.sessions_table), dynamodb.Table(aws.messages_table), open_index=aws.messages_open_index
+    )
     container = Container.assemble(
         settings,
         config,
@@ -260,7 +265,7 @@ def build_aws_runtime(
     if isinstance(log, WatchedLog):
         log.on_interrupted = container.turns.finalize
     launcher = StepFunctionsLauncher(sfn, aws.state_machine_arn, state, aws.workflow_type, start_guard=start_guard)
-    return AwsRuntime(container=container, state=state, log=log, launcher=launcher, aws=aws)
+    return AwsRuntime(container=container, state=state, log=log, launcher=launcher, aws=aws, session=session, sfn=sfn)
 
 
 def idempotent_start(

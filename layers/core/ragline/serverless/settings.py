@@ -19,6 +19,8 @@ class AwsSettings(BaseSettings):
     knowledge_table: str = "ragline-knowledge"
     tenants_table: str = "ragline-tenants"
     idempotency_table: str = "ragline-idempotency"
+    # The messages table's sparse index of open turns (template.yaml), which the scheduled sweep queries.
+    messages_open_index: str = "OpenTurns"
     state_bucket: str = "ragline-state"
     state_machine_arn: str = ""
     # STANDARD or EXPRESS: stop also calls StopExecution on STANDARD (EXPRESS has no StopExecution).

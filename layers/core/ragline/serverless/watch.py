@@ -47,11 +47,12 @@ class ExecutionLiveness:
         self._workflow_type = workflow_type.upper()
         self._clock = clock
 
-    def status(self, turn: str) -> str:
-        """RUNNING, a final status (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), or EXPIRED (EXPRESS past its limit)."""
+    def status(self, turn: str, unrecorded: str = "RUNNING") -> str:
+        """RUNNING, a final status (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), EXPIRED (EXPRESS past its limit),
+        or ``unrecorded`` for a turn whose execution was never recorded."""
         recorded = self._state.execution_record(turn)
         if recorded is None:
-            return "RUNNING"
+            return unrecorded
         arn, started_at = recorded
         if self._workflow_type == "EXPRESS":
             age = self._clock() - started_at if started_at else 0.0

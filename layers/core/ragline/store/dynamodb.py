@@ -606,10 +606,21 @@ def _batches(keys: list[dict[str, str]]) -> Iterator[list[dict[str, str]]]:
         yield keys[start : start + _BATCH_GET_LIMIT]
 
 
+# An assistant message not completed yet carries this attribute (the partition of the messages table's sparse
+# index of open turns); completing the message removes it, so the index holds the open turns alone.
+OPEN_TURN_ATTRIBUTE = "open_turn"
+_OPEN = "open"
+
+
 class DynamoSessionStore:
-    def __init__(self, sessions: Any, messages: Any) -> None:
+    """Sessions and messages. ``open_index`` names the messages table's sparse index of open turns
+    (``OPEN_TURN_ATTRIBUTE`` as its partition key, ``created_at`` as its sort key), which a scheduled sweep
+    queries; without one the sweep scans the table."""
+
+    def __init__(self, sessions: Any, messages: Any, open_index: str = "") -> None:
         self._sessions = sessions
         self._messages = messages
+        self._open_index = open_index
 
     def create_session(
         self,
@@ -746,6 +757,8 @@ class DynamoSessionStore:
     def _message_item(message: Message) -> dict[str, Any]:
         item = message.model_dump()
         item["knowledge_references"] = json.dumps(message.knowledge_references, ensure_ascii=False)
+        if message.role == "assistant" and not message.is_completed:
+            item[OPEN_TURN_ATTRIBUTE] = _OPEN
         return item
 
     @staticmethod
@@ -761,7 +774,7 @@ class DynamoSessionStore:
             self._messages.update_item(
                 Key={"session_id": session_id, "id": message_id},
                 UpdateExpression="SET content = :c, knowledge_references = :r, is_completed = :t, stop_reason = :s,"
-                " updated_at = :u",
+                f" updated_at = :u REMOVE {OPEN_TURN_ATTRIBUTE}",
                 # Completed once: the end of the stream and a stop may race; the first one wins.
                 ConditionExpression="attribute_exists(id) AND #role = :assistant AND is_completed = :f",
                 ExpressionAttributeNames={"#role": "role"},
@@ -805,21 +818,40 @@ class DynamoSessionStore:
         return messages[:limit]
 
     def incomplete_assistant_messages(self, limit: int = 1000) -> list[Message]:
-        """A filtered Scan of the messages table (what a scheduled sweep reads; a sparse index would read
-        less on a large table)."""
+        """The open turns' messages, oldest first: a Query of the sparse index of open turns (it reads those
+        alone, whatever the table's size), else a filtered Scan of the table. The index is eventually
+        consistent: a message completed a moment ago may still be listed (recovery reads its log first)."""
+        if self._open_index:
+            found: list[Message] = []
+            query: dict[str, Any] = {
+                "IndexName": self._open_index,
+                "KeyConditionExpression": Key(OPEN_TURN_ATTRIBUTE).eq(_OPEN),
+                "Limit": min(limit, 1000),
+            }
+            while len(found) < limit:
+                page = self._messages.query(**query)
+                found.extend(
+                    m
+                    for m in (self._message(item) for item in page.get("Items", []))
+                    if m.role == "assistant" and not m.is_completed
+                )
+                if not page.get("LastEvaluatedKey"):
+                    break
+                query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            return found[:limit]
         kwargs: dict[str, Any] = {
             "FilterExpression": Attr("role").eq("assistant") & Attr("is_completed").eq(False),
             "ConsistentRead": True,
         }
-        found: list[Message] = []
-        while len(found) < limit:
+        scanned: list[Message] = []
+        while len(scanned) < limit:
             page = self._messages.scan(**kwargs)
-            found.extend(self._message(item) for item in page.get("Items", []))
+            scanned.extend(self._message(item) for item in page.get("Items", []))
             if not page.get("LastEvaluatedKey"):
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        found.sort(key=lambda m: m.created_at)
-        return found[:limit]
+        scanned.sort(key=lambda m: m.created_at)
+        return scanned[:limit]
 
     def message_by_request(self, tenant_id: str, session_id: str, request_id: str) -> tuple[Message, Message] | None:
         pair = {m.role: m for m in self._all(session_id) if m.request_id == request_id and m.tenant_id == tenant_id}

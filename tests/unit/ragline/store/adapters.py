@@ -56,7 +56,8 @@ def dynamo_stores(aws: MotoAws) -> Stores:
         backend="dynamodb",
         tenants=DynamoTenantStore(aws.table("TenantsTable")),
         knowledge=DynamoKnowledgeStore(aws.table("KnowledgeTable")),
-        sessions=DynamoSessionStore(aws.table("SessionsTable"), aws.table("MessagesTable")),
+        # As deployed: the messages table's sparse index of open turns (template.yaml).
+        sessions=DynamoSessionStore(aws.table("SessionsTable"), aws.table("MessagesTable"), open_index="OpenTurns"),
         tags=DynamoTagStore(aws.table("KnowledgeTable")),
     )
 
