@@ -42,6 +42,7 @@ FUNCTIONS = {
     "IngestTurnFunction": "functions/ingest_turn/",
     "PipelineStepFunction": "functions/pipeline_step/",
     "StreamReaderFunction": "functions/stream_reader/",
+    "SweepFunction": "functions/sweep/",
 }
 TABLES = {  # logical id: (partition key, sort key or None, TTL attribute or None, point-in-time recovery)
     "EventsTable": (("stream_key", "S"), ("seq", "N"), "expires_at", False),
@@ -363,6 +364,12 @@ def test_ingest_turn_is_behind_the_http_api(template: dict[str, Any]) -> None:
     assert api_event["Properties"] == {"ApiId": {"Ref": "HttpApi"}, "Path": "/{proxy+}", "Method": "ANY"}
 
 
+def test_the_sweep_reads_the_open_turns_through_a_sparse_index(template: dict[str, Any]) -> None:
+    (index,) = template["Resources"]["MessagesTable"]["Properties"]["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == "OpenTurns"
+    assert [k["AttributeName"] for k in index["KeySchema"]] == ["open_turn", "created_at"]
+
+
 @pytest.mark.parametrize("table_id", sorted(TABLES))
 def test_tables(template: dict[str, Any], table_id: str) -> None:
     partition, sort, ttl, pitr = TABLES[table_id]
@@ -374,6 +381,10 @@ def test_tables(template: dict[str, Any], table_id: str) -> None:
         keys.append({"AttributeName": sort[0], "KeyType": "RANGE"})
         attributes.append({"AttributeName": sort[0], "AttributeType": sort[1]})
     assert props["KeySchema"] == keys
+    # The attributes a secondary index is keyed on are defined too (MessagesTable's sparse OpenTurns index).
+    for index in props.get("GlobalSecondaryIndexes", []):
+        for key in index["KeySchema"]:
+            attributes.append({"AttributeName": key["AttributeName"], "AttributeType": "S"})
     assert props["AttributeDefinitions"] == attributes
     assert props["BillingMode"] == "PAY_PER_REQUEST"
     assert props["SSESpecification"] == {"SSEEnabled": True}
