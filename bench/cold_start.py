@@ -35,6 +35,10 @@ if hasattr(app, "runtime"):
     app.runtime()
 elif hasattr(app, "asgi_handler"):
     app.asgi_handler()
+elif hasattr(app, "worker"):
+    app.worker()
+elif hasattr(app, "sweeper"):
+    app.sweeper()
 built = time.perf_counter()
 top = {name.split(".")[0] for name in sys.modules}
 owners = importlib.metadata.packages_distributions()

@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from tests.support.polling import wait_until
 from tests.support.scripted_model import Script
 from tests.support.serverless import CHAT_KEY_PARAMETER, StackClient, deployed_stack, opensearch_target
 
@@ -35,14 +36,21 @@ def graph_stack(request, tmp_path_factory, scripted, neo4j_server):
         yield stack
 
 
-def test_pipeline_step_searches_the_graph_in_neo4j_with_the_password_from_secrets_manager(
+def test_the_indexing_function_extracts_the_graph_into_neo4j_and_pipeline_step_searches_it(
     graph_stack, neo4j_server, scripted, opensearch
 ):
+    """The graph is extracted by the indexing function after the vectors (ingest_turn is frozen once it has
+    replied), written to the live Neo4j with the password read from Secrets Manager, and searched there by
+    pipeline_step."""
     from ragline.graph.neo4j import Neo4jGraphStore
-    from ragline.graph.store import Entity, GraphNamespace
 
     since = len(graph_stack.calls())
     _, key = graph_stack.create_tenant("graph")
+    scripted.graph_extraction = Script.answer(
+        '{"entities": [{"name": "Ada Lovelace", "type": "person", "description": "mathematician"},'
+        ' {"name": "Analytical Engine", "type": "machine", "description": "a computer design"}],'
+        ' "relations": [{"source": "Ada Lovelace", "target": "Analytical Engine", "relation": "wrote notes on"}]}'
+    )
     with httpx.Client(base_url=graph_stack.api_url, headers={"X-API-Key": key}, timeout=120) as api:
         kb = api.post("/api/v1/knowledge-bases", json={"name": "history", "graph_extraction_enabled": True}).json()
         kb_id = kb["data"]["id"]
@@ -50,17 +58,10 @@ def test_pipeline_step_searches_the_graph_in_neo4j_with_the_password_from_secret
         added = api.post(
             f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": "Notes", "content": f"# Notes\n\n{text}"}
         )
-        assert added.status_code in (201, 202), added.text
-        document_id = added.json()["data"]["id"]
-        chunks = api.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{document_id}/chunks").json()["data"]
-        chunk_id = next(c["id"] for c in chunks if text in c["content"])
-        # The graph the extraction would have written, straight into the same Neo4j.
+        assert added.status_code == 202, added.text
         graph = Neo4jGraphStore(neo4j_server.uri, neo4j_server.user, neo4j_server.password)
-        graph.upsert(
-            GraphNamespace(knowledge_base_id=kb_id, knowledge_id=document_id),
-            [Entity(name="Ada Lovelace", type="person", chunk_ids=[chunk_id])],
-            [],
-        )
+        [hit] = wait_until(lambda: graph.search_nodes([kb_id], ["Ada Lovelace"], 5), timeout=180, interval=0.2)
+        assert [(r.relation, r.name) for r in hit.related] == [("wrote notes on", "Analytical Engine")]
         scripted.entity_extraction = Script.answer('["Ada Lovelace"]')
         session = api.post("/api/v1/sessions", json={"knowledge_base_ids": [kb_id]}).json()["data"]["id"]
         ids = api.post(
@@ -77,7 +78,7 @@ def test_pipeline_step_searches_the_graph_in_neo4j_with_the_password_from_secret
     assert [(r["match_type"], r["content"]) for r in references] == [(6, text)]
     secret_arn = graph_stack.refs[f"secret:{SECRET}"]
     reads = [c for c in graph_stack.calls()[since:] if c.action == "secretsmanager:GetSecretValue"]
-    assert {c.function for c in reads} >= {"PipelineStepFunction"}
+    assert {c.function for c in reads} >= {"PipelineStepFunction", "IndexDocumentFunction"}
     assert all(c.resource == secret_arn and c.allowed for c in reads)
     # Once per container: no sandbox read it twice, though each ran several steps.
     sandboxes = [c.sandbox for c in reads]

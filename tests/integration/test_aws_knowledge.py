@@ -1,6 +1,7 @@
 """Knowledge-base turns through the deployed AWS stack, searched by the real OpenSearch (make test's live node):
-documents uploaded through API Gateway → ingest_turn (embedded with MiniLM, indexed with SigV4-signed requests
-under its own role), questions answered by the workflow's pipeline_step tasks, which search the same index."""
+documents uploaded through API Gateway → ingest_turn, then the indexing function (embedded with MiniLM, indexed
+with SigV4-signed requests under its own role), questions answered by the workflow's pipeline_step tasks, which
+search the same index."""
 
 from __future__ import annotations
 
@@ -54,9 +55,11 @@ def test_a_rag_turn_is_searched_by_opensearch_through_the_deployed_functions(aws
     assert ("chunk_search_parallel", "plan") in steps
     assert ("chunk_search_parallel", "reduce") in steps
     assert ("filter_top_k", "run") in steps
-    # ingest_turn indexed and pipeline_step searched, each signing for its own role, each request checked.
+    # The indexing function indexed and pipeline_step searched, each signing for its own role, each request
+    # checked.
     opensearch = [c for c in aws.stack.calls()[since:] if c.action.startswith("es:")]
-    assert {c.function for c in opensearch} == {"IngestTurnFunction", "PipelineStepFunction"}
+    assert {"IndexDocumentFunction", "PipelineStepFunction"} <= {c.function for c in opensearch}
+    assert {c.function for c in opensearch} <= {"IngestTurnFunction", "IndexDocumentFunction", "PipelineStepFunction"}
     assert all(c.allowed for c in opensearch)
     assert any(c.function == "PipelineStepFunction" and c.resource.endswith("/_search") for c in opensearch)
 

@@ -53,6 +53,8 @@ class FunctionSpec:
     memory_mb: int
     web: bool = False
     max_sandboxes: int = 4
+    # Retries of an asynchronous invocation that failed (EventInvokeConfig's MaximumRetryAttempts; 2 by default).
+    async_retries: int = 2
 
 
 @dataclass
@@ -411,7 +413,8 @@ class LambdaService:
             raise ServiceError("RequestEntityTooLargeException", "Request must be smaller than 262144 bytes")
 
         def deliver() -> None:
-            delays = (0.0, *self.async_retry_delays_s)
+            waits = self.async_retry_delays_s or (0.0,)
+            delays = (0.0, *(waits[min(i, len(waits) - 1)] for i in range(spec.async_retries)))
             for delay in delays:
                 time.sleep(delay)
                 try:

@@ -273,7 +273,9 @@ def _physical_names(
             refs[logical_id] = physical.lower()
             attributes[f"{logical_id}.Arn"] = f"{prefix}:s3:::{physical.lower()}"
         elif kind == "AWS::Lambda::Function":
-            name = physical[:64]
+            # A function named by the template (FunctionName) gets that name, as CloudFormation gives it.
+            named = (resource.get("Properties") or {}).get("FunctionName")
+            name = str(Resolver(cfn, resolver_parameters, stack_name=STACK).resolve(named)) if named else physical[:64]
             refs[logical_id] = name
             attributes[f"{logical_id}.Arn"] = f"{prefix}:lambda:{REGION}:{ACCOUNT_ID}:function:{name}"
         elif kind == "AWS::IAM::Role":
@@ -508,6 +510,9 @@ def deployed_stack(
             }
             (work_dir / f"{function_id}.grants.json").write_text(json.dumps(grants), encoding="utf-8")
             lambdas.add(spec)
+        for config in resolver.resources("AWS::Lambda::EventInvokeConfig").values():
+            settings = resolver.resolve(config["Properties"])
+            lambdas.spec(str(settings["FunctionName"])).async_retries = int(settings.get("MaximumRetryAttempts", 2))
         yield stack
     finally:
         lambdas.stop()
@@ -592,12 +597,34 @@ class StackClient:
         reply = self.api.post("/api/v1/knowledge-bases", json={"name": name})
         assert reply.status_code == 201, reply.text
         kb_id = str(reply.json()["data"]["id"])
+        added_ids = []
         for title, content in (docs or {}).items():
             added = self.api.post(
                 f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": title, "content": content}
             )
             assert added.status_code in (201, 202), added.text
+            added_ids.append(str(added.json()["data"]["id"]))
+        for document_id in added_ids:
+            # Indexed by an asynchronous invocation of the indexing function: searchable once it is done.
+            assert self.wait_indexed(kb_id, document_id)["status"] == "indexed"
         return kb_id
+
+    def document(self, kb_id: str, document_id: str) -> dict[str, Any]:
+        reply = self.api.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{document_id}")
+        assert reply.status_code == 200, reply.text
+        return dict(reply.json()["data"])
+
+    def wait_indexed(self, kb_id: str, document_id: str, timeout: float = 180.0) -> dict[str, Any]:
+        """The document once its indexing has ended (``indexed`` or ``failed``), read through the API."""
+        from tests.support.polling import wait_until
+
+        return dict(
+            wait_until(
+                lambda: (doc := self.document(kb_id, document_id))["status"] != "pending" and doc,
+                timeout=timeout,
+                interval=0.2,
+            )
+        )
 
     def session(self, kb_ids: list[str] | None = None) -> str:
         reply = self.api.post("/api/v1/sessions", json={"knowledge_base_ids": kb_ids or []})

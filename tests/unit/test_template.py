@@ -43,6 +43,7 @@ FUNCTIONS = {
     "PipelineStepFunction": "functions/pipeline_step/",
     "StreamReaderFunction": "functions/stream_reader/",
     "SweepFunction": "functions/sweep/",
+    "IndexDocumentFunction": "functions/index_document/",
 }
 TABLES = {  # logical id: (partition key, sort key or None, TTL attribute or None, point-in-time recovery)
     "EventsTable": (("stream_key", "S"), ("seq", "N"), "expires_at", False),

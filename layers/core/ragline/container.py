@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,7 @@ from ragline.runtime.turns import TurnService
 from ragline.store.base import KnowledgeStore, SessionStore, TagStore, TenantStore
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
-from ragline.store.models import Document, KnowledgeBase
+from ragline.store.models import Document, DocumentStatus, KnowledgeBase
 from ragline.store.sessions import SqliteSessionStore
 from ragline.store.tags import SqliteTagStore
 from ragline.store.tenants import SqliteTenantStore
@@ -316,6 +317,11 @@ class Container:
     db: Database | None = None
     # The embedded runtime's indexing thread (vectors off the request path); None elsewhere.
     indexer: BackgroundIndexer | None = None
+    # The document's graph is extracted by whatever computes its vectors (AWS's indexing function: a Lambda
+    # function is frozen once it has replied), not in the background of the upload's reply.
+    graph_after_indexing: bool = False
+    # How long an upload with ``?wait=true`` waits for another process's indexing (AWS), in seconds.
+    wait_indexed_s: float = 20.0
 
     @classmethod
     def assemble(
@@ -428,10 +434,25 @@ class Container:
         self.indexer.start()
 
     def wait_indexed(self, documents: Sequence[Document], timeout: float | None = None) -> bool:
-        """Blocks until the background thread is done with ``documents`` (at once without one)."""
-        if self.indexer is None or self.ingest.scheduler is None:
+        """Blocks until the background thread is done with ``documents`` (at once without a scheduler). Where
+        another process indexes them (AWS's indexing function), waits on their stored statuses instead, at most
+        ``timeout`` (default ``wait_indexed_s``: within the HTTP API's 30-second limit)."""
+        if self.ingest.scheduler is None:
             return True
-        return self.indexer.wait_for([d.id for d in documents], timeout)
+        if self.indexer is not None:
+            return self.indexer.wait_for([d.id for d in documents], timeout)
+        deadline = time.monotonic() + (self.wait_indexed_s if timeout is None else timeout)
+        waiting = {(d.tenant_id, d.id) for d in documents}
+        while True:
+            for tenant_id, document_id in list(waiting):
+                stored = self.knowledge.document(tenant_id, document_id)
+                if stored is None or stored.status != DocumentStatus.PENDING:
+                    waiting.discard((tenant_id, document_id))
+            if not waiting:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.25)
 
     def stop_indexing(self, timeout: float = 10.0) -> bool:
         if self.indexer is None:

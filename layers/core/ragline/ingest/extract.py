@@ -49,6 +49,17 @@ def require_parser(module: str, file_kind: str) -> None:
         )
 
 
+def require_reader(filename: str) -> str:
+    """The file's type, once its type is known and its parser installed (UnsupportedFileType otherwise):
+    a file can be refused before it is sent (a presigned upload), not only once it is read."""
+    file_type = file_type_for(filename)
+    if file_type == "pdf":
+        require_parser("pypdfium2", "PDF")
+    elif file_type in ("html", "epub"):
+        require_parser("trafilatura", "HTML" if file_type == "html" else "EPUB")
+    return file_type
+
+
 def reads_as_markdown(file_type: str) -> bool:
     return file_type in MARKDOWN_FILE_TYPES
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
@@ -66,7 +67,11 @@ def create_app(
     *,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     stream_base_url: str = "",
+    uploads: Any = None,
 ) -> FastAPI:
+    """The whole API. ``uploads`` (the AWS runtime's ``LargeUploads``) adds the routes of files sent through
+    object storage, beyond a request's size limit."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
@@ -92,6 +97,11 @@ def create_app(
     _healthz(app)
     for router in ROUTERS:
         app.include_router(router)
+    if uploads is not None:
+        from ragline.server.routes import uploads as upload_routes
+
+        app.state.uploads = uploads
+        app.include_router(upload_routes.router)
     # Long-term memory: list and delete one's memories (the user within the tenant is X-User-Id).
     app.include_router(memory_router(lambda: container.memories, tenant_of))
 

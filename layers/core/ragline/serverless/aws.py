@@ -19,16 +19,19 @@ from urllib.parse import urlsplit
 import boto3
 import numpy as np
 import numpy.typing as npt
+from botocore.config import Config as BotoConfig
 
 from ragline.config import Settings, load_config
 from ragline.container import Container, build_graph, build_models
 from ragline.memory.dynamodb import DynamoMemoryStore
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
+from ragline.serverless.indexing import LambdaIndexScheduler
 from ragline.serverless.launcher import StepFunctionsLauncher
 from ragline.serverless.settings import AwsSettings
 from ragline.serverless.state_store import StateStore
 from ragline.serverless.step import StepDeps
+from ragline.serverless.uploads import LargeUploads, UploadStore
 from ragline.serverless.watch import ExecutionLiveness, WatchedLog
 from ragline.store.base import KnowledgeStore
 from ragline.store.dynamodb import (
@@ -57,6 +60,9 @@ class AwsRuntime:
     # The function's own clients (built once per container).
     session: boto3.Session | None = None
     sfn: Any = None
+    # Documents go to the indexing function (None: indexed before the reply).
+    scheduler: LambdaIndexScheduler | None = None
+    uploads: LargeUploads | None = None
 
     def step_deps(self) -> StepDeps:
         return StepDeps(container=self.container, state=self.state, log=self.log)
@@ -64,7 +70,7 @@ class AwsRuntime:
     def app(self) -> FastAPI:
         from ragline.server.app import create_app
 
-        return create_app(self.container, self.launcher, stream_base_url=self.aws.stream_base_url)
+        return create_app(self.container, self.launcher, stream_base_url=self.aws.stream_base_url, uploads=self.uploads)
 
     def stream_app(self) -> FastAPI:
         """stream_reader's routes alone: follow, resume and stop an answer (and ``/healthz``)."""
@@ -264,8 +270,35 @@ def build_aws_runtime(
     )
     if isinstance(log, WatchedLog):
         log.on_interrupted = container.turns.finalize
+    scheduler: LambdaIndexScheduler | None = None
+    uploads: LargeUploads | None = None
+    if aws.index_function and not reader:
+        # Uploads answer 202: their vectors (and graph) are computed by an asynchronous invocation.
+        scheduler = LambdaIndexScheduler(session.client("lambda", endpoint_url=endpoint), aws.index_function)
+        container.ingest.set_scheduler(scheduler)
+        container.graph_after_indexing = True
+        # Presigned with SigV4 (S3 refuses SigV2 URLs in newer regions), Content-Length among the signed headers.
+        presigner = session.client("s3", endpoint_url=endpoint, config=BotoConfig(signature_version="s3v4"))
+        uploads = LargeUploads(
+            UploadStore(dynamodb.Table(aws.state_table), aws.event_ttl_seconds),
+            presigner,
+            aws.state_bucket,
+            scheduler,
+            max_bytes=aws.large_upload_max_bytes,
+            url_ttl_s=aws.upload_url_ttl_s,
+        )
     launcher = StepFunctionsLauncher(sfn, aws.state_machine_arn, state, aws.workflow_type, start_guard=start_guard)
-    return AwsRuntime(container=container, state=state, log=log, launcher=launcher, aws=aws, session=session, sfn=sfn)
+    return AwsRuntime(
+        container=container,
+        state=state,
+        log=log,
+        launcher=launcher,
+        aws=aws,
+        session=session,
+        sfn=sfn,
+        scheduler=scheduler,
+        uploads=uploads,
+    )
 
 
 def idempotent_start(

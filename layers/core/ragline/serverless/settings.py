@@ -59,6 +59,13 @@ class AwsSettings(BaseSettings):
     embedding_model: str = ""
     embedding_api_key_parameter: str = ""
 
+    # The indexing function (template.yaml's IndexDocumentFunction): uploads are indexed by an asynchronous
+    # invocation of it. Empty: indexed before the reply (the 30-second limit of the HTTP API then applies).
+    index_function: str = ""
+    # Files sent through a presigned upload URL to the state bucket: at most this many bytes each.
+    large_upload_max_bytes: int = 100 * 1024 * 1024
+    upload_url_ttl_s: int = 3600
+
     # stream_reader's function URL: the stream_url ingest_turn returns points there.
     stream_base_url: str = ""
 

@@ -54,6 +54,11 @@ class StateStore:
         self._bucket = bucket
         self._ttl = ttl_seconds
 
+    @property
+    def table(self) -> Any:
+        """The state table (indexing leases and upload records live there too)."""
+        return self._table
+
     def _put_new(self, item: dict[str, Any]) -> bool:
         try:
             self._table.put_item(

@@ -77,7 +77,7 @@ def knowledge_view(result: IngestResult) -> KnowledgeView:
 
 
 def _index_graph_later(container: Container, kb: KnowledgeBase, result: IngestResult) -> None:
-    if not result.duplicate:
+    if not result.duplicate and not container.graph_after_indexing:
         # A model call per chunk: the document is searchable now, its graph follows.
         in_background(container.index_graph(kb, result.document))
 
