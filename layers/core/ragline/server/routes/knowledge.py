@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragline.container import Container
 from ragline.ingest.service import DocumentInput, IngestResult
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read_upload
-from ragline.server.errors import UPLOAD_REPLIES, ApiError
+from ragline.server.errors import UPLOAD_REPLIES, ApiError, ErrorReply
 from ragline.server.records import KnowledgeView
 from ragline.server.routes.documents import ingest_text, ingest_upload, knowledge_view
 from ragline.server.routes.tags import tag_filter, tag_value
@@ -183,7 +183,10 @@ def url_file_name(url: str, media_type: str, file_name: str = "", file_type: str
     "/knowledge-bases/{kb_id}/knowledge/url",
     responses={
         409: {"description": "The same document is already in the knowledge base (its record in data)"},
-        422: {"description": "The URL is refused (scheme, private address) or could not be fetched"},
+        422: {
+            "description": "The URL is refused (scheme, private address) or could not be fetched",
+            "model": ErrorReply,
+        },
         **UPLOAD_REPLIES,
     },
 )
