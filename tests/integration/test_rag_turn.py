@@ -167,10 +167,11 @@ def test_knowledge_search_returns_ranked_passages_with_scores(ragline):
     assert missing.json()["error"]["field"] == "knowledge_base_ids"
 
 
-def test_the_first_turn_titles_the_session_before_complete(ragline, scripted):
+def test_the_first_turn_titles_the_session_before_complete(ragline, scripted, monkeypatch):
     kb = ragline.create_kb("drinks", DOCS)
     session = ragline.session([kb])
-    scripted.title = Script.answer('"Coffee water temperature."')
+    # The scripted model is shared by the whole session: the title script goes back after this test.
+    monkeypatch.setattr(scripted, "title", Script.answer('"Coffee water temperature."'))
     first = ragline.chat(session, "What water temperature should I use for coffee?")
     types = [f.type for f in first]
     title = next(f for f in first if f.type == "session_title")
