@@ -47,6 +47,8 @@ def test_an_upload_answers_202_and_the_indexing_function_computes_its_vectors(aw
     assert [(c.function, c.resource.rsplit(":", 1)[-1]) for c in invoked] == [
         ("IngestTurnFunction", aws.stack.refs["IndexDocumentFunction"])
     ]
+    # The invocation is recorded once the function has returned, which may be after the document reads indexed.
+    wait_until(lambda: len(_indexings(aws, since)) == 1, timeout=60)
     (indexing,) = _indexings(aws, since)
     assert indexing.event == {
         "ragline": "index",
