@@ -341,6 +341,31 @@ def test_a_deleted_document_is_no_longer_found(backend: Backend) -> None:
     assert document.id not in {r.knowledge_id for r in gone}
 
 
+def test_an_accepted_document_is_found_by_keyword_before_its_vectors_exist(backend: Backend) -> None:
+    """Ingestion in two steps, as both runtimes run it: accepted (chunks stored, keywords indexed) and found
+    by keyword search at once; found by vector search once its vectors are written."""
+    c = backend.corpus
+    text = "## Lighthouses\n\nThe Fastnet lighthouse stands on a rock eleven kilometres off the coast of Cork."
+    accepted = backend.container.ingest.accept_many(c.kb_second, [DocumentInput(content=text, title="Coasts")])[0]
+    document = accepted.document
+    assert document.status == "pending"
+    query = "Fastnet lighthouse"
+    params = backend.params(query, [c.kb_second.id])
+    keyword = backend.engine.keyword_search(params, top_k=10)
+    assert document.id in {r.knowledge_id for r in keyword}
+    hit = next(r for r in keyword if r.knowledge_id == document.id)
+    assert (hit.knowledge_title, hit.header) == ("Coasts", "Lighthouses")
+    assert document.id not in {r.knowledge_id for r in backend.engine.vector_search(params, top_k=10)}
+    indexed = backend.container.ingest.index_document(document.tenant_id, document.id)
+    assert indexed is not None
+    assert indexed.status == "indexed"
+    vector = backend.engine.vector_search(backend.params(query, [c.kb_second.id]), top_k=10)
+    assert vector[0].knowledge_id == document.id
+    assert (vector[0].knowledge_title, vector[0].header) == ("Coasts", "Lighthouses")
+    assert backend.hybrid(query, [c.kb_second.id])[0].knowledge_id == document.id
+    backend.delete(document)
+
+
 def _ids(backend: Backend, query: str, kb_id: str) -> set[str]:
     params = backend.params(query, [kb_id])
     return {

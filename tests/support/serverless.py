@@ -702,6 +702,9 @@ def aws(aws_stack: DeployedStack) -> Iterator[StackClient]:
         try:
             yield StackClient(aws_stack, tenant, key, api, stream)
         finally:
+            # What the test set off asynchronously (an upload's indexing) ends within it: nothing of one test
+            # runs into the next, or into the stack's teardown.
+            aws_stack.lambdas.drain(timeout=180.0)
             for function_id in list(aws_stack.lambdas.functions):
                 aws_stack.lambdas.around(function_id, None)
     aws_stack.assert_no_denials(since)
