@@ -210,6 +210,55 @@ def _get_knowledge(w: World) -> None:
     w.owner("GET", f"/api/v1/knowledge/{w.document}", 200)
 
 
+def _search_knowledge(w: World) -> None:
+    # Across knowledge bases by title: B finds none of A's documents, whatever it asks for.
+    reply = w.other("GET", "/api/v1/knowledge/search", params={"keyword": "guide"})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["data"] == []
+    owner = w.owner("GET", "/api/v1/knowledge/search", 200, params={"keyword": "guide"})
+    assert w.document in [d["id"] for d in owner.json()["data"]]
+
+
+def _update_knowledge(w: World) -> None:
+    w.denied("PUT", f"/api/v1/knowledge/{w.document}", json={"title": "Hijacked"})
+    assert w.owner("GET", f"/api/v1/knowledge/{w.document}", 200).json()["data"]["title"] == "Guide"
+    w.owner("PUT", f"/api/v1/knowledge/{w.document}", 200, json={"description": "How the reactor cools"})
+
+
+def _update_knowledge_tags(w: World) -> None:
+    # The ids are in the body: another tenant's documents are not found, and none is changed.
+    reply = w.other("PUT", "/api/v1/knowledge/tags", json={"updates": {w.document: "stolen"}})
+    assert reply.status_code == 404, reply.text
+    reply = w.other("PUT", "/api/v1/knowledge/tags", json={"updates": {w.document: None}, "kb_id": w.kb})
+    assert reply.status_code == 404, reply.text
+    assert w.owner("GET", f"/api/v1/knowledge/{w.document}", 200).json()["data"]["tags"] == []
+    w.owner("PUT", "/api/v1/knowledge/tags", 200, json={"updates": {w.document: None}})
+
+
+def _pin_knowledge_base(w: World) -> None:
+    w.denied("PUT", f"/api/v1/knowledge-bases/{w.kb}/pin")
+    assert w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}", 200).json()["data"]["is_pinned"] is False
+    assert w.owner("PUT", f"/api/v1/knowledge-bases/{w.kb}/pin", 200).json()["data"]["is_pinned"] is True
+    assert w.owner("PUT", f"/api/v1/knowledge-bases/{w.kb}/pin", 200).json()["data"]["is_pinned"] is False
+
+
+def _duplicate_knowledge_base(w: World) -> None:
+    w.denied("POST", f"/api/v1/knowledge-bases/{w.kb}/duplicate")
+    names = [kb["name"] for kb in w.b.get("/api/v1/knowledge-bases").json()["data"]]
+    assert not any(name.startswith("guide ") for name in names)
+    copy = w.owner("POST", f"/api/v1/knowledge-bases/{w.kb}/duplicate", 201).json()["data"]
+    w.owner("DELETE", f"/api/v1/knowledge-bases/{copy['target_id']}", 200)
+
+
+def _move_targets(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/move-targets")
+    # B's own knowledge base lists its own targets only: never A's.
+    mine = w.other("GET", f"/api/v1/knowledge-bases/{w.b_kb}/move-targets")
+    assert mine.status_code == 200, mine.text
+    assert w.kb not in [kb["id"] for kb in mine.json()["data"]]
+    w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/move-targets", 200)
+
+
 def _get_knowledge_batch(w: World) -> None:
     # A batch names ids in the query: another tenant's ids are left out, never shown.
     reply = w.other("GET", "/api/v1/knowledge/batch", params={"ids": [w.document]})
@@ -655,6 +704,12 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/file"): _create_knowledge_from_file,
     ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/manual"): _create_manual_knowledge,
     ("GET", "/api/v1/knowledge/batch"): _get_knowledge_batch,
+    ("GET", "/api/v1/knowledge/search"): _search_knowledge,
+    ("PUT", "/api/v1/knowledge/{knowledge_id}"): _update_knowledge,
+    ("PUT", "/api/v1/knowledge/tags"): _update_knowledge_tags,
+    ("PUT", "/api/v1/knowledge-bases/{kb_id}/pin"): _pin_knowledge_base,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/duplicate"): _duplicate_knowledge_base,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/move-targets"): _move_targets,
     ("GET", "/api/v1/knowledge/{knowledge_id}"): _get_knowledge,
     ("GET", "/api/v1/messages/{session_id}/load"): _load_messages,
     ("DELETE", "/api/v1/messages/{session_id}/{message_id}"): _delete_message,
@@ -711,6 +766,8 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
 NO_ID_ROUTES = {
     ("GET", "/api/v1/faq/import/progress/{task_id}"),
     ("POST", "/api/v1/knowledge/batch-delete"),
+    ("GET", "/api/v1/knowledge/search"),
+    ("PUT", "/api/v1/knowledge/tags"),
     ("POST", "/api/v1/knowledge-bases"),
     ("GET", "/api/v1/knowledge-bases"),
     ("POST", "/api/v1/sessions"),

@@ -751,6 +751,138 @@ def test_update_knowledge_base_as_documented(api: Api, kb: str) -> None:
     assert missing.json()["error"]["field"] == "name"
 
 
+def test_pin_knowledge_base_as_documented(api: Api, kb: str) -> None:
+    later = ok(api.client.post("/api/v1/knowledge-bases", json={"name": "later"}), 201)
+    assert [b["id"] for b in ok(api.client.get("/api/v1/knowledge-bases"))] == [kb, later["id"]]
+    pinned = ok(api.client.put(f"/api/v1/knowledge-bases/{later['id']}/pin"))
+    assert (pinned["id"], pinned["is_pinned"]) == (later["id"], True)
+    assert pinned["pinned_at"]
+    listed = ok(api.client.get("/api/v1/knowledge-bases"))
+    assert [b["id"] for b in listed] == [later["id"], kb]  # pinned first
+    assert [b["is_pinned"] for b in listed] == [True, False]
+    assert ok(api.client.get(f"/api/v1/knowledge-bases/{later['id']}"))["is_pinned"] is True
+    unpinned = ok(api.client.put(f"/api/v1/knowledge-bases/{later['id']}/pin"))  # a toggle, as WeKnora's
+    assert (unpinned["is_pinned"], unpinned["pinned_at"]) == (False, None)
+    assert [b["id"] for b in ok(api.client.get("/api/v1/knowledge-bases"))] == [kb, later["id"]]
+    assert api.client.put("/api/v1/knowledge-bases/no-such-kb/pin").status_code == 404
+
+
+def test_duplicate_knowledge_base_copies_settings_only(api: Api, kb: str) -> None:
+    source = ok(api.client.put(f"/api/v1/knowledge-bases/{kb}", json={"name": "Drinks", "description": "hot drinks"}))
+    reply = api.client.post(f"/api/v1/knowledge-bases/{kb}/duplicate")
+    copy = ok(reply, 201)
+    assert (copy["source_id"], copy["message"]) == (kb, "Knowledge base duplicate created")
+    created = copy["knowledge_base"]
+    check_record(created, "knowledge base")
+    assert created["id"] == copy["target_id"] != kb
+    assert (created["name"], created["description"]) == ("Drinks Copy", "hot drinks")
+    assert created["embedding_model_id"] == source["embedding_model_id"]
+    assert (created["knowledge_count"], created["is_pinned"]) == (0, False)
+    again = ok(api.client.post(f"/api/v1/knowledge-bases/{kb}/duplicate"), 201)
+    assert again["knowledge_base"]["name"] == "Drinks Copy 2"
+    zh = ok(api.client.post(f"/api/v1/knowledge-bases/{kb}/duplicate", headers={"Accept-Language": "zh-CN"}), 201)
+    assert zh["knowledge_base"]["name"] == "Drinks 副本"
+    assert ok(api.client.get(f"/api/v1/knowledge-bases/{kb}"))["knowledge_count"] == 2  # the source keeps its own
+    assert api.client.post("/api/v1/knowledge-bases/no-such-kb/duplicate").status_code == 404
+
+
+def test_move_targets_are_the_other_bases_of_the_same_model(api: Api, kb: str) -> None:
+    other = ok(api.client.post("/api/v1/knowledge-bases", json={"name": "other"}), 201)["id"]
+    targets = ok(api.client.get(f"/api/v1/knowledge-bases/{kb}/move-targets"))
+    assert [t["id"] for t in targets] == [other]
+    check_record(targets[0], "knowledge base")
+    assert [t["id"] for t in ok(api.client.get(f"/api/v1/knowledge-bases/{other}/move-targets"))] == [kb]
+
+
+def test_update_knowledge_as_documented(api: Api, kb: str) -> None:
+    tea = next(h["knowledge_id"] for h in _search(api, kb, "green tea") if h["knowledge_title"] == "Tea basics")
+    reply = api.client.put(f"/api/v1/knowledge/{tea}", json={"title": "Oolong and green tea", "description": "Checked"})
+    assert reply.status_code == 200, reply.text
+    assert (reply.json()["success"], reply.json()["message"]) == (True, "Knowledge updated successfully")
+    updated = reply.json()["data"]
+    assert (updated["id"], updated["title"], updated["description"]) == (tea, "Oolong and green tea", "Checked")
+    # Found by its new title at once (keyword search), and completed again once its vectors are recomputed.
+    keyword = ok(
+        api.client.post(
+            f"/api/v1/knowledge-bases/{kb}/hybrid-search", json={"query_text": "oolong", "disable_vector_match": True}
+        )
+    )
+    assert {h["knowledge_id"] for h in keyword} == {tea}
+    assert keyword[0]["knowledge_title"] == "Oolong and green tea"
+    wait_until(lambda: ok(api.client.get(f"/api/v1/knowledge/{tea}"))["parse_status"] == "completed", timeout=120)
+    vector = ok(
+        api.client.post(
+            f"/api/v1/knowledge-bases/{kb}/hybrid-search",
+            json={"query_text": "oolong and green tea brewing", "disable_keywords_match": True, "match_count": 1},
+        )
+    )
+    assert vector[0]["knowledge_id"] == tea
+    # Fields left out keep their value; "" clears the description.
+    cleared = ok(api.client.put(f"/api/v1/knowledge/{tea}", json={"description": ""}))
+    assert (cleared["title"], cleared["description"]) == ("Oolong and green tea", "")
+    kept = ok(api.client.put(f"/api/v1/knowledge/{tea}", json={"custom_metadata": {"reviewed": True}}))
+    assert kept["title"] == "Oolong and green tea"
+    for body, field in (({"title": ""}, "title"), ({"title": "a\u202eb"}, "title"), ({"colour": "red"}, "colour")):
+        bad = api.client.put(f"/api/v1/knowledge/{tea}", json=body)
+        assert bad.status_code == 422, bad.text
+        assert bad.json()["error"]["field"] == field
+    assert api.client.put("/api/v1/knowledge/no-such-id", json={"title": "x"}).status_code == 404
+
+
+def test_knowledge_tags_updated_in_a_batch(api: Api, kb: str) -> None:
+    tag = ok(api.client.post(f"/api/v1/knowledge-bases/{kb}/tags", json={"name": "Hot"}))
+    documents = {d["title"]: d["id"] for d in ok(api.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge"))}
+    coffee, tea = documents["Coffee brewing"], documents["Tea basics"]
+    reply = api.client.put("/api/v1/knowledge/tags", json={"kb_id": kb, "updates": {coffee: tag["id"], tea: None}})
+    assert reply.status_code == 200, reply.text
+    assert reply.json() == {"success": True}
+    assert ok(api.client.get(f"/api/v1/knowledge/{coffee}"))["tag_id"] == tag["id"]
+    tagged = ok(api.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge", params={"tag_id": tag["id"]}))
+    assert [d["id"] for d in tagged] == [coffee]
+    untagged = ok(api.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge", params={"tag_id": "__untagged__"}))
+    assert [d["id"] for d in untagged] == [tea]
+    # By the tag's number too; null clears it.
+    retagged = api.client.put("/api/v1/knowledge/tags", json={"updates": {tea: str(tag["seq_id"]), coffee: None}})
+    assert retagged.json() == {"success": True}
+    assert ok(api.client.get(f"/api/v1/knowledge/{tea}"))["tag_id"] == tag["id"]
+    assert ok(api.client.get(f"/api/v1/knowledge/{coffee}"))["tag_id"] == ""
+    # All or nothing: one unknown document refuses the batch.
+    refused = api.client.put("/api/v1/knowledge/tags", json={"updates": {coffee: tag["id"], "no-such-id": None}})
+    assert refused.status_code == 404, refused.text
+    assert refused.json()["error"]["field"] == "updates"
+    assert ok(api.client.get(f"/api/v1/knowledge/{coffee}"))["tag_id"] == ""
+    other = ok(api.client.post("/api/v1/knowledge-bases", json={"name": "other"}), 201)["id"]
+    wrong_base = api.client.put("/api/v1/knowledge/tags", json={"kb_id": other, "updates": {coffee: tag["id"]}})
+    assert wrong_base.status_code == 404
+    empty = api.client.put("/api/v1/knowledge/tags", json={"updates": {}})
+    assert (empty.status_code, empty.json()["error"]["field"]) == (422, "updates")
+
+
+def test_search_knowledge_across_knowledge_bases(api: Api, kb: str) -> None:
+    other = ok(api.client.post("/api/v1/knowledge-bases", json={"name": "other"}), 201)["id"]
+    files = {"file": ("tea-notes.txt", b"Oolong is partly oxidised tea.", "text/plain")}
+    note = ok(api.client.post(f"/api/v1/knowledge-bases/{other}/knowledge/file", files=files))
+    reply = api.client.get("/api/v1/knowledge/search", params={"keyword": "TEA"})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert (body["success"], body["has_more"]) == (True, False)
+    assert [d["title"] for d in body["data"]] == ["tea-notes", "Tea basics"]  # newest first, every base
+    for record in body["data"]:
+        check_record(record, "knowledge")
+    assert {d["knowledge_base_id"] for d in body["data"]} == {kb, other}
+    by_type = api.client.get("/api/v1/knowledge/search", params={"keyword": "tea", "file_types": "txt,pdf"}).json()
+    assert [d["id"] for d in by_type["data"]] == [note["id"]]
+    first = api.client.get("/api/v1/knowledge/search", params={"offset": 0, "limit": 2}).json()
+    assert (len(first["data"]), first["has_more"]) == (2, True)
+    rest = api.client.get("/api/v1/knowledge/search", params={"offset": 2, "limit": 2}).json()
+    assert (len(rest["data"]), rest["has_more"]) == (1, False)
+    assert {d["id"] for d in first["data"] + rest["data"]} == {note["id"], *(d["id"] for d in body["data"])} | {
+        d["id"] for d in ok(api.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge"))
+    }
+    bad = api.client.get("/api/v1/knowledge/search", params={"limit": 0})
+    assert (bad.status_code, bad.json()["error"]["field"]) == (422, "limit")
+
+
 def test_delete_knowledge_removes_it_from_search(api: Api, kb: str) -> None:
     tea = next(h["knowledge_id"] for h in _search(api, kb, "green tea") if h["knowledge_title"] == "Tea basics")
     reply = api.client.delete(f"/api/v1/knowledge/{tea}")

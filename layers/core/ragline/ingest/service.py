@@ -451,6 +451,27 @@ class IngestService:
         if documents:
             self.schedule([IngestResult(d, d.chunk_count) for d in documents])
 
+    def reindex(self, document: Document) -> Document:
+        """A stored document whose title or description changed: its keyword entries written again at once
+        (the title is searched with every chunk, and shown with every hit), then its vectors computed again
+        by the scheduler (the title is embedded with every passage): ``pending`` until they are all in.
+        Returns the document as stored."""
+        chunks = searchable_in_order(self._knowledge.chunks_of_document(document.tenant_id, document.id))
+        if not chunks:
+            return document
+        if isinstance(self._engine, KeywordFirstEngine):
+            for start in range(0, len(chunks), _KEYWORD_BATCH):
+                self._engine.index_keywords(
+                    document.knowledge_base_id, chunks[start : start + _KEYWORD_BATCH], document=document
+                )
+        updated = self._knowledge.set_document_status(
+            document.tenant_id, document.id, DocumentStatus.PENDING, embedded_count=0
+        )
+        if updated is None:
+            return document
+        self.schedule([IngestResult(updated, updated.chunk_count)])
+        return self._knowledge.document(document.tenant_id, document.id) or updated
+
     # Step 2: index --------------------------------------------------------------------------------------
     def index_document(
         self,

@@ -92,6 +92,8 @@ class KnowledgeBaseView(BaseModel):
             chunking_config=chunking,
             embedding_model_id=kb.embedding_model,
             extract_config=ExtractConfigView(enabled=True) if kb.graph_extraction_enabled else None,
+            is_pinned=kb.pinned_at is not None,
+            pinned_at=kb.pinned_at,
             knowledge_count=knowledge_count,
             chunk_count=chunk_count,
             processing_count=processing_count,

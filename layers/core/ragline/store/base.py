@@ -55,10 +55,16 @@ class KnowledgeStore(Protocol):
     def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]: ...
 
     def update_knowledge_base(
-        self, tenant_id: str, kb_id: str, *, name: str | None = None, description: str | None = None
+        self,
+        tenant_id: str,
+        kb_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
     ) -> KnowledgeBase | None:
-        """Renames or re-describes a knowledge base (None: not this tenant's); a name taken by another of the
-        tenant's knowledge bases raises :class:`DuplicateName`."""
+        """Renames, re-describes, pins or unpins a knowledge base (None: not this tenant's); a name taken by
+        another of the tenant's knowledge bases raises :class:`DuplicateName`."""
         ...
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
@@ -88,6 +94,19 @@ class KnowledgeStore(Protocol):
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
         """Removes one chunk: its neighbours link to each other, its children lose their parent, its
         document counts one chunk less. False when it is not this tenant's."""
+        ...
+
+    def update_document(
+        self,
+        tenant_id: str,
+        document_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Document | None:
+        """A document's title, description or tags changed (None leaves a field as it is; a change is
+        activity: ``updated_at``); None when it is not this tenant's. The index is the caller's."""
         ...
 
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:

@@ -29,6 +29,7 @@ from ragline.store.models import (
     Session,
     Tag,
     Tenant,
+    document_changes,
     generate_key,
     hash_key,
     new_session,
@@ -263,12 +264,20 @@ class DynamoKnowledgeStore:
         return counts
 
     def update_knowledge_base(
-        self, tenant_id: str, kb_id: str, *, name: str | None = None, description: str | None = None
+        self,
+        tenant_id: str,
+        kb_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
     ) -> KnowledgeBase | None:
         kb = self.knowledge_base(tenant_id, kb_id)
         if kb is None:
             return None
-        changes: dict[str, str] = {}
+        changes: dict[str, str | None] = {}
+        if pinned is not None and pinned != (kb.pinned_at is not None):
+            changes["pinned_at"] = utc_now() if pinned else None
         if name is not None and name != kb.name:
             changes["name"] = name
         if description is not None and description != kb.description:
@@ -407,6 +416,30 @@ class DynamoKnowledgeStore:
         if document is not None and chunk.searchable:
             self._set_document(document, {"chunk_count": max(0, document.chunk_count - 1)})
         return True
+
+    def update_document(
+        self,
+        tenant_id: str,
+        document_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Document | None:
+        document = self.document(tenant_id, document_id)
+        if document is None:
+            return None
+        changes = document_changes(document, title=title, description=description, tags=tags)
+        if not changes:
+            return document
+        changes["updated_at"] = utc_now()
+        try:
+            self._set_document(document, changes)
+        except ClientError as error:
+            if _conditional_failure(error):
+                return None  # deleted meanwhile
+            raise
+        return document.model_copy(update=changes)
 
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
         changed = 0

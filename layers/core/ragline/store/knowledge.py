@@ -8,7 +8,15 @@ from contextlib import AbstractContextManager
 
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
-from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, KnowledgeBase, retagged
+from ragline.store.models import (
+    Chunk,
+    Document,
+    DocumentStatus,
+    DuplicateName,
+    KnowledgeBase,
+    document_changes,
+    retagged,
+)
 
 
 def _kb(row: object) -> KnowledgeBase:
@@ -302,13 +310,21 @@ class SqliteKnowledgeStore:
         return self._db.transaction()
 
     def update_knowledge_base(
-        self, tenant_id: str, kb_id: str, *, name: str | None = None, description: str | None = None
+        self,
+        tenant_id: str,
+        kb_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
     ) -> KnowledgeBase | None:
         with self._db.transaction() as conn:
             kb = self.knowledge_base(tenant_id, kb_id)
             if kb is None:
                 return None
-            changes: dict[str, str] = {}
+            changes: dict[str, str | None] = {}
+            if pinned is not None and pinned != (kb.pinned_at is not None):
+                changes["pinned_at"] = utc_now() if pinned else None
             if name is not None and name != kb.name:
                 # The check and the write share one immediate transaction: no other writer between them.
                 if self.knowledge_base_by_name(tenant_id, name) is not None:
@@ -390,6 +406,38 @@ class SqliteKnowledgeStore:
                 )
             bump_index_version(conn, chunk.knowledge_base_id)
         return True
+
+    def update_document(
+        self,
+        tenant_id: str,
+        document_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Document | None:
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT * FROM documents WHERE id = ? AND tenant_id = ?", (document_id, tenant_id)
+            ).fetchone()
+            if row is None:
+                return None
+            document = _document(row)
+            changes = document_changes(document, title=title, description=description, tags=tags)
+            if not changes:
+                return document
+            updated = document.model_copy(update={**changes, "updated_at": utc_now()})
+            conn.execute(
+                "UPDATE documents SET title = ?, description = ?, tags = ?, updated_at = ? WHERE id = ?",
+                (
+                    updated.title,
+                    updated.description,
+                    json.dumps(updated.tags, ensure_ascii=False),
+                    updated.updated_at,
+                    document_id,
+                ),
+            )
+        return updated
 
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
         with self._db.transaction() as conn:

@@ -42,6 +42,8 @@ class KnowledgeBase(BaseModel):
     language: str = ""
     # True when nobody chose the embedding model: ingestion picks it from the detected language.
     embedding_model_auto: bool = False
+    # When it was pinned to the top of its tenant's list; None when it is not pinned.
+    pinned_at: str | None = None
 
 
 class DocumentStatus(StrEnum):
@@ -85,6 +87,23 @@ class Document(BaseModel):
         if not self.updated_at:
             self.updated_at = self.created_at
         return self
+
+
+def document_changes(
+    document: Document, *, title: str | None, description: str | None, tags: Sequence[str] | None
+) -> dict[str, Any]:
+    """The fields an update of a document's title, description or tags changes (empty: nothing to write);
+    tags are kept stripped, once each, in order."""
+    changes: dict[str, Any] = {}
+    if title is not None and title != document.title:
+        changes["title"] = title
+    if description is not None and description != document.description:
+        changes["description"] = description
+    if tags is not None:
+        cleaned = list(dict.fromkeys(t.strip() for t in tags if t.strip()))
+        if cleaned != document.tags:
+            changes["tags"] = cleaned
+    return changes
 
 
 class Tag(BaseModel):

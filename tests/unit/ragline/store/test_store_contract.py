@@ -727,3 +727,48 @@ def test_a_chunk_is_edited_and_deleted_in_place(stores: Stores, two_tenants: tup
     assert stores.knowledge.delete_chunk(a, parent.id) is True
     assert all(c.parent_chunk_id == "" for c in stores.knowledge.chunks_of_document(a, document.id))
     assert stores.knowledge.document(a, document.id).chunk_count == 2  # a parent is not counted
+
+
+def test_a_document_is_retitled_redescribed_and_retagged(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    document, chunks = make_document(a, kb.id, "Draft")
+    stores.knowledge.insert_document(document.model_copy(update={"tags": ["x"]}), chunks)
+    assert stores.knowledge.update_document(b, document.id, title="Stolen") is None
+    unchanged = stores.knowledge.update_document(a, document.id, title="Draft")
+    assert unchanged is not None
+    assert unchanged.updated_at == document.updated_at  # nothing changed, nothing written
+    updated = stores.knowledge.update_document(a, document.id, title="Final", description="Read me", tags=[" y ", "y"])
+    assert updated is not None
+    assert (updated.title, updated.description, updated.tags) == ("Final", "Read me", ["y"])
+    assert updated.updated_at > document.updated_at
+    for read in (stores.knowledge.document(a, document.id), stores.knowledge.documents(a, kb.id)[0]):
+        assert (read.title, read.description, read.tags) == ("Final", "Read me", ["y"])
+    assert stores.knowledge.document_ids_with_tags(a, kb.id, ["y"]) == [document.id]
+    cleared = stores.knowledge.update_document(a, document.id, description="", tags=[])
+    assert cleared is not None
+    assert (cleared.title, cleared.description, cleared.tags) == ("Final", "", [])
+    assert stores.knowledge.update_document(a, "no-such-document", title="x") is None
+
+
+def test_a_knowledge_base_is_pinned_and_unpinned(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm", description="notes")
+    assert kb.pinned_at is None
+    assert stores.knowledge.update_knowledge_base(b, kb.id, pinned=True) is None
+    pinned = stores.knowledge.update_knowledge_base(a, kb.id, pinned=True)
+    assert pinned is not None
+    assert pinned.pinned_at
+    again = stores.knowledge.update_knowledge_base(a, kb.id, pinned=True)
+    assert again is not None
+    assert again.pinned_at == pinned.pinned_at  # already pinned: the time it was pinned stays
+    read = stores.knowledge.knowledge_base(a, kb.id)
+    assert read is not None
+    assert (read.pinned_at, read.name, read.description) == (pinned.pinned_at, "kb", "notes")
+    assert stores.knowledge.list_knowledge_bases(a)[0].pinned_at == pinned.pinned_at
+    unpinned = stores.knowledge.update_knowledge_base(a, kb.id, pinned=False)
+    assert unpinned is not None
+    assert unpinned.pinned_at is None
+    read = stores.knowledge.knowledge_base(a, kb.id)
+    assert read is not None
+    assert read.pinned_at is None

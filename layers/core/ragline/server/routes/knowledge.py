@@ -26,7 +26,7 @@ from ragline.server.routes.documents import ingest_text, ingest_upload, knowledg
 from ragline.server.routes.tags import tag_filter, tag_value
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.store.models import Document, KnowledgeBase
-from ragline.types.text import PlainName
+from ragline.types.text import PlainName, PlainText
 from ragline.web.fetch import FetchError, FetchFailure, fetch_document
 
 logger = logging.getLogger(__name__)
@@ -301,6 +301,109 @@ async def get_knowledge_batch(
     if kb_id:
         documents = [d for d in documents if d.knowledge_base_id == kb_id]
     return Envelope(data=[KnowledgeView.of(d) for d in documents])
+
+
+class KnowledgeSearchPage(BaseModel):
+    """WeKnora's reply to a knowledge search: ``data`` is the list, ``has_more`` beside it."""
+
+    success: bool = True
+    data: list[KnowledgeView]
+    has_more: bool
+
+
+@router.get("/knowledge/search")
+async def search_knowledge(
+    tenant: TenantDep,
+    container: ContainerDep,
+    keyword: Annotated[str, Query(max_length=200)] = "",
+    offset: Annotated[int, Query(ge=0, le=MAX_LISTED_DOCUMENTS)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = KNOWLEDGE_PAGE_SIZE,
+    file_types: Annotated[str, Query(max_length=400)] = "",
+    agent_id: Annotated[str, Query(max_length=200)] = "",
+) -> KnowledgeSearchPage:
+    """The tenant's documents in every knowledge base whose title or file name holds ``keyword`` (any case),
+    of the ``file_types`` listed (comma-separated extensions: ``txt,pdf``), newest first. (``agent_id``, a
+    shared agent's scope, is accepted and not acted on: ragline has no agents.)"""
+    if agent_id:
+        logger.debug("knowledge search: ignoring agent_id")
+    types = {t.strip().lstrip(".").lower() for t in file_types.split(",") if t.strip()}
+    needle = keyword.strip().casefold()
+    found: list[Document] = []
+    for kb in container.knowledge.list_knowledge_bases(tenant.id):
+        for document in container.knowledge.documents(tenant.id, kb.id, limit=MAX_LISTED_DOCUMENTS):
+            if needle and needle not in f"{document.title}\n{document.filename}".casefold():
+                continue
+            extension = document.filename.rsplit(".", 1)[-1].lower() if "." in document.filename else ""
+            if types and not types & {document.file_type.lower(), extension}:
+                continue
+            found.append(document)
+    found.sort(key=lambda d: d.created_at, reverse=True)
+    page = found[offset : offset + limit]
+    return KnowledgeSearchPage(data=[KnowledgeView.of(d) for d in page], has_more=offset + limit < len(found))
+
+
+class TagUpdatesBody(BaseModel):
+    """WeKnora's batch tag update: knowledge id → tag id (null clears the document's tag)."""
+
+    model_config = ConfigDict(extra="forbid")
+    updates: dict[str, PlainName | None] = Field(min_length=1, max_length=MAX_BATCH_IDS)
+    kb_id: str | None = Field(default=None, max_length=200)
+
+
+class Success(BaseModel):
+    success: bool = True
+
+
+@router.put("/knowledge/tags")
+async def update_knowledge_tags(body: TagUpdatesBody, tenant: TenantDep, container: ContainerDep) -> Success:
+    """Each document named carries the tag given (a tag's id or number, or a new name), or none; all or
+    nothing: a document that is not the tenant's (or not in ``kb_id``) refuses the whole batch."""
+    documents: list[tuple[Document, str | None]] = []
+    for knowledge_id, tag in body.updates.items():
+        document = container.knowledge.document(tenant.id, knowledge_id)
+        if document is None or (body.kb_id and document.knowledge_base_id != body.kb_id):
+            raise ApiError(404, "not_found", f"knowledge {knowledge_id} not found", "updates")
+        documents.append((document, tag))
+    bases: dict[str, KnowledgeBase] = {}
+    for document, tag in documents:
+        kb = bases.get(document.knowledge_base_id) or knowledge_base_of(container, tenant, document.knowledge_base_id)
+        bases[kb.id] = kb
+        tags = _tags(container, kb, tag)
+        container.knowledge.update_document(tenant.id, document.id, tags=tags)
+    return Success()
+
+
+class KnowledgeUpdateBody(BaseModel):
+    """WeKnora's partial update of a document's record: fields left out keep their value."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: PlainName | None = Field(default=None, min_length=1, max_length=500)
+    description: PlainText | None = Field(default=None, max_length=2000)
+    # Accepted and not acted on: ragline keeps no free-form metadata on a document.
+    custom_metadata: dict[str, Any] | None = None
+
+
+class KnowledgeUpdated(Done):
+    data: KnowledgeView
+
+
+@router.put("/knowledge/{knowledge_id}")
+async def update_knowledge(
+    knowledge_id: str, body: KnowledgeUpdateBody, tenant: TenantDep, container: ContainerDep
+) -> KnowledgeUpdated:
+    """A new title or description (``""`` clears it). Both are searched and shown with every passage, and
+    the title is embedded with each: the document is searchable by its new title at the reply and is
+    ``pending`` again until its vectors are recomputed."""
+    document = document_or_404(container, tenant.id, knowledge_id)
+    if body.custom_metadata is not None:
+        logger.debug("update knowledge: ignoring custom_metadata")
+    title = body.title.strip() if body.title is not None else None
+    updated = container.knowledge.update_document(tenant.id, document.id, title=title, description=body.description)
+    if updated is None:
+        raise ApiError(404, "not_found", "knowledge not found", "id")
+    if (updated.title, updated.description) != (document.title, document.description):
+        updated = await asyncio.to_thread(container.ingest.reindex, updated)
+    return KnowledgeUpdated(message="Knowledge updated successfully", data=KnowledgeView.of(updated))
 
 
 def document_or_404(container: Container, tenant_id: str, knowledge_id: str) -> Document:
