@@ -408,9 +408,22 @@ def test_state_bucket(template: dict[str, Any]) -> None:
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
     assert all(props["PublicAccessBlockConfiguration"].values())
     assert len(props["PublicAccessBlockConfiguration"]) == 4
-    (rule,) = props["LifecycleConfiguration"]["Rules"]
-    assert rule["Status"] == "Enabled"
-    assert rule["ExpirationInDays"] == 7
+    rules = props["LifecycleConfiguration"]["Rules"]
+    assert all(rule["Status"] == "Enabled" and rule["ExpirationInDays"] == 7 for rule in rules)
+    # Only what is temporary expires: a rule without a prefix would take the tables and originals with it
+    # (a table document would lose its rows, a document its original, after a week).
+    expiring = [rule["Prefix"] for rule in rules]
+    assert all(expiring)
+    assert sorted(expiring) == ["branch/", "state/", "uploads/"]
+    from ragline.serverless.uploads import LargeUploads
+    from ragline.tables.s3 import DEFAULT_PREFIX as TABLES
+
+    for kept in (f"{TABLES}doc.csv",):
+        assert not any(kept.startswith(prefix) for prefix in expiring), kept
+    import inspect
+
+    # Where abandoned uploads wait: what the uploads/ rule expires.
+    assert inspect.signature(LargeUploads).parameters["prefix"].default == "uploads/"
 
 
 def test_state_machine_definition_and_substitutions(template: dict[str, Any]) -> None:
