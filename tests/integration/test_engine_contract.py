@@ -366,6 +366,23 @@ def test_an_accepted_document_is_found_by_keyword_before_its_vectors_exist(backe
     backend.delete(document)
 
 
+def test_a_document_deleted_while_its_vectors_are_computed_stays_deleted(backend: Backend) -> None:
+    """The indexing of a document races its deletion (or its parsing again): vectors that arrive after the
+    chunks are gone must not bring them back."""
+    c = backend.corpus
+    text = "## Glaciers\n\nA glacier carves a U-shaped valley as it grinds downhill over centuries."
+    document = backend.container.ingest.accept_many(c.kb_second, [DocumentInput(content=text, title="Ice")])[0].document
+    chunks = [ch for ch in backend.container.knowledge.chunks_of_document(c.tenant, document.id) if ch.searchable]
+    vectors = backend.embedder.embed_documents([embedding_text("Ice", ch.header, ch.content) for ch in chunks])
+    backend.delete(document)
+    missing = backend.engine.add_vectors(c.kb_second.id, c.kb_second.embedding_model, chunks, vectors)  # type: ignore[attr-defined]
+    assert set(missing or []) <= {ch.id for ch in chunks}
+    query = "glacier carving a valley"
+    found = [*backend.engine.vector_search(backend.params(query, [c.kb_second.id]), top_k=10)]
+    found += backend.engine.keyword_search(backend.params(query, [c.kb_second.id]), top_k=10)
+    assert document.id not in {r.knowledge_id for r in found}
+
+
 def _ids(backend: Backend, query: str, kb_id: str) -> set[str]:
     params = backend.params(query, [kb_id])
     return {

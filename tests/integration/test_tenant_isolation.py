@@ -259,6 +259,34 @@ def _move_targets(w: World) -> None:
     w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/move-targets", 200)
 
 
+def _download_knowledge(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge/{w.document}/download")
+    assert b"heavy water" in w.owner("GET", f"/api/v1/knowledge/{w.document}/download", 200).content
+
+
+def _preview_knowledge(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge/{w.document}/preview")
+    assert b"heavy water" in w.owner("GET", f"/api/v1/knowledge/{w.document}/preview", 200).content
+
+
+def _reparse_knowledge(w: World) -> None:
+    w.denied("POST", f"/api/v1/knowledge/{w.document}/reparse")
+    before = w.owner("GET", f"/api/v1/knowledge/{w.document}", 200).json()["data"]["updated_at"]
+    assert w.owner("GET", f"/api/v1/knowledge/{w.document}", 200).json()["data"]["updated_at"] == before
+
+
+def _batch_reparse_knowledge(w: World) -> None:
+    # B names A's document in its own knowledge base, and A's knowledge base: neither is found.
+    reply = w.other("POST", "/api/v1/knowledge/batch-reparse", json={"kb_id": w.b_kb, "ids": [w.document]})
+    assert reply.status_code == 422, reply.text
+    w.denied("POST", "/api/v1/knowledge/batch-reparse", json={"kb_id": w.kb, "ids": [w.document]})
+
+
+def _update_manual_knowledge(w: World) -> None:
+    w.denied("PUT", f"/api/v1/knowledge/manual/{w.document}", json={"content": "Hijacked."})
+    assert b"heavy water" in w.owner("GET", f"/api/v1/knowledge/{w.document}/download", 200).content
+
+
 def _get_knowledge_batch(w: World) -> None:
     # A batch names ids in the query: another tenant's ids are left out, never shown.
     reply = w.other("GET", "/api/v1/knowledge/batch", params={"ids": [w.document]})
@@ -705,6 +733,11 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/manual"): _create_manual_knowledge,
     ("GET", "/api/v1/knowledge/batch"): _get_knowledge_batch,
     ("GET", "/api/v1/knowledge/search"): _search_knowledge,
+    ("GET", "/api/v1/knowledge/{knowledge_id}/download"): _download_knowledge,
+    ("GET", "/api/v1/knowledge/{knowledge_id}/preview"): _preview_knowledge,
+    ("POST", "/api/v1/knowledge/{knowledge_id}/reparse"): _reparse_knowledge,
+    ("POST", "/api/v1/knowledge/batch-reparse"): _batch_reparse_knowledge,
+    ("PUT", "/api/v1/knowledge/manual/{knowledge_id}"): _update_manual_knowledge,
     ("PUT", "/api/v1/knowledge/{knowledge_id}"): _update_knowledge,
     ("PUT", "/api/v1/knowledge/tags"): _update_knowledge_tags,
     ("PUT", "/api/v1/knowledge-bases/{kb_id}/pin"): _pin_knowledge_base,
@@ -768,6 +801,7 @@ NO_ID_ROUTES = {
     ("POST", "/api/v1/knowledge/batch-delete"),
     ("GET", "/api/v1/knowledge/search"),
     ("PUT", "/api/v1/knowledge/tags"),
+    ("POST", "/api/v1/knowledge/batch-reparse"),
     ("POST", "/api/v1/knowledge-bases"),
     ("GET", "/api/v1/knowledge-bases"),
     ("POST", "/api/v1/sessions"),

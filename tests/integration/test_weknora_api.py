@@ -1074,6 +1074,164 @@ def test_delete_chunks_as_documented(api: Api, kb: str) -> None:
     assert ok(api.client.get(f"/api/v1/knowledge/{knowledge_id}"))["id"] == knowledge_id  # the document stays
 
 
+# Originals: download, preview, parse again (knowledge.md) ----------------------------------------------------
+HANDBOOK = (
+    "# Field handbook\n\n## Radios\n\nCharge the radios every night; a full charge lasts eleven hours.\n\n"
+    "## Tents\n\nDry the tents before packing them, or the canvas rots within a week."
+)
+
+
+def _upload(api: Api, kb: str, name: str, data: bytes, media_type: str = "text/markdown") -> dict[str, Any]:
+    document = ok(
+        api.client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/file", files={"file": (name, data, media_type)})
+    )
+    wait_until(
+        lambda: ok(api.client.get(f"/api/v1/knowledge/{document['id']}"))["parse_status"] == "completed", timeout=120
+    )
+    return dict(document)
+
+
+def test_download_and_preview_hand_back_the_file_as_received(api: Api, kb: str) -> None:
+    data = HANDBOOK.encode("utf-8")
+    document = _upload(api, kb, "野外手册.md", data)
+    download = api.client.get(f"/api/v1/knowledge/{document['id']}/download")
+    assert download.status_code == 200, download.text
+    assert download.content == data
+    assert download.headers["content-type"] == "application/octet-stream"
+    disposition = download.headers["content-disposition"]
+    assert disposition.startswith("attachment;")
+    assert "filename*=UTF-8''%E9%87%8E%E5%A4%96%E6%89%8B%E5%86%8C.md" in disposition  # the exact name, for any client
+    preview = api.client.get(f"/api/v1/knowledge/{document['id']}/preview")
+    assert preview.status_code == 200, preview.text
+    assert preview.content == data
+    assert preview.headers["content-type"] == "text/markdown; charset=utf-8"
+    assert preview.headers["content-disposition"].startswith("inline;")
+    assert preview.headers["cache-control"] == "private, max-age=3600"
+    # Written by hand: handed back as the Markdown it was, under its title.
+    manual = ok(
+        api.client.post(
+            f"/api/v1/knowledge-bases/{kb}/knowledge/manual", json={"title": "Kettle", "content": "Descale monthly."}
+        )
+    )
+    text = api.client.get(f"/api/v1/knowledge/{manual['id']}/download")
+    assert (text.content, 'filename="Kettle.md"' in text.headers["content-disposition"]) == (b"Descale monthly.", True)
+    # Deleted with its document.
+    assert api.client.delete(f"/api/v1/knowledge/{document['id']}").status_code == 200
+    gone = api.client.get(f"/api/v1/knowledge/{document['id']}/download")
+    assert (gone.status_code, gone.json()["error"]["type"]) == (404, "not_found")
+    faq = ok(api.client.post(f"/api/v1/knowledge-bases/{kb}/faq", json={"entries": [PASSWORD]}), 201)
+    none_kept = api.client.get(f"/api/v1/knowledge/{faq['id']}/download")
+    assert (none_kept.status_code, none_kept.json()["error"]["type"]) == (404, "no_original")
+
+
+def test_reparse_rebuilds_the_chunks_from_the_original(api: Api, kb: str) -> None:
+    document = _upload(api, kb, "handbook.md", HANDBOOK.encode("utf-8"))
+    url = f"/api/v1/chunks/{document['id']}"
+    chunks = api.client.get(url, params={"page_size": 100}).json()["data"]
+    tents = next(c for c in chunks if "canvas" in c["content"])
+    assert api.client.delete(f"{url}/{tents['id']}").status_code == 200
+    assert not any("canvas" in h["content"] for h in _search(api, kb, "canvas rots"))
+    reply = api.client.post(f"/api/v1/knowledge/{document['id']}/reparse")
+    assert reply.status_code == 200, reply.text
+    assert (reply.json()["success"], reply.json()["message"]) == (True, "Knowledge reparse task submitted")
+    reparsed = reply.json()["data"]
+    assert (reparsed["id"], reparsed["created_at"], reparsed["title"]) == (
+        document["id"],
+        document["created_at"],
+        document["title"],
+    )
+    assert reparsed["parse_status"] in ("processing", "completed")
+    # Found again by keyword at once, by meaning once its vectors are in.
+    keyword = ok(
+        api.client.post(
+            f"/api/v1/knowledge-bases/{kb}/hybrid-search",
+            json={"query_text": "canvas rots", "disable_vector_match": True},
+        )
+    )
+    assert any("canvas" in h["content"] for h in keyword)
+    wait_until(
+        lambda: ok(api.client.get(f"/api/v1/knowledge/{document['id']}"))["parse_status"] == "completed", timeout=120
+    )
+    after = api.client.get(url, params={"page_size": 100}).json()["data"]
+    assert len(after) == len(chunks)
+    assert not {c["id"] for c in after} & {c["id"] for c in chunks}  # new chunks, none of the old left
+    vector = ok(
+        api.client.post(
+            f"/api/v1/knowledge-bases/{kb}/hybrid-search",
+            json={"query_text": "how to store tents so the fabric does not rot", "disable_keywords_match": True},
+        )
+    )
+    assert vector[0]["knowledge_id"] == document["id"]
+    assert "canvas" in vector[0]["content"]
+    faq = ok(api.client.post(f"/api/v1/knowledge-bases/{kb}/faq", json={"entries": [SUPPORT]}), 201)
+    refused = api.client.post(f"/api/v1/knowledge/{faq['id']}/reparse")
+    assert (refused.status_code, refused.json()["error"]["field"]) == (409, "id")
+    assert api.client.post("/api/v1/knowledge/no-such-id/reparse").status_code == 404
+
+
+def test_batch_reparse_is_all_or_nothing(api: Api, kb: str) -> None:
+    first = _upload(api, kb, "radios.md", b"# Radios\n\nCharge the radios every night.")
+    second = _upload(api, kb, "tents.md", b"# Tents\n\nDry the tents before packing them.")
+    url = "/api/v1/knowledge/batch-reparse"
+    before = ok(api.client.get(f"/api/v1/knowledge/{first['id']}"))["updated_at"]
+    refused = api.client.post(url, json={"kb_id": kb, "ids": [first["id"], "no-such-id"]})
+    assert (refused.status_code, refused.json()["error"]["field"]) == (422, "ids")
+    assert ok(api.client.get(f"/api/v1/knowledge/{first['id']}"))["updated_at"] == before  # none was touched
+    reply = api.client.post(url, json={"kb_id": kb, "ids": [first["id"], second["id"]], "process_config": {}})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert (body["message"], body["data"]["reparse_count"]) == ("Batch reparse task submitted", 2)
+    assert body["data"]["task_id"]
+    for document in (first, second):
+        wait_until(
+            lambda d=document: ok(api.client.get(f"/api/v1/knowledge/{d['id']}"))["parse_status"] == "completed",
+            timeout=120,
+        )
+
+
+def test_manual_knowledge_updated_as_documented(api: Api, kb: str) -> None:
+    created = ok(
+        api.client.post(
+            f"/api/v1/knowledge-bases/{kb}/knowledge/manual",
+            json={"title": "Product guide", "content": "# Product guide\n\nPress the red button to brew."},
+        )
+    )
+    # Edited once indexed (while its vectors are computed, a new text is refused: 409 still_indexing).
+    wait_until(
+        lambda: ok(api.client.get(f"/api/v1/knowledge/{created['id']}"))["parse_status"] == "completed", timeout=120
+    )
+    body = {"title": "Product guide V2", "content": "# Product guide V2\n\nTurn the blue dial to brew."}
+    reply = api.client.put(f"/api/v1/knowledge/manual/{created['id']}", json=body)
+    assert reply.status_code == 200, reply.text
+    updated = reply.json()["data"]
+    assert (updated["id"], updated["type"], updated["title"]) == (created["id"], "manual", "Product guide V2")
+    assert updated["parse_status"] in ("processing", "completed")
+    hits = ok(
+        api.client.post("/api/v1/knowledge-search", json={"query": "blue dial", "knowledge_ids": [created["id"]]})
+    )
+    assert any("blue dial" in h["content"] for h in hits)
+    old = ok(
+        api.client.post(
+            f"/api/v1/knowledge-bases/{kb}/hybrid-search",
+            json={"query_text": "red button", "disable_vector_match": True},
+        )
+    )
+    assert created["id"] not in {h["knowledge_id"] for h in old}
+    assert api.client.get(f"/api/v1/knowledge/{created['id']}/download").content == body["content"].encode()
+    renamed = ok(api.client.put(f"/api/v1/knowledge/manual/{created['id']}", json={"title": "Brewer guide"}))
+    assert renamed["title"] == "Brewer guide"
+    coffee = next(
+        d for d in ok(api.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge")) if d["title"] == "Coffee brewing"
+    )
+    assert coffee["type"] == "manual"  # written by ragline's JSON route: by hand too
+    files = {"file": ("notes.txt", b"Filed notes.", "text/plain")}
+    uploaded = ok(api.client.post(f"/api/v1/knowledge-bases/{kb}/knowledge/file", files=files))
+    not_manual = api.client.put(f"/api/v1/knowledge/manual/{uploaded['id']}", json={"content": "x"})
+    assert (not_manual.status_code, not_manual.json()["error"]["type"]) == (409, "not_manual")
+    empty = api.client.put(f"/api/v1/knowledge/manual/{created['id']}", json={"content": ""})
+    assert (empty.status_code, empty.json()["error"]["field"]) == (422, "content")
+
+
 # FAQ (faq.md) ----------------------------------------------------------------------------------------------
 PASSWORD = {
     "standard_question": "How do I reset my password?",

@@ -416,9 +416,10 @@ def test_state_bucket(template: dict[str, Any]) -> None:
     assert all(expiring)
     assert sorted(expiring) == ["branch/", "state/", "uploads/"]
     from ragline.serverless.uploads import LargeUploads
+    from ragline.store.originals import DEFAULT_PREFIX as ORIGINALS
     from ragline.tables.s3 import DEFAULT_PREFIX as TABLES
 
-    for kept in (f"{TABLES}doc.csv",):
+    for kept in (f"{TABLES}doc.csv", f"{ORIGINALS}tenant/doc"):
         assert not any(kept.startswith(prefix) for prefix in expiring), kept
     import inspect
 

@@ -397,14 +397,15 @@ class OpenSearchEngine:
         embedding_model: str,
         chunks: Sequence[Chunk],
         vectors: npt.NDArray[np.float32],
-    ) -> None:
+    ) -> list[str]:
         """Vectors of chunks indexed by :meth:`index_keywords` (row ``i`` for ``chunks[i]``), written into
-        their OpenSearch documents; a chunk never indexed by keyword is indexed whole. Writing a chunk's
-        vector again replaces it."""
+        their OpenSearch documents; writing a chunk's vector again replaces it. Returns the ids of the chunks
+        the index does not hold: never created there by an upsert, since a chunk deleted while its vector was
+        being computed (its document deleted or parsed again) must stay deleted."""
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if not len(chunks):
-            return
+            return []
         self.ensure_index(int(vectors.shape[1]))
         field = vector_field(int(vectors.shape[1]))
         actions = (
@@ -413,11 +414,19 @@ class OpenSearchEngine:
                 "_index": self._index,
                 "_id": chunk.id,
                 "doc": {field: unit(vector), "embedding_model": embedding_model},
-                "upsert": self._source(knowledge_base_id, embedding_model, chunk, vector, None),
             }
             for chunk, vector in zip(chunks, vectors, strict=True)
         )
-        helpers.bulk(self._client, actions, refresh="wait_for" if self._refresh else "false")
+        _, errors = helpers.bulk(
+            self._client, actions, refresh="wait_for" if self._refresh else "false", raise_on_error=False
+        )
+        missing: list[str] = []
+        for error in errors:
+            failure = error.get("update", {})
+            if failure.get("status") != 404:
+                raise RuntimeError(f"OpenSearch refused a vector: {failure.get('error')}")
+            missing.append(str(failure.get("_id")))
+        return missing
 
     def reindex_chunks(
         self,

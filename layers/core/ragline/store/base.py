@@ -78,6 +78,12 @@ class KnowledgeStore(Protocol):
         """Removes the document and its chunks; False when it is not this tenant's."""
         ...
 
+    def replace_document(self, document: Document, chunks: Sequence[Chunk]) -> bool:
+        """A stored document parsed again: its record becomes ``document`` (same id, tenant, knowledge base
+        and creation time) and its chunks ``chunks``, the old ones gone; False when it is not stored. The
+        index is the caller's."""
+        ...
+
     def update_chunk(
         self,
         tenant_id: str,

@@ -450,6 +450,35 @@ class DynamoKnowledgeStore:
             changed += 1
         return changed
 
+    def replace_document(self, document: Document, chunks: Sequence[Chunk]) -> bool:
+        """The new chunks and record written first (a chunk's place in its document is its key, so the new
+        overwrite the old at the same places), then what is left of the old removed: a reader never finds the
+        document without chunks."""
+        current = self.document(document.tenant_id, document.id)
+        if current is None or current.knowledge_base_id != document.knowledge_base_id:
+            return False
+        old = _query_all(
+            self._table, KeyConditionExpression=Key("pk").eq(f"doc#{document.id}") & Key("sk").begins_with("chunk#")
+        )
+        stored = document.model_copy(update={"created_at": current.created_at, "updated_at": utc_now()})
+        self.insert_document(stored, chunks)
+        kept_places = {f"chunk#{c.chunk_type}#{c.chunk_index:08d}" for c in chunks}
+        kept_ids = {c.id for c in chunks}
+        kb_partition = f"kb#{document.knowledge_base_id}"
+        with self._table.batch_writer() as batch:
+            for item in old:
+                if "id" in item and item["id"] not in kept_ids:
+                    batch.delete_item(Key={"pk": f"chunk#{item['id']}", "sk": "meta"})
+                if item["sk"] not in kept_places:
+                    batch.delete_item(Key={"pk": item["pk"], "sk": item["sk"]})
+            if current.content_hash and current.content_hash != stored.content_hash:
+                held = self._table.get_item(Key={"pk": kb_partition, "sk": f"hash#{current.content_hash}"}).get("Item")
+                if held is not None and held.get("doc_id") == document.id:
+                    batch.delete_item(Key={"pk": kb_partition, "sk": f"hash#{current.content_hash}"})
+        if stored.status != DocumentStatus.PENDING:
+            self._table.delete_item(Key={"pk": _PENDING, "sk": f"{stored.created_at}#{stored.id}"})
+        return True
+
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         document = self.document(tenant_id, document_id)
         if document is None:

@@ -456,6 +456,24 @@ class SqliteKnowledgeStore:
                     changed += 1
         return changed
 
+    def replace_document(self, document: Document, chunks: Sequence[Chunk]) -> bool:
+        """In one transaction: the old record with its chunks, their vectors and keyword rows out, the new in."""
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT id FROM documents WHERE id = ? AND tenant_id = ? AND knowledge_base_id = ?",
+                (document.id, document.tenant_id, document.knowledge_base_id),
+            ).fetchone()
+            if row is None:
+                return False
+            conn.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_id = ?)",
+                (document.id,),
+            )
+            conn.execute("DELETE FROM documents WHERE id = ?", (document.id,))  # chunks and vectors follow
+            self.insert_document(document.model_copy(update={"updated_at": utc_now()}), chunks)
+            bump_index_version(conn, document.knowledge_base_id)
+        return True
+
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         """Removes the document, its chunks, their vectors and keyword rows."""
         with self._db.transaction() as conn:

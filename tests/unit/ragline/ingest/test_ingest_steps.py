@@ -13,10 +13,10 @@ import pytest
 from ragline.config import Settings
 from ragline.container import Container
 from ragline.ingest.language import E5_MODEL, MINILM_MODEL
-from ragline.ingest.service import DocumentInput, IngestCancelled, TooManyChunks
+from ragline.ingest.service import DocumentInput, IngestCancelled, StillIndexing, TooManyChunks, UnsupportedFile
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveParams
-from ragline.store.models import DocumentStatus
+from ragline.store.models import DocumentStatus, FAQEntry
 
 DIMENSIONS = 16
 
@@ -260,3 +260,38 @@ def test_the_background_worker_indexes_submitted_and_left_over_documents_and_sto
         assert container.knowledge.document(kb.tenant_id, results[0].document.id).status == DocumentStatus.INDEXED
     finally:
         assert container.stop_indexing(timeout=10)
+
+
+def test_a_document_is_parsed_again_from_its_original_under_the_same_id(env):
+    container, kb, _, _ = env
+    raw = b"# Bees\n\n## Hives\n\nA hive holds one queen.\n\n## Honey\n\nBees store honey in wax cells."
+    accepted = container.ingest.accept_bytes(kb, "bees.md", raw)
+    document = accepted.document
+    assert container.ingest.original(document) == raw  # kept as received
+    # While its vectors are computed it is not parsed again: the running indexing would record its progress
+    # on the new chunks.
+    with pytest.raises(StillIndexing):
+        container.ingest.reparse(document)
+    container.ingest.index_document(kb.tenant_id, document.id)
+    old = {c.id for c in container.knowledge.chunks_of_document(kb.tenant_id, document.id)}
+    container.knowledge.delete_chunk(kb.tenant_id, next(iter(old)))
+    reparsed = container.ingest.reparse(container.knowledge.document(kb.tenant_id, document.id))
+    assert (reparsed.id, reparsed.created_at, reparsed.filename) == (document.id, document.created_at, "bees.md")
+    assert reparsed.status == DocumentStatus.INDEXED  # no scheduler here: indexed before returning
+    chunks = container.knowledge.chunks_of_document(kb.tenant_id, document.id)
+    assert {c.chunk_index for c in chunks if c.searchable} == set(range(reparsed.chunk_count))
+    assert not {c.id for c in chunks} & old
+    assert keyword_hits(container, kb, "wax") == [document.id]
+    assert set(vector_hits(container, kb, "honey wax")) == {document.id}
+    # A manual document's new text becomes its original.
+    manual = container.ingest.ingest_text(kb, content="Wasps build paper nests.", title="Wasps").document
+    edited = container.ingest.reparse(manual, content="Hornets are large wasps.", title="Hornets")
+    assert (edited.id, edited.title) == (manual.id, "Hornets")
+    assert container.ingest.original(edited) == b"Hornets are large wasps."
+    assert keyword_hits(container, kb, "paper nests") == []
+    assert keyword_hits(container, kb, "hornets") == [manual.id]
+    faq = container.ingest.ingest_faq(kb, [FAQEntry(standard_question="Q?", answers=["A."])]).document
+    with pytest.raises(UnsupportedFile):
+        container.ingest.reparse(faq)
+    container.removal.delete_document(kb.tenant_id, document.id)
+    assert container.ingest.original(document) is None  # deleted with its document

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragline.store.models import Chunk, Document, DuplicateName, Session
+from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, Session
 from tests.unit.ragline.store.adapters import Stores, dynamo_stores, sqlite_stores
 
 BACKENDS = ["sqlite", "dynamodb"]
@@ -772,3 +772,36 @@ def test_a_knowledge_base_is_pinned_and_unpinned(stores: Stores, two_tenants: tu
     read = stores.knowledge.knowledge_base(a, kb.id)
     assert read is not None
     assert read.pinned_at is None
+
+
+def test_a_document_parsed_again_keeps_its_id_and_has_only_its_new_chunks(
+    stores: Stores, two_tenants: tuple[str, str]
+) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    old, old_chunks = make_document(a, kb.id, "Report", n_chunks=3, n_parents=1, content_hash="old-hash")
+    stores.knowledge.insert_document(old, old_chunks)
+    # Parsed again: fewer chunks with new ids, a new hash, pending again.
+    new, new_chunks = make_document(a, kb.id, "Report", n_chunks=2, content_hash="new-hash")
+    new_chunks = [c.model_copy(update={"id": c.id + "-v2", "content": c.content + " (v2)"}) for c in new_chunks]
+    new_chunks[0].next_chunk_id, new_chunks[1].pre_chunk_id = new_chunks[1].id, new_chunks[0].id
+    new = new.model_copy(update={"status": DocumentStatus.PENDING, "pages": 4, "title": "Report v2"})
+    foreign = new.model_copy(update={"tenant_id": b})
+    assert stores.knowledge.replace_document(foreign, new_chunks) is False
+    assert stores.knowledge.replace_document(new, new_chunks) is True
+    stored = stores.knowledge.document(a, old.id)
+    assert stored is not None
+    assert (stored.id, stored.created_at, stored.title, stored.pages) == (old.id, old.created_at, "Report v2", 4)
+    assert (stored.chunk_count, stored.status, stored.content_hash) == (2, "pending", "new-hash")
+    assert [c.id for c in stores.knowledge.chunks_of_document(a, old.id)] == [c.id for c in new_chunks]
+    assert stores.knowledge.chunks(a, [c.id for c in old_chunks]) == []
+    assert [c.content for c in stores.knowledge.chunks(a, [new_chunks[1].id])] == [new_chunks[1].content]
+    assert [d.id for d in stores.knowledge.documents(a, kb.id)] == [old.id]
+    assert stores.knowledge.documents_by_hash(a, kb.id, "old-hash") is None
+    found = stores.knowledge.documents_by_hash(a, kb.id, "new-hash")
+    assert found is not None
+    assert found.id == old.id
+    assert [d.id for d in stores.knowledge.pending_documents()] == [old.id]
+    missing, missing_chunks = make_document(a, kb.id, "Missing")
+    assert stores.knowledge.replace_document(missing, missing_chunks) is False
+    assert stores.knowledge.document(a, missing.id) is None
