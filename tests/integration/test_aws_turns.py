@@ -272,23 +272,6 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     )
 
 
-def test_a_file_type_the_layers_cannot_parse_answers_415_naming_it(aws):
-    """The layers leave pypdfium2 out (size): a PDF upload is refused as a type, with the reason, not a 500."""
-    from tests.support.documents import make_pdf
-
-    kb = aws.kb()
-    reply = aws.api.post(
-        f"/api/v1/knowledge-bases/{kb}/documents",
-        files={"file": ("guide.pdf", make_pdf(["Espresso needs a fine grind."]), "application/pdf")},
-    )
-    assert reply.status_code == 415, reply.text
-    error = reply.json()["error"]
-    assert error["field"] == "file"
-    assert "PDF" in error["message"]
-    assert "pypdfium2" in error["message"]
-    assert "not installed" in error["message"]
-
-
 def test_stream_reader_serves_the_stream_routes_alone_and_uses_every_grant_of_its_role(aws, scripted):
     """stream_reader's function URL answers the stream's routes (follow by offset, continue-stream, stop,
     health) and nothing else of the API; following, stopping and watching a turn need every statement its

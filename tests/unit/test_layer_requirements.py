@@ -38,7 +38,7 @@ def test_a_stale_file_is_reported(tmp_path):
     text = (
         (ROOT / "pyproject.toml")
         .read_text(encoding="utf-8")
-        .replace('"neo4j>=5.0",\n    # Only', '"neo4j>=6.0",\n    # Only')
+        .replace('"opensearch-py>=2.6,<3"', '"opensearch-py>=2.7,<3"')
     )
     pyproject.write_text(text, encoding="utf-8")
     assert layer_requirements.render(pyproject) != layer_requirements.render()
@@ -93,3 +93,33 @@ def test_web_pages_read_without_trafilatura(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", _without("trafilatura"))
     page = b"<html><head><title>t</title><style>p{}</style></head><body><h1>Tea</h1><script>x()</script><p>Brew at 80 &deg;C.</p></body></html>"
     assert readable_text(page, "text/html", "utf-8") == "Tea\nBrew at 80 °C."
+
+
+def test_html_extraction_never_loads_babel_locale_data(monkeypatch):
+    """The CoreLayer drops babel's CLDR locale data (35 MiB; layers/core/Makefile): reading an HTML upload or a
+    fetched page — main text, title, date, language — must never load it."""
+    import babel.localedata
+
+    from ragline.ingest.extract import extract_html
+    from ragline.web.fetch import readable_text
+
+    loaded: list[str] = []
+
+    def refuse(name, *args, **kwargs):
+        loaded.append(name)
+        raise AssertionError(f"babel locale data loaded: {name}")
+
+    monkeypatch.setattr(babel.localedata, "load", refuse)
+    monkeypatch.setattr(babel.localedata, "exists", refuse)
+    page = (
+        '<html lang="de"><head><title>Tee</title><meta name="date" content="2024-03-01">'
+        '<link rel="canonical" href="https://example.de/de/tee"></head><body><nav>Menü</nav><article>'
+        "<h1>Tee kochen</h1><p>Grüner Tee zieht bei 70 bis 80 Grad zwei bis drei Minuten, veröffentlicht am "
+        "3. März 2024.</p><table><tr><td>Sorte</td><td>Grad</td></tr><tr><td>Oolong</td><td>90</td></tr></table>"
+        "</article><footer>Impressum</footer></body></html>"
+    ).encode()
+    extracted = extract_html(page)
+    assert "Grüner Tee zieht" in extracted.text
+    assert extracted.title.startswith("Tee")
+    assert "Grüner Tee zieht" in readable_text(page, "text/html", None)
+    assert loaded == []
