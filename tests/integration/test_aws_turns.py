@@ -42,6 +42,7 @@ def _steps(aws, ids, with_errors=False):
 def test_a_turn_runs_through_the_deployed_functions(aws, scripted):
     session = aws.session()
     scripted.queue(Script.answer("Hello ", "from ", "AWS."))
+    since, invoked_since = len(aws.stack.calls()), len(aws.stack.lambdas.invocations)
     ids = aws.ask(session, "Say hello?")
     assert ids["stream_url"].startswith(aws.stack.stream_url)  # the function URL, from ingest_turn's environment
     frames = aws.frames(ids)
@@ -59,6 +60,18 @@ def test_a_turn_runs_through_the_deployed_functions(aws, scripted):
     calls = [c for c in aws.stack.calls() if c.action == "ssm:GetParameter"]
     assert {c.function for c in calls} >= {"PipelineStepFunction"}
     assert all(c.resource.endswith("parameter/ragtest/chat-api-key") for c in calls)
+    # The call log says what each call wrote and read (what the cost benchmark bills), and every function's
+    # invocations are timed, stream_reader's whole streamed response included.
+    events = aws.stack.refs["EventsTable"]
+    turn = aws.stack.calls()[since:]
+    puts = [c for c in turn if c.action == "dynamodb:PutItem" and c.resource.endswith(f"/{events}")]
+    assert puts
+    assert all(c.bytes > 0 and c.units >= 1 for c in puts)
+    reads = [c for c in turn if c.action in ("dynamodb:Query", "dynamodb:GetItem")]
+    assert reads
+    assert all(c.units >= 0.5 and c.bytes >= 0 for c in reads)
+    timed = {i.function for i in aws.stack.lambdas.invocations[invoked_since:] if i.ms > 0}
+    assert timed >= {"IngestTurnFunction", "PipelineStepFunction", "StreamReaderFunction"}
 
 
 def test_stop_sent_to_the_stream_url_ends_the_turn_with_stop(aws, scripted):
