@@ -6,7 +6,9 @@ packages that import pulls in, each measured in a fresh process with the functio
 Each run starts ``python`` in the function's code directory with the environment template.yaml gives it
 (resolved by tests/support/cfn.py against placeholder names; no AWS call is made), imports ``app`` as the
 Lambda runtime would (INIT), then builds what the first invocation builds (the AwsRuntime: stores, clients,
-the FastAPI app). Models load later, on the first embedding. The figures are medians of ``--runs``
+the FastAPI app). Models load later, on the first embedding. What the CoreLayer leaves out
+(scripts/layer_requirements.py) cannot be imported, as in the deployed-stack tests' sandboxes, so a package
+this virtualenv has and the layer has not (duckdb, rich) is neither imported nor timed. The figures are medians of ``--runs``
 processes, side by side in one run; the machine's load average is printed with them. A handler that imports
 FastAPI or uvicorn where it should not (pipeline_step) is flagged.
 """
@@ -25,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.cfn import Resolver, sam_transform  # noqa: E402
+from tests.support.lambdas import SANDBOX_DIR  # noqa: E402
+from tests.support.serverless import absent_modules  # noqa: E402
 
 CHILD = r"""
 import importlib.metadata, json, sys, time
@@ -61,7 +65,9 @@ def environment(resolver: Resolver, function_id: str) -> dict[str, str]:
         AWS_LAMBDA_FUNCTION_NAME=function_id,
         POWERTOOLS_TRACE_DISABLED="true",
         RAGLINE_CONFIG_DIR=str(ROOT / "config"),
-        PYTHONPATH=str(ROOT / "layers" / "core"),
+        # The sandboxes' sitecustomize hides what the layer leaves out (no grant check: no AWS call is made).
+        PYTHONPATH=f"{SANDBOX_DIR}:{ROOT / 'layers' / 'core'}",
+        SANDBOX_ABSENT_MODULES=",".join(sorted(absent_modules())),
     )
     return env
 

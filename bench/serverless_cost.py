@@ -88,6 +88,9 @@ S3_PER_PUT = 0.005 / 1000
 S3_PER_GET = 0.0004 / 1000
 HTTP_API_PER_REQUEST = 1.00 / 1e6  # the POST that asks goes through the HTTP API; SSE uses the function URL
 CLOUDWATCH_LOGS_PER_GB = 0.50  # ingestion; EXPRESS logs every state event with its data (template: ALL)
+XRAY_PER_TRACE = 5.00 / 1e6  # traces recorded; Tracing: Active samples 1 a second + 5%: a sweep run is one
+SWEEPS_PER_MONTH = 12 * 24 * 30  # the sweep's schedule, rate(5 minutes)
+LAMBDA_REPORT_BYTES = 400  # START, END and REPORT lines of one invocation in its CloudWatch log
 
 FUNCTIONS = {
     "ingest_turn": "IngestTurnFunction",
@@ -450,10 +453,47 @@ def run_workflow(
                         flush=True,
                     )
             if latency is not None:
+                # Every turn has ended and every document is indexed: the sweep finds nothing, as when idle.
+                info["sweep"] = measure_sweep(stack, args.sweeps)
                 set_batching(stack, stream.batch_max_delay_ms)
                 latencies = latency(stack, client)
         stack.assert_no_denials()
     return turns, info, latencies
+
+
+def measure_sweep(stack: Any, runs: int) -> dict[str, float]:
+    """The one thing the stack does while nobody uses it: the sweep, every 5 minutes (with no open turn and
+    no pending document, as when idle). Per run: duration, requests, capacity units; and the month's cost."""
+    stack.lambdas.warm("SweepFunction")
+    durations, rru, requests = [], [], []
+    for _ in range(runs):
+        calls_mark, invocations_mark = len(stack.calls()), len(stack.lambdas.invocations)
+        result = stack.run_schedule("SweepFunctionEvery5Minutes")
+        if result.function_error is not None:
+            raise RuntimeError(f"the sweep failed: {result.payload!r}")
+        (invoked,) = [i for i in stack.lambdas.invocations[invocations_mark:] if i.function == "SweepFunction"]
+        calls = [c for c in stack.calls()[calls_mark:] if c.function == "SweepFunction"]
+        durations.append(invoked.ms)
+        rru.append(sum(c.units for c in calls if c.operation in DYNAMODB_READS))
+        requests.append(len({c.request for c in calls}))
+    memory_mb, _ = function_setting("SweepFunction")
+    ms = statistics.median(durations)
+    month = {
+        "Lambda": SWEEPS_PER_MONTH
+        * (LAMBDA_PER_REQUEST + math.ceil(ms) / 1000 * memory_mb / 1024 * LAMBDA_ARM_PER_GB_S),
+        "DynamoDB reads": SWEEPS_PER_MONTH * mean(rru) * DDB_PER_RRU,
+        "X-Ray traces": SWEEPS_PER_MONTH * XRAY_PER_TRACE,
+        "CloudWatch Logs": SWEEPS_PER_MONTH * LAMBDA_REPORT_BYTES / 1e9 * CLOUDWATCH_LOGS_PER_GB,
+    }
+    return {
+        "runs": runs,
+        "ms_median": ms,
+        "memory_mb": memory_mb,
+        "rru": mean(rru),
+        "requests": mean(requests),
+        **{f"month_{k}": v for k, v in month.items()},
+        "month_total": sum(month.values()),
+    }
 
 
 # Append → client latency on the deployed path --------------------------------------------------------------
@@ -534,19 +574,20 @@ def latency_runner(scenarios: list[tuple[str, int, float]]) -> Callable[[Any, An
 # Cost -----------------------------------------------------------------------------------------------------
 
 
-def function_settings() -> dict[str, tuple[int, str]]:
-    """(MemorySize MB, architecture) per function, from template.yaml (the function's own, else Globals)."""
+def function_setting(logical_id: str) -> tuple[int, str]:
+    """(MemorySize MB, architecture) of one function, from template.yaml (the function's own, else Globals)."""
     from ragline.serverless.template_tables import load_template
 
     template = load_template(TEMPLATE)
     globals_ = template.get("Globals", {}).get("Function", {})
-    settings = {}
-    for name, logical_id in FUNCTIONS.items():
-        props = template["Resources"][logical_id].get("Properties", {})
-        memory = int(props.get("MemorySize", globals_.get("MemorySize", 128)))
-        arch = (props.get("Architectures") or globals_.get("Architectures") or ["x86_64"])[0]
-        settings[name] = (memory, str(arch))
-    return settings
+    props = template["Resources"][logical_id].get("Properties", {})
+    memory = int(props.get("MemorySize", globals_.get("MemorySize", 128)))
+    arch = (props.get("Architectures") or globals_.get("Architectures") or ["x86_64"])[0]
+    return memory, str(arch)
+
+
+def function_settings() -> dict[str, tuple[int, str]]:
+    return {name: function_setting(logical_id) for name, logical_id in FUNCTIONS.items()}
 
 
 def mean(values: list[float]) -> float:
@@ -616,6 +657,17 @@ def summarize(column: Column, functions: dict[str, tuple[int, str]]) -> None:
 
 
 # Output ---------------------------------------------------------------------------------------------------
+
+
+def sweep_note(sweep: dict[str, float]) -> str:
+    return (
+        f"Idle: the only thing the stack runs by itself is the sweep, every 5 minutes ({SWEEPS_PER_MONTH:,} runs a "
+        f"month). With nothing to sweep a run takes {sweep['ms_median']:.0f} ms here (median of {sweep['runs']:.0f}; "
+        f"{sweep['memory_mb']:.0f} MB), {sweep['requests']:.0f} requests and {sweep['rru']:.1f} read units: "
+        f"{dollars(sweep['month_total'])} a month (Lambda {dollars(sweep['month_Lambda'])}, DynamoDB reads "
+        f"{dollars(sweep['month_DynamoDB reads'])}, X-Ray {dollars(sweep['month_X-Ray traces'])} if every run is "
+        f"traced, its log lines {dollars(sweep['month_CloudWatch Logs'])}), beside the OpenSearch domain's hours."
+    )
 
 
 def machine_state() -> dict[str, Any]:
@@ -757,6 +809,7 @@ def main() -> None:
     parser.add_argument("--latency-spacing-ms", type=float, default=100.0, help="pause between them")
     parser.add_argument("--idle-events", type=int, default=10, help="events after idle gaps (0: skip)")
     parser.add_argument("--idle-spacing-ms", type=float, default=1000.0, help="the idle gap")
+    parser.add_argument("--sweeps", type=int, default=5, help="runs of the idle sweep measured")
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "serverless_cost.md")
     args = parser.parse_args()
 
@@ -888,6 +941,7 @@ def main() -> None:
         f"(config.stream.poll_min_wait_s / poll_max_wait_s); the latency includes the writer's PutItem over HTTP "
         "and the function URL's hop.",
         state_note,
+        sweep_note(info["sweep"]),
         machine_note(machine_before, machine_after),
         *(["PROBLEMS: " + "; ".join(problems)] if problems else []),
     ]
