@@ -170,6 +170,7 @@ class Turn:
     sfn_calls: int
     opensearch_requests: int
     opensearch_by_function: dict[str, int]
+    opensearch_operations: dict[str, int]
     entered: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -256,6 +257,7 @@ def meter_calls(stack: Any, calls: list[Any], turn: dict[str, Any], problems: li
         sfn_calls=sum(1 for c in calls if c.action.startswith("states:") and c.function in BY_LOGICAL_ID),
         opensearch_requests=sum(opensearch.values()),
         opensearch_by_function={BY_LOGICAL_ID.get(f, f): n for f, n in opensearch.items()},
+        opensearch_operations=dict(Counter(c.operation for c in calls if c.action.startswith(("es:", "aoss:")))),
     )
 
 
