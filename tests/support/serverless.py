@@ -208,6 +208,22 @@ class DeployedStack:
             self.lambdas.warm(function_id.logical_id)
 
     @contextmanager
+    def function_environment(self, function_id: str, **overrides: str) -> Iterator[None]:
+        """Run a function with some of its variables set otherwise, as a redeploy with other values would (its
+        sandboxes restart with them, then again with the template's when the block ends)."""
+        spec = self.lambdas.spec(function_id)
+        original = spec.environment
+        unknown = set(overrides) - set(original)
+        assert not unknown, f"{function_id} has no variables {sorted(unknown)} in the template"
+        spec.environment = {**original, **overrides}
+        self.lambdas.recycle(function_id)
+        try:
+            yield
+        finally:
+            spec.environment = original
+            self.lambdas.recycle(function_id)
+
+    @contextmanager
     def role_statements(self, function_id: str, statements: list[dict[str, Any]]) -> Iterator[None]:
         """Run a function with other statements in its role (its sandboxes restart with them, then again with
         the template's when the block ends)."""
