@@ -389,10 +389,9 @@ def run_workflow(
     memory_mb: dict[str, int],
     latency: Callable[[Any, Any], list[Latency]] | None,
 ) -> tuple[list[Turn], dict[str, Any], list[Latency]]:
-    import httpx
 
     from ragline.config import load_config
-    from tests.support.serverless import CHAT_KEY_PARAMETER, StackClient, deployed_stack
+    from tests.support.serverless import CHAT_KEY_PARAMETER, deployed_stack, stack_client
 
     turns: list[Turn] = []
     info: dict[str, Any] = {}
@@ -419,14 +418,7 @@ def run_workflow(
         info["warm_s"] = time.perf_counter() - started
         machine = stack.client("stepfunctions").describe_state_machine(stateMachineArn=stack.state_machine_arn)
         info["machine_type"] = machine["type"]
-        tenant, key = stack.create_tenant("bench")
-        headers = {"X-API-Key": key}
-        timeout = httpx.Timeout(120.0)
-        with (
-            httpx.Client(base_url=stack.api_url, headers=headers, timeout=timeout) as api,
-            httpx.Client(base_url=stack.stream_url, headers=headers, timeout=timeout) as sse,
-        ):
-            client = StackClient(stack, tenant, key, api, sse)
+        with stack_client(stack, "bench", timeout_s=120.0) as client:
             started = time.perf_counter()
             kb_id = client.kb(DOCS)  # indexed by index_document into OpenSearch
             info["index_s"] = time.perf_counter() - started

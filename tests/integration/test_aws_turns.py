@@ -285,6 +285,32 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     )
 
 
+def test_a_reader_ends_a_turn_whose_execution_was_stopped_between_two_steps(aws, scripted):
+    """A StopExecution that lands between two steps, with no stop in the log (stopped from the console, or a
+    stop whose own write was lost): the execution is ABORTED, nothing writes the end. The reader notices the
+    status and serves one terminal error."""
+    session = aws.session()
+    stopped: list[str] = []
+
+    def stop_before_the_answer(event, run):
+        if event["stage"] == "into_chat_message" and not stopped:
+            arn = aws.stack.execution_of(session, event["turn"]["assistant_message_id"])
+            aws.stack.client("stepfunctions").stop_execution(executionArn=arn, cause="operator")
+            stopped.append(arn)
+        return run()  # the step ends well; the workflow goes no further
+
+    aws.stack.lambdas.around("PipelineStepFunction", stop_before_the_answer)
+    ids = aws.ask(session, "Will the stop be noticed?")
+    assert aws.wait(ids)["status"] == "ABORTED"
+    assert not {"stop", "error", "complete"} & set(_types(aws.log(ids)))  # nothing wrote the end
+    frames = aws.frames(ids)
+    assert frames[-1].type == "error"
+    assert frames[-1].extra["reason"] == "interrupted"
+    assert "aborted" in frames[-1].extra["error_type"]
+    assert _types(aws.log(ids)).count("error") == 1
+    assert aws.assistant(ids)["is_completed"] is True
+
+
 def test_stream_reader_serves_the_stream_routes_alone_and_uses_every_grant_of_its_role(aws, scripted):
     """stream_reader's function URL answers the stream's routes (follow by offset, continue-stream, stop,
     health) and nothing else of the API; following, stopping and watching a turn need every statement its

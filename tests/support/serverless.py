@@ -704,23 +704,38 @@ def aws_stack(
         yield stack
 
 
+@contextmanager
+def stack_client(stack: DeployedStack, name: str = "", timeout_s: float = 60.0) -> Iterator[StackClient]:
+    """A fresh tenant on a deployed stack, with HTTP clients for its API and its stream URL."""
+    tenant, key = stack.create_tenant(name or f"tenant-{_suffix(8).lower()}")
+    headers = {"X-API-Key": key}
+    timeout = httpx.Timeout(timeout_s)
+    with (
+        httpx.Client(base_url=stack.api_url, headers=headers, timeout=timeout) as api,
+        httpx.Client(base_url=stack.stream_url, headers=headers, timeout=timeout) as stream,
+    ):
+        yield StackClient(stack, tenant, key, api, stream)
+
+
+@contextmanager
+def checked_client(stack: DeployedStack) -> Iterator[StackClient]:
+    """``stack_client`` for one test: no invocation wrapper outlives it, and it fails if any function made a
+    call its role refuses meanwhile."""
+    since = len(stack.calls())
+    with stack_client(stack) as client:
+        try:
+            yield client
+        finally:
+            for function_id in list(stack.lambdas.functions):
+                stack.lambdas.around(function_id, None)
+    stack.assert_no_denials(since)
+
+
 @pytest.fixture
 def aws(aws_stack: DeployedStack) -> Iterator[StackClient]:
     """A fresh tenant on the module's stack; the test fails if any function made a call its role refuses."""
-    since = len(aws_stack.calls())
-    tenant, key = aws_stack.create_tenant(f"tenant-{_suffix(8).lower()}")
-    headers = {"X-API-Key": key}
-    timeout = httpx.Timeout(60.0)
-    with (
-        httpx.Client(base_url=aws_stack.api_url, headers=headers, timeout=timeout) as api,
-        httpx.Client(base_url=aws_stack.stream_url, headers=headers, timeout=timeout) as stream,
-    ):
-        try:
-            yield StackClient(aws_stack, tenant, key, api, stream)
-        finally:
-            for function_id in list(aws_stack.lambdas.functions):
-                aws_stack.lambdas.around(function_id, None)
-    aws_stack.assert_no_denials(since)
+    with checked_client(aws_stack) as client:
+        yield client
 
 
 @pytest.fixture
