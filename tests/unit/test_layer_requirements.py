@@ -52,7 +52,7 @@ def test_every_run_time_dependency_is_in_the_layer_or_left_out_with_a_reason():
     assert not left_out & set(layer), "a package is both in the layer and left out"
     assert set(runtime) <= set(layer) | left_out, sorted(set(runtime) - set(layer) - left_out)
     # Constraints on transitive dependencies are allowed; otherwise the layer installs ragline's dependencies.
-    assert set(layer) - set(runtime) <= {"huggingface-hub"}
+    assert set(layer) - set(runtime) <= {"huggingface-hub", "lxml-html-clean"}
     for name, spec in layer.items():
         if name not in runtime:
             continue
@@ -123,3 +123,29 @@ def test_html_extraction_never_loads_babel_locale_data(monkeypatch):
     assert extracted.title.startswith("Tee")
     assert "Grüner Tee zieht" in readable_text(page, "text/html", None)
     assert loaded == []
+
+
+def test_the_layer_names_lxml_html_clean_which_html_extraction_needs(monkeypatch):
+    """trafilatura's HTML path imports lxml.html.clean, a separate package since lxml 5.2 (justext asks for it as
+    lxml's extra, which pip before 24 does not find in lxml 6): the layer lists it itself, or a layer built
+    with an older pip reads no HTML."""
+    import sys
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "lxml-html-clean" in {_name(spec) for spec in project["optional-dependencies"]["lambda"]}
+
+    class Hidden:
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] == "lxml_html_clean":
+                raise ImportError(f"No module named {name!r}")
+            return None
+
+    for name in [
+        m for m in sys.modules if m.startswith(("lxml_html_clean", "lxml.html.clean", "justext", "trafilatura"))
+    ]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [Hidden(), *sys.meta_path])
+    from ragline.ingest.extract import extract_html
+
+    with pytest.raises(ImportError, match="lxml_html_clean"):
+        extract_html(b"<html><body><article><p>Tea is brewed at 80 degrees.</p></article></body></html>")
