@@ -26,9 +26,12 @@ def _turn(aws: Any) -> tuple[Any, str, str]:
     return log, session.id, assistant.id
 
 
-def _write_turn(log, key, words, delay, before_end=None):
-    """The turn's events, ``delay`` apart; with ``before_end``, the answer's end waits for that event."""
+def _write_turn(log, key, words, delay, before_end=None, before_words=None):
+    """The turn's events, ``delay`` apart; with ``before_end`` (``before_words``), the answer's end (its first
+    word) waits for that event."""
     log.append_sync(key, StreamEvent(id="req-1", type=ResponseType.AGENT_QUERY, content="q", done=True))
+    if before_words is not None:
+        assert before_words.wait(timeout=60), "the reader never read the first frame"
     for word in words:
         time.sleep(delay)
         log.append_sync(key, StreamEvent(id="t-answer", type=ResponseType.ANSWER, content=word))
@@ -74,12 +77,18 @@ def test_a_response_cut_by_the_time_limit_resumes_exactly(aws):
     received = []
     responses = 0
     last_id = None
+    # The answer is written only once a first response has been cut (it holds the question alone), so the
+    # words arrive while the client reads, however long a sandbox takes to start on a busy machine.
+    first_cut = threading.Event()
     with aws.stack.function_environment("StreamReaderFunction", RAGLINE_STREAM_MAX_SECONDS="0.5"):
-        writer = threading.Thread(target=_write_turn, args=(log, stream_key(session_id, message_id), words, 0.1))
+        writer = threading.Thread(
+            target=_write_turn, args=(log, stream_key(session_id, message_id), words, 0.1, None, first_cut)
+        )
         writer.start()
         for _ in range(40):
             headers = {"Last-Event-ID": str(last_id)} if last_id is not None else {}
             frames = read_frames(aws.stream, "GET", url, headers=headers)
+            first_cut.set()
             responses += 1
             received.extend(frames)
             if frames:
