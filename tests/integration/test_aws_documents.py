@@ -95,15 +95,29 @@ def _xlsx(rows: list[list[object]]) -> bytes:
     return out.getvalue()
 
 
+def _docx(heading: str, text: str) -> bytes:
+    from io import BytesIO
+
+    from docx import Document as WordDocument
+
+    document = WordDocument()
+    document.add_heading(heading, 1)
+    document.add_paragraph(text)
+    out = BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
 def _search(aws, kb: str, query: str) -> list[dict]:
     reply = aws.api.post("/api/v1/knowledge-search", json={"query": query, "knowledge_base_ids": [kb]})
     assert reply.status_code == 200, reply.text
     return list(reply.json()["data"])
 
 
-def test_pdf_html_and_excel_uploads_are_read_on_aws_and_found_by_search(aws, aws_search):
-    """The CoreLayer carries PDFium, trafilatura and openpyxl: each file type is read by ingest_turn, indexed by
-    the indexing function and found in the real OpenSearch, through the deployed handlers and their grants."""
+def test_pdf_html_word_and_excel_uploads_are_read_on_aws_and_found_by_search(aws, aws_search):
+    """The CoreLayer carries PDFium, trafilatura and openpyxl (Word is read with the standard library): each file
+    type is read by ingest_turn, indexed by the indexing function and found in the real OpenSearch, through the
+    deployed handlers and their grants."""
     from tests.support.documents import HTML, make_pdf
 
     since_calls = len(aws.stack.calls())
@@ -115,6 +129,11 @@ def test_pdf_html_and_excel_uploads_are_read_on_aws_and_found_by_search(aws, aws
             "application/pdf",
         ),
         "html": ("guide.html", HTML.encode(), "text/html"),
+        "docx": (
+            "roasting.docx",
+            _docx("Roasting", "A light roast keeps the acidity and the floral notes of the bean."),
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ),
         "xlsx": (
             "roasts.xlsx",
             _xlsx([["roast", "origin"], ["Kilimanjaro peaberry", "Tanzania"], ["Sidamo", "Ethiopia"]]),
@@ -131,10 +150,12 @@ def test_pdf_html_and_excel_uploads_are_read_on_aws_and_found_by_search(aws, aws
     assert documents["pdf"]["file_type"] == "pdf"
     assert documents["pdf"]["pages"] == 2
     assert documents["html"]["file_type"] == "html"
+    assert documents["docx"]["file_type"] == "docx"
 
     for kind, query, text in (
         ("pdf", "burr grinders crush beans", "Burr grinders crush the beans evenly."),
         ("html", "water temperature boiling bitter compounds", "between 90 and 96 degrees"),
+        ("docx", "light roast acidity floral notes", "A light roast keeps the acidity"),
         ("xlsx", "Kilimanjaro peaberry", "Kilimanjaro peaberry"),
     ):
         hits = _search(aws, kb, query)
