@@ -6,27 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.lambdas import Result
 from tests.support.scripted_model import Script
-from tests.support.serverless import CHAT_KEY_PARAMETER, checked_client, deployed_stack, opensearch_target
+from tests.support.serverless import checked_client, failing_steps, scripted_stack
 from tests.support.sse import answer_text
 
 
 @pytest.fixture(scope="module")
 def express_stack(request, tmp_path_factory, scripted):
-    parameters = {
-        "WorkflowType": "EXPRESS",
-        "ChatBaseUrl": f"{scripted.url}/v1",
-        "ChatModel": "scripted",
-        "ChatApiKeyParameter": CHAT_KEY_PARAMETER,
-    }
-    with deployed_stack(
-        tmp_path_factory.mktemp("aws-express"),
-        parameters,
-        opensearch=opensearch_target(request),
-        ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"},
-    ) as stack:
-        stack.warm()
+    with scripted_stack(request, tmp_path_factory.mktemp("aws-express"), scripted, WorkflowType="EXPRESS") as stack:
         yield stack
 
 
@@ -57,12 +44,9 @@ def test_a_reader_ends_a_turn_whose_express_execution_passed_its_time_limit(expr
     does not offer for EXPRESS."""
     session = express.session()
 
-    def cut_off(event, run):
-        if event["stage"] in ("into_chat_message", "fail"):
-            return Result(b'{"errorType": "Sandbox.Timedout", "errorMessage": "cut off"}', "Unhandled")
-        return run()
-
-    express.stack.lambdas.around("PipelineStepFunction", cut_off)
+    express.stack.lambdas.around(
+        "PipelineStepFunction", failing_steps("into_chat_message", "fail", error_type="Sandbox.Timedout")
+    )
     since = len(express.stack.calls())
     ids = express.ask(session, "Will anyone notice?")
     express.wait(ids)

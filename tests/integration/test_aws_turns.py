@@ -14,6 +14,7 @@ import pytest
 from tests.support.lambdas import Result, ServiceError
 from tests.support.polling import wait_until
 from tests.support.scripted_model import Script
+from tests.support.serverless import failing_steps
 from tests.support.sse import answer_text
 
 
@@ -260,12 +261,7 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     notices the execution's status and serves one terminal error (reason interrupted) within its check."""
     session = aws.session()
 
-    def everything_fails(event, run):
-        if event["stage"] in ("into_chat_message", "fail"):
-            return Result(b'{"errorType": "RuntimeError", "errorMessage": "lost"}', "Unhandled")
-        return run()
-
-    aws.stack.lambdas.around("PipelineStepFunction", everything_fails)
+    aws.stack.lambdas.around("PipelineStepFunction", failing_steps("into_chat_message", "fail"))
     ids = aws.ask(session, "Will anyone notice?")
     assert aws.wait(ids)["status"] == "FAILED"
     assert "error" not in _types(aws.log(ids))  # nothing wrote the end
@@ -357,12 +353,7 @@ def test_stream_reader_serves_the_stream_routes_alone_and_uses_every_grant_of_it
     aws.wait(slow)
 
     # A third whose workflow dies without an end: the reader asks the workflow, and ends it.
-    def everything_fails(event, run):
-        if event["stage"] in ("into_chat_message", "fail"):
-            return Result(b'{"errorType": "RuntimeError", "errorMessage": "lost"}', "Unhandled")
-        return run()
-
-    aws.stack.lambdas.around("PipelineStepFunction", everything_fails)
+    aws.stack.lambdas.around("PipelineStepFunction", failing_steps("into_chat_message", "fail"))
     lost = aws.ask(session, "Lost?")
     assert aws.wait(lost)["status"] == "FAILED"
     assert aws.frames(lost)[-1].extra["reason"] == "interrupted"

@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from io import BytesIO
@@ -683,24 +683,43 @@ class StackClient:
         return self.stack.wait_for_execution(self.execution(ids), timeout)
 
 
+@contextmanager
+def scripted_stack(
+    request: pytest.FixtureRequest, work_dir: Path, scripted: Any, **parameters: str
+) -> Iterator[DeployedStack]:
+    """template.yaml deployed in moto with ``parameters``, chat answered by the scripted model (its key an SSM
+    parameter), searching the live OpenSearch when one runs; one sandbox of each function started."""
+    with deployed_stack(
+        work_dir,
+        {"ChatBaseUrl": f"{scripted.url}/v1", "ChatModel": "scripted", "ChatApiKeyParameter": CHAT_KEY_PARAMETER}
+        | parameters,
+        opensearch=opensearch_target(request),
+        ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"},
+    ) as stack:
+        stack.warm()
+        yield stack
+
+
+def failing_steps(
+    *stages: str, error_type: str = "RuntimeError"
+) -> Callable[[dict[str, Any], Callable[[], Result]], Result]:
+    """An invocation wrapper for pipeline_step: the given stages fail as an unhandled error, the others run."""
+
+    def wrapper(event: dict[str, Any], run: Callable[[], Result]) -> Result:
+        if event.get("stage") in stages:
+            return Result(json.dumps({"errorType": error_type, "errorMessage": "lost"}).encode(), "Unhandled")
+        return run()
+
+    return wrapper
+
+
 @pytest.fixture(scope="module")
 def aws_stack(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, scripted: Any
 ) -> Iterator[DeployedStack]:
     """template.yaml deployed in moto for one test module, chat answered by the scripted model, searching the
     live OpenSearch when one runs."""
-    parameters = {
-        "ChatBaseUrl": f"{scripted.url}/v1",
-        "ChatModel": "scripted",
-        "ChatApiKeyParameter": CHAT_KEY_PARAMETER,
-    }
-    with deployed_stack(
-        tmp_path_factory.mktemp("aws-stack"),
-        parameters,
-        opensearch=opensearch_target(request),
-        ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"},
-    ) as stack:
-        stack.warm()
+    with scripted_stack(request, tmp_path_factory.mktemp("aws-stack"), scripted) as stack:
         yield stack
 
 
