@@ -12,9 +12,9 @@ What runs where:
 * **embedded**: a real ``ragline serve`` subprocess on its own data directory. Halfway through, it is killed
   with SIGKILL while turns are in flight and started again on the same directory: its recovery sweep ends
   the orphaned turns (``error``, reason ``interrupted``) before it serves again;
-* **serverless**: ``tests/support/serverless.py`` — moto executes the real generated state machine, its
-  Lambda tasks run the real ``pipeline_step`` code, the log is DynamoDB's — and the AWS app (ingest_turn's
-  and stream_reader's routes) behind uvicorn. Halfway through, the API server is shut down hard (readers
+* **serverless**: ``tests/support/serverless_inprocess.py`` (one process, not the deployed stack) — moto
+  executes the real generated state machine, its Lambda tasks run the real ``pipeline_step`` code, the log is
+  DynamoDB's — and the AWS app (ingest_turn's and stream_reader's routes) behind uvicorn. Halfway through, the API server is shut down hard (readers
   drop) and a new one started; the streaming steps then in flight lose their model connection (the model's
   streams break), as a crashed ``pipeline_step`` would, and the workflow ends those turns with ``error``.
 

@@ -305,6 +305,20 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
     row = page.locator(f'#documents tr[data-document-id="{documents[0]["id"]}"]')
     row.wait_for()
     assert "field-notes.md" in row.inner_text()
+    # The document's indexing status, as GET reports it: the table follows it until the vectors are in.
+    status = row.locator("td.doc-status")
+    assert status.get_attribute("data-status") in ("pending", "indexed")
+    page.wait_for_function(
+        """(id) => {
+          const cell = document.querySelector(`#documents tr[data-document-id="${id}"] td.doc-status`);
+          return cell && cell.dataset.status === 'indexed';
+        }""",
+        arg=documents[0]["id"],
+        timeout=120_000,
+    )
+    indexed = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{documents[0]['id']}").json()["data"]
+    assert indexed["status"] == "indexed"
+    assert status.inner_text() == "indexed"
     row.locator("button.link").click()
     page.wait_for_selector("#chunks .chunk")
     chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{documents[0]['id']}/chunks").json()["data"]

@@ -1,8 +1,9 @@
-"""The serverless runtime in one process, for bench/serverless_cost.py only: moto executes the real generated
-state machine and dispatches its Lambda tasks to the real ``pipeline_step`` code, in this process.
+"""The serverless runtime in one process, for bench/soak.py's serverless run only: moto executes the real
+generated state machine and dispatches its Lambda tasks to the real ``pipeline_step`` code, in this process.
 
 Not a test of the deployment (one runtime plays every function, the embedded engine stands in for
-OpenSearch, no grant is checked): the tests use tests/support/serverless.py, the deployed stack.
+OpenSearch, no grant is checked): the tests and the cost benchmark use tests/support/serverless.py, the
+deployed stack.
 
 Tables come from template.yaml, so tests and infrastructure cannot drift. OpenSearch is not available
 here, so the knowledge store and engine are the embedded ones (a port each); everything else — the

@@ -129,7 +129,8 @@ export async function apiReply(method, path, body, { signal } = {}) {
 /**
  * Uploads one file as multipart `file`. XMLHttpRequest, not fetch: only it reports upload progress.
  * onProgress({phase: 'upload', loaded, total}) while sending, then onProgress({phase: 'indexing'}) until the
- * server has chunked and indexed it (the reply comes after indexing).
+ * server has stored its chunks (the reply: status pending while the vectors are computed in the background,
+ * which the documents list follows).
  */
 export function uploadFile(kbId, file, onProgress = () => {}) {
   const url = apiUrl(`/api/v1/knowledge-bases/${encodeURIComponent(kbId)}/documents`);

@@ -4,7 +4,18 @@
 import { api, uploadFile } from './api.js';
 import { byId, count, formatDate, h } from './dom.js';
 
-const ACCEPT = '.md,.markdown,.txt,.text,.pdf,.html,.htm';
+const ACCEPT = '.md,.markdown,.txt,.text,.pdf,.html,.htm,.docx,.pptx,.epub,.csv,.tsv,.xlsx';
+// While a document of the shown knowledge base is pending, its list is read again this often (ms).
+const PENDING_POLL_MS = 1000;
+
+/** A document's indexing status, as GET reports it: indexed, pending with its progress, or failed and why. */
+function statusCell(doc) {
+  const status = doc.status || 'indexed';
+  let text = status;
+  if (status === 'pending') text = `pending ${doc.embedded_count ?? 0}/${doc.chunk_count ?? 0}`;
+  if (status === 'failed') text = doc.reason ? `failed: ${doc.reason}` : 'failed';
+  return h('td', { class: `doc-status status-${status}`, dataset: { status }, title: doc.reason || '' }, text);
+}
 
 export class KnowledgePage {
   constructor() {
@@ -14,6 +25,7 @@ export class KnowledgePage {
     this.createError = byId('kb-create-error');
     this.kbId = null;
     this.token = 0;
+    this.pendingPoll = null;
     this.createForm.addEventListener('submit', (event) => {
       event.preventDefault();
       this.create();
@@ -193,6 +205,7 @@ export class KnowledgePage {
 
   async loadDocuments() {
     const kbId = this.kbId;
+    clearTimeout(this.pendingPoll);
     let docs;
     try {
       docs = await api('GET', `/api/v1/knowledge-bases/${encodeURIComponent(kbId)}/documents?limit=1000`);
@@ -213,6 +226,7 @@ export class KnowledgePage {
         h('td', {}, doc.filename || '—'),
         h('td', {}, doc.file_type),
         h('td', { class: 'num' }, String(doc.chunk_count)),
+        statusCell(doc),
         h('td', {}, (doc.tags || []).join(', ')),
         h('td', {}, formatDate(doc.created_at)),
       ),
@@ -224,11 +238,18 @@ export class KnowledgePage {
         h(
           'table',
           { class: 'grid' },
-          h('thead', {}, h('tr', {}, ['Title', 'File', 'Type', 'Chunks', 'Tags', 'Added'].map((t) => h('th', {}, t)))),
+          h('thead', {}, h('tr', {}, ['Title', 'File', 'Type', 'Chunks', 'Status', 'Tags', 'Added'].map((t) => h('th', {}, t)))),
           h('tbody', {}, rows),
         ),
       ),
     );
+    // Uploads answer once their chunks are stored; the vectors follow in the background (AWS: the indexing
+    // function). Follow them until every document is indexed or failed.
+    if (docs.some((doc) => doc.status === 'pending')) {
+      this.pendingPoll = setTimeout(() => {
+        if (this.kbId === kbId) this.loadDocuments();
+      }, PENDING_POLL_MS);
+    }
   }
 
   async showChunks(doc) {
