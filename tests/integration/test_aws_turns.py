@@ -6,8 +6,6 @@ nothing (tests/integration/test_aws_knowledge.py searches the real OpenSearch).
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
@@ -265,13 +263,11 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     ids = aws.ask(session, "Will anyone notice?")
     assert aws.wait(ids)["status"] == "FAILED"
     assert "error" not in _types(aws.log(ids))  # nothing wrote the end
-    started = time.monotonic()
+    # The reader ends the stream by itself (the client's read timeout, 60 s, would fail the test otherwise):
+    # after one idle interval it asks the workflow (DescribeExecution, below) and serves the end.
     frames = aws.frames(ids)
-    waited = time.monotonic() - started
     assert frames[-1].type == "error"
     assert frames[-1].extra["reason"] == "interrupted"
-    check = float(aws.stack.environment("StreamReaderFunction").get("RAGLINE_EXECUTION_CHECK_S", "10"))
-    assert waited < check + 20  # bounded: one idle interval, then the check
     types = _types(aws.log(ids))
     assert types.count("error") == 1
     assert aws.assistant(ids)["is_completed"] is True
