@@ -61,11 +61,19 @@ class BackgroundIndexer:
         self._thread = threading.Thread(target=self._run, name="ragline-indexer", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> bool:
-        """Asks the work to stop after its current batch and waits up to ``timeout``; True once stopped."""
+    def request_stop(self) -> None:
+        """Asks the work to stop after its current batch, without waiting (:meth:`stop` waits)."""
         self._stopping.set()
         with self._condition:
             self._condition.notify_all()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Asks the work to stop after its current batch and waits up to ``timeout``; True once stopped."""
+        self.request_stop()
         thread, self._thread = self._thread, None
         if thread is None:
             return True

@@ -260,3 +260,39 @@ def test_the_background_worker_indexes_submitted_and_left_over_documents_and_sto
         assert container.knowledge.document(kb.tenant_id, results[0].document.id).status == DocumentStatus.INDEXED
     finally:
         assert container.stop_indexing(timeout=10)
+
+
+def test_on_shutdown_the_indexer_is_told_to_stop_before_the_turns_drain(env, monkeypatch):
+    """SIGTERM during indexing: the batch being embedded finishes while the running turns drain, not after
+    them, so the process exits within the grace period; the document stays pending with that batch's
+    progress, resumed at the next start."""
+    import asyncio
+
+    from ragline.server.embedded import shutdown_drain
+
+    container, kb, minilm, _ = env
+    monkeypatch.setattr(container.config.ingestion, "embed_window", 2)
+    result = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(6), title="Apples")])[0]
+    embedding, release = threading.Event(), threading.Event()
+    embed = minilm.embed_documents
+
+    def slow_embed(texts):
+        embedding.set()
+        assert release.wait(30)
+        return embed(texts)
+
+    monkeypatch.setattr(minilm, "embed_documents", slow_embed)
+    container.start_indexing()
+    assert embedding.wait(30)
+    stopping_while_draining = []
+
+    class Runner:
+        async def drain(self, grace_s, hurry=None):
+            stopping_while_draining.append(container.indexer.stopping)
+            release.set()  # the batch under way ends while the turns drain
+
+    asyncio.run(shutdown_drain(container, Runner(), 10.0)(lambda: False))
+    assert stopping_while_draining == [True]
+    assert container.stop_indexing(timeout=10)
+    stopped = container.knowledge.document(kb.tenant_id, result.document.id)
+    assert (stopped.status, stopped.embedded_count) == (DocumentStatus.PENDING, 2)
