@@ -6,6 +6,7 @@ nothing (tests/integration/test_aws_knowledge.py searches the real OpenSearch).
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import httpx
@@ -87,6 +88,28 @@ def test_stop_sent_to_the_stream_url_ends_the_turn_with_stop(aws, scripted):
     wait_until(lambda: aws.assistant(ids)["content"] == partial)
     frames = aws.frames(ids)
     assert frames[-1].type == "stop"
+
+
+def test_a_question_asked_again_after_its_accept_died_before_the_start_is_answered(aws, scripted):
+    """ingest_turn stored the turn and its ``agent_query``, then StartExecution failed (the accept died
+    between the two); the client asks again with the same request id: the same turn, now started."""
+    session = aws.session()
+    body = {"query": "Are you there?", "request_id": "asked-twice"}
+    with aws.stack.fault("IngestTurnFunction", "states:StartExecution", effect="error:ServiceUnavailable"):
+        first = aws.api.post(f"/api/v1/sessions/{session}/questions", json=body)
+    assert first.status_code >= 500, first.text
+    scripted.queue(Script.answer("Here ", "I am."))
+    ids = aws.ask(session, "Are you there?", request_id="asked-twice")
+    frames = aws.frames(ids)
+    assert [f.type for f in frames].count("agent_query") == 1
+    assert frames[-1].type == "complete"
+    assert answer_text(frames) == "Here I am."
+    assert aws.wait(ids)["status"] == "SUCCEEDED"
+    again = aws.ask(session, "Are you there?", request_id="asked-twice")
+    assert again["assistant_message_id"] == ids["assistant_message_id"]
+    name = "turn-" + hashlib.sha1(f"{session}:asked-twice".encode()).hexdigest()[:40]
+    assert [e["name"] for e in aws.stack.executions()].count(name) == 1
+    assert _types(aws.log(ids)).count("complete") == 1
 
 
 def test_a_failing_model_ends_with_one_error_event(aws, scripted):
