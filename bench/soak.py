@@ -20,7 +20,9 @@ What runs where:
   ``scripts/engines``). Halfway through, every sandbox of every function is killed with SIGKILL: the
   streaming steps, the readers and any accept in flight die as a crashed Lambda environment does, and Lambda
   starts new ones on the next call. After the turns, the sweep function runs once, as its EventBridge
-  schedule would. The deployed functions run at most 4 sandboxes each, so ``--serverless-concurrency`` is 4.
+  schedule would. The harness runs at most 4 sandboxes of a function (``--serverless-concurrency`` is 4: one
+  streaming step each), and here ``concurrency + 2`` of stream_reader, so a stop or a reconnect gets a
+  sandbox while every turn has a reader, as it would in Lambda.
 
 Each turn is one client thread: it asks (with a request id, so a retry across the crash is the same
 turn), reads the SSE stream, drops the connection after a random frame with probability ``--drop-rate``
@@ -342,6 +344,9 @@ def run_serverless(scripted: Any, args: argparse.Namespace, work: Path) -> dict[
         with deployed_stack(
             work, parameters, opensearch=search, ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"}
         ) as stack:
+            # Lambda gives each concurrent request a sandbox of its own; the harness caps them (4 each). With
+            # every stream_reader sandbox holding a reader, a stop or a reconnect would wait for one to end.
+            stack.lambdas.spec("StreamReaderFunction").max_sandboxes = args.concurrency + 2
             stack.warm()
             _, key = stack.create_tenant("soak")
             with httpx.Client(base_url=stack.api_url, headers={"X-API-Key": key}, timeout=60) as client:

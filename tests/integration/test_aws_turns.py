@@ -112,6 +112,28 @@ def test_a_question_asked_again_after_its_accept_died_before_the_start_is_answer
     assert _types(aws.log(ids)).count("complete") == 1
 
 
+def test_a_stop_with_no_reader_closes_the_model_stream_in_the_deployed_step(aws, scripted):
+    """Nobody reads the turn; the model pauses 15 s before each piece after the fifth. The stop, sent during
+    a pause, reaches the model through the flag the running pipeline_step polls, without waiting for the
+    model's next piece (a running Lambda cannot be interrupted from outside)."""
+    session = aws.session()
+    words = [f"word{i} " for i in range(25)]
+    script = Script.answer(*words, delay=0.05)
+    for piece in script.pieces[5:]:
+        piece.delay = 15.0
+    scripted.queue(script)
+    ids = aws.ask(session, "Count slowly?")
+    wait_until(lambda: scripted.answers and scripted.answers[-1].pieces_sent >= 5, timeout=60)
+    answer = scripted.answers[-1]
+    reply = aws.stream.post(f"api/v1/sessions/{session}/stop", json={"message_id": ids["assistant_message_id"]})
+    assert reply.json()["data"]["status"] == "stopped"
+    wait_until(lambda: answer.closed_early, timeout=10)  # within the pause: the next piece is 15 s away
+    assert not answer.completed
+    assert answer.pieces_sent < len(words)
+    aws.wait(ids)
+    assert [e.type.value for e in aws.log(ids) if e.is_terminal] == ["stop"]
+
+
 def test_a_failing_model_ends_with_one_error_event(aws, scripted):
     session = aws.session()
     scripted.queue(*[Script(status=500)] * 3)
