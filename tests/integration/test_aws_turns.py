@@ -305,7 +305,11 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     frames = aws.frames(ids)
     waited = time.monotonic() - started
     assert frames[-1].type == "error"
-    assert frames[-1].extra["reason"] == "interrupted"
+    # The same interrupted error as the sweep's and the embedded server's: reason, cause, partial.
+    assert frames[-1].extra["reason"] == frames[-1].extra["error_type"] == "interrupted"
+    assert frames[-1].extra["cause"] == "runner_lost"
+    assert frames[-1].extra["partial"] is False
+    assert frames[-1].extra["execution_status"] == "FAILED"
     check = float(aws.stack.environment("StreamReaderFunction").get("RAGLINE_EXECUTION_CHECK_S", "10"))
     assert waited < check + 20  # bounded: one idle interval, then the check
     types = _types(aws.log(ids))
