@@ -80,7 +80,8 @@ def build_embedded_app(container: Container) -> FastAPI:
 
     async def shutdown() -> None:
         await runner.shutdown()
-        await asyncio.to_thread(container.stop_indexing)
+        # Told to stop when the drain began: waits for what is left of the grace period since then.
+        await asyncio.to_thread(container.stop_indexing, shutdown_grace_s(container))
 
     app = create_app(container, runner, on_shutdown=shutdown)
     inner = app.router.lifespan_context
