@@ -25,9 +25,9 @@ import argparse
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -118,40 +118,60 @@ def wait_indexed(client: httpx.Client, kb: str, document_id: str, timeout: float
 
 
 class Prober:
-    """GET /healthz every ``interval`` s on its own connection; latencies (ms) by the phase they fell in."""
+    """GET /healthz every ``interval`` s from a process of its own (so the uploading client's own work —
+    encoding 19 MB — cannot delay it), latencies (ms) grouped by the phase the main process was in."""
 
     def __init__(self, url: str, interval: float) -> None:
         self.url = url
         self.interval = interval
-        self.phase = "idle"
         self.samples: dict[str, list[float]] = {}
         self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._phases: list[tuple[float, str]] = [(time.time(), "idle")]
+        self._log = Path(tempfile.mkstemp(prefix="healthz-", suffix=".log")[1])
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def phase(self) -> str:
+        return self._phases[-1][1]
+
+    @phase.setter
+    def phase(self, name: str) -> None:
+        self._phases.append((time.time(), name))
 
     def __enter__(self) -> Prober:
-        self._thread.start()
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _PROBE, self.url, str(self.interval), str(self._log)], cwd=ROOT
+        )
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        assert self._process is not None
+        self._process.terminate()
+        self._process.wait(30)
+        for line in self._log.read_text().splitlines():
+            at, took, ok = line.split()
+            if ok != "1":
+                self.failures += 1
+                continue
+            phase = next(name for since, name in reversed(self._phases) if since <= float(at))
+            self.samples.setdefault(phase, []).append(float(took))
+        self._log.unlink()
 
-    def _run(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=10) as client:
-            while not self._stop.is_set():
-                phase = self.phase
-                started = time.perf_counter()
-                try:
-                    ok = client.get("/healthz").status_code == 200
-                except httpx.HTTPError:
-                    ok = False
-                took = (time.perf_counter() - started) * 1000
-                if ok:
-                    self.samples.setdefault(phase, []).append(took)
-                else:
-                    self.failures += 1
-                self._stop.wait(max(0.0, self.interval - took / 1000))
+
+_PROBE = """
+import sys, time, httpx
+url, interval, path = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+with httpx.Client(base_url=url, timeout=10) as client, open(path, "a", buffering=1) as log:
+    while True:
+        at, started = time.time(), time.perf_counter()
+        try:
+            ok = client.get("/healthz").status_code == 200
+        except httpx.HTTPError:
+            ok = False
+        took = (time.perf_counter() - started) * 1000
+        log.write(f"{at} {took:.3f} {int(ok)}\\n")
+        time.sleep(max(0.0, interval - took / 1000))
+"""
 
 
 def summary(values: list[float]) -> str:
