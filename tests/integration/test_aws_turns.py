@@ -6,6 +6,8 @@ nothing (tests/integration/test_aws_knowledge.py searches the real OpenSearch).
 
 from __future__ import annotations
 
+import hashlib
+
 import httpx
 import pytest
 
@@ -99,6 +101,50 @@ def test_stop_sent_to_the_stream_url_ends_the_turn_with_stop(aws, scripted):
     wait_until(lambda: aws.assistant(ids)["content"] == partial)
     frames = aws.frames(ids)
     assert frames[-1].type == "stop"
+
+
+def test_a_question_asked_again_after_its_accept_died_before_the_start_is_answered(aws, scripted):
+    """ingest_turn stored the turn and its ``agent_query``, then StartExecution failed (the accept died
+    between the two); the client asks again with the same request id: the same turn, now started."""
+    session = aws.session()
+    body = {"query": "Are you there?", "request_id": "asked-twice"}
+    with aws.stack.fault("IngestTurnFunction", "states:StartExecution", effect="error:ServiceUnavailable"):
+        first = aws.api.post(f"/api/v1/sessions/{session}/questions", json=body)
+    assert first.status_code >= 500, first.text
+    scripted.queue(Script.answer("Here ", "I am."))
+    ids = aws.ask(session, "Are you there?", request_id="asked-twice")
+    frames = aws.frames(ids)
+    assert [f.type for f in frames].count("agent_query") == 1
+    assert frames[-1].type == "complete"
+    assert answer_text(frames) == "Here I am."
+    assert aws.wait(ids)["status"] == "SUCCEEDED"
+    again = aws.ask(session, "Are you there?", request_id="asked-twice")
+    assert again["assistant_message_id"] == ids["assistant_message_id"]
+    name = "turn-" + hashlib.sha1(f"{session}:asked-twice".encode()).hexdigest()[:40]
+    assert [e["name"] for e in aws.stack.executions()].count(name) == 1
+    assert _types(aws.log(ids)).count("complete") == 1
+
+
+def test_a_stop_with_no_reader_closes_the_model_stream_in_the_deployed_step(aws, scripted):
+    """Nobody reads the turn; the model pauses 15 s before each piece after the fifth. The stop, sent during
+    a pause, reaches the model through the flag the running pipeline_step polls, without waiting for the
+    model's next piece (a running Lambda cannot be interrupted from outside)."""
+    session = aws.session()
+    words = [f"word{i} " for i in range(25)]
+    script = Script.answer(*words, delay=0.05)
+    for piece in script.pieces[5:]:
+        piece.delay = 15.0
+    scripted.queue(script)
+    ids = aws.ask(session, "Count slowly?")
+    wait_until(lambda: scripted.answers and scripted.answers[-1].pieces_sent >= 5, timeout=60)
+    answer = scripted.answers[-1]
+    reply = aws.stream.post(f"api/v1/sessions/{session}/stop", json={"message_id": ids["assistant_message_id"]})
+    assert reply.json()["data"]["status"] == "stopped"
+    wait_until(lambda: answer.closed_early, timeout=10)  # within the pause: the next piece is 15 s away
+    assert not answer.completed
+    assert answer.pieces_sent < len(words)
+    aws.wait(ids)
+    assert [e.type.value for e in aws.log(ids) if e.is_terminal] == ["stop"]
 
 
 def test_a_failing_model_ends_with_one_error_event(aws, scripted):
@@ -267,7 +313,11 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     # after one idle interval it asks the workflow (DescribeExecution, below) and serves the end.
     frames = aws.frames(ids)
     assert frames[-1].type == "error"
-    assert frames[-1].extra["reason"] == "interrupted"
+    # The same interrupted error as the sweep's and the embedded server's: reason, cause, partial.
+    assert frames[-1].extra["reason"] == frames[-1].extra["error_type"] == "interrupted"
+    assert frames[-1].extra["cause"] == "runner_lost"
+    assert frames[-1].extra["partial"] is False
+    assert frames[-1].extra["execution_status"] == "FAILED"
     types = _types(aws.log(ids))
     assert types.count("error") == 1
     assert aws.assistant(ids)["is_completed"] is True

@@ -461,6 +461,11 @@ class Container:
                 return False
             time.sleep(0.25)
 
+    def request_stop_indexing(self) -> None:
+        """The background indexing stops after its current batch (shutdown begins; :meth:`stop_indexing` waits)."""
+        if self.indexer is not None:
+            self.indexer.request_stop()
+
     def stop_indexing(self, timeout: float = 10.0) -> bool:
         if self.indexer is None:
             return True

@@ -33,14 +33,16 @@ _EDGE = re.compile(r"^[\s\"'“”‘’`*#>\-]+|[\s\"'“”‘’`*.。!！?�
 _THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
 _MARKDOWN = re.compile(r"(\*\*|__|`)")
+# Numbered citation markers an answer-style reply carries: [1], [1, 2], [^3].
+_CITATION = re.compile(r"\[\^?\d+(?:\s*[,，]\s*\d+)*\]")
 # Control characters (Cc) and the bidirectional controls, which could reorder what the page shows.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def plain_text(text: str) -> str:
-    """``text`` without tags, emphasis marks or control characters: what a title may hold."""
+    """``text`` without tags, citation markers, emphasis marks or control characters: what a title may hold."""
     text = _CONTROL.sub("", _THINKING.sub("", text))
-    return _MARKDOWN.sub("", _TAG.sub("", text))
+    return _CITATION.sub("", _MARKDOWN.sub("", _TAG.sub("", text)))
 
 
 def clean_title(text: str, max_chars: int = TITLE_MAX_CHARS) -> str:

@@ -209,6 +209,10 @@ class TurnLauncher(Protocol):
 
     async def cancel(self, session_id: str, message_id: str) -> None: ...
 
+    async def started(self, turn: AcceptedTurn) -> bool:
+        """Whether the turn was ever handed to a runner (a lease, a workflow execution), ended or not."""
+        ...
+
 
 class TurnService:
     def __init__(
@@ -335,6 +339,17 @@ class TurnService:
         )
         return turn
 
+    async def never_started(self, turn: AcceptedTurn, launcher: TurnLauncher) -> bool:
+        """A repeated request whose turn was stored (its ``agent_query`` written) but never started: the
+        accept that stored it died before starting it (a crash, a failed start). Such a turn is started by
+        the repeat; one still being accepted (no ``agent_query`` yet), running or ended is not."""
+        if not turn.duplicate:
+            return False
+        events = await self._stream.get_events(turn.key)
+        if not events or any(e.is_terminal for e in events):
+            return False
+        return not await launcher.started(turn)
+
     def close(self) -> None:
         """Accept no more turns (the process is shutting down); ``accept`` raises :class:`TurnsClosed`."""
         self._closed = True
@@ -413,6 +428,11 @@ def _already(stop_reason: str) -> str:
 
 class TurnsClosed(RuntimeError):
     """The process is shutting down and accepts no new turn (HTTP 503)."""
+
+
+class TurnStarting(RuntimeError):
+    """Another accept of the same request is starting the turn right now, or died doing so a moment ago
+    (HTTP 503: asked again shortly, the turn is found started, or started then)."""
 
 
 INTERRUPTED = "interrupted"

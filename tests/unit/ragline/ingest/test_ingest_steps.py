@@ -295,3 +295,72 @@ def test_a_document_is_parsed_again_from_its_original_under_the_same_id(env):
         container.ingest.reparse(faq)
     container.removal.delete_document(kb.tenant_id, document.id)
     assert container.ingest.original(document) is None  # deleted with its document
+
+
+def test_on_shutdown_the_indexer_is_told_to_stop_before_the_turns_drain(env, monkeypatch):
+    """SIGTERM during indexing: the batch being embedded finishes while the running turns drain, not after
+    them, so the process exits within the grace period; the document stays pending with that batch's
+    progress, resumed at the next start."""
+    import asyncio
+
+    from ragline.server.embedded import shutdown_drain
+
+    container, kb, minilm, _ = env
+    monkeypatch.setattr(container.config.ingestion, "embed_window", 2)
+    result = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(6), title="Apples")])[0]
+    embedding, release = threading.Event(), threading.Event()
+    embed = minilm.embed_documents
+
+    def slow_embed(texts):
+        embedding.set()
+        assert release.wait(30)
+        return embed(texts)
+
+    monkeypatch.setattr(minilm, "embed_documents", slow_embed)
+    container.start_indexing()
+    assert embedding.wait(30)
+    stopping_while_draining = []
+
+    class Runner:
+        async def drain(self, grace_s, hurry=None):
+            stopping_while_draining.append(container.indexer.stopping)
+            release.set()  # the batch under way ends while the turns drain
+
+    asyncio.run(shutdown_drain(container, Runner(), 10.0)(lambda: False))
+    assert stopping_while_draining == [True]
+    assert container.stop_indexing(timeout=10)
+    stopped = container.knowledge.document(kb.tenant_id, result.document.id)
+    assert (stopped.status, stopped.embedded_count) == (DocumentStatus.PENDING, 2)
+
+
+def test_the_indexer_stop_waits_no_longer_than_its_timeout_counted_from_the_first_request(env, monkeypatch):
+    """SIGTERM asks the indexer to stop when the drain begins; the wait at the end of the shutdown only has
+    what is left of the grace period. A batch still running then is left (its document stays pending at its
+    last recorded progress), so the process exits within the grace period however slow the model is."""
+    from ragline.ingest.background import BackgroundIndexer
+
+    container, kb, minilm, _ = env
+    monkeypatch.setattr(container.config.ingestion, "embed_window", 2)
+    result = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(6), title="Apples")])[0]
+    embedding, release = threading.Event(), threading.Event()
+    embed = minilm.embed_documents
+
+    def stuck_embed(texts):
+        embedding.set()
+        assert release.wait(30)
+        return embed(texts)
+
+    monkeypatch.setattr(minilm, "embed_documents", stuck_embed)
+    now = [100.0]
+    indexer = BackgroundIndexer(container.ingest, container.knowledge, clock=lambda: now[0])
+    indexer.start()
+    try:
+        assert embedding.wait(30)
+        indexer.request_stop()  # the drain begins (t = 100)
+        now[0] = 110.0  # the turns took the whole grace period
+        assert indexer.stop(timeout=10.0) is False  # nothing left to wait: returns at once, batch still running
+    finally:
+        release.set()
+    assert indexer.wait_idle(timeout=30)
+    stopped = container.knowledge.document(kb.tenant_id, result.document.id)
+    assert stopped.status == DocumentStatus.PENDING
