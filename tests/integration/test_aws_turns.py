@@ -348,7 +348,7 @@ def test_a_reader_ends_a_turn_whose_execution_was_stopped_between_two_steps(aws,
     frames = aws.frames(ids)
     assert frames[-1].type == "error"
     assert frames[-1].extra["reason"] == "interrupted"
-    assert "aborted" in frames[-1].extra["error_type"]
+    assert (frames[-1].extra["cause"], frames[-1].extra["execution_status"]) == ("runner_lost", "ABORTED")
     assert _types(aws.log(ids)).count("error") == 1
     assert aws.assistant(ids)["is_completed"] is True
 
