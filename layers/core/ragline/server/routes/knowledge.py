@@ -441,7 +441,10 @@ def original_media_type(filename: str) -> str:
 
 
 _ORIGINAL_REPLIES: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"application/octet-stream": {}}, "description": "The file as it was received"},
+    200: {
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+        "description": "The file as it was received (preview: with its own media type)",
+    },
     307: {"description": "A large original: a link to fetch it from the object store directly"},
     404: {"model": ErrorReply, "description": "No such document, or no original kept for it"},
 }
