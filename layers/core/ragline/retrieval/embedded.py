@@ -13,8 +13,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ragline.retrieval.base import RetrieveParams
+from ragline.retrieval.keyword_index import KeywordIndex
 from ragline.retrieval.text import segment_for_index
 from ragline.store.db import Database
+from ragline.store.keyword_changes import record_keyword_reset, record_keyword_rows
 from ragline.store.knowledge import bump_index_version
 from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
@@ -219,6 +221,7 @@ class EmbeddedEngine:
         self._blocks: dict[tuple[str, str], _VectorBlock] = {}
         self._df: dict[str, int] = {}
         self._df_rows = -1
+        self._keywords = KeywordIndex(db, _BM25_WEIGHTS)
 
     # Indexing -------------------------------------------------------------------------------------------
     def index_chunks(
@@ -267,6 +270,7 @@ class EmbeddedEngine:
                 row = conn.execute("SELECT title FROM documents WHERE id = ?", (knowledge_id,)).fetchone()
                 titles[knowledge_id] = row["title"] if row else ""
             segmented_titles = {k: segment_for_index(t) for k, t in titles.items()}
+            record_keyword_rows(conn, [rowids[c.id][0] for c in searchable if c.id in rowids])
             conn.executemany(
                 "INSERT OR REPLACE INTO chunks_fts (rowid, content, title) VALUES (?, ?, ?)",
                 [
@@ -337,6 +341,7 @@ class EmbeddedEngine:
     ) -> None:
         """The chunks' keyword rows and vectors replaced (in one transaction with the new ones)."""
         with self._db.transaction() as conn:
+            record_keyword_reset(conn)
             for chunk in chunks:
                 conn.execute(
                     "DELETE FROM chunks_fts WHERE rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk.id,)
@@ -466,70 +471,128 @@ class EmbeddedEngine:
         terms = query_terms(text)
         if len(terms) <= _MAX_QUERY_TERMS:
             return terms
-        df = self._document_frequencies(terms)
+        df = self._keywords.term_rows(terms) or self._document_frequencies(terms)
         present = [t for t in terms if df[t] > 0]
         kept = set(sorted(present, key=lambda t: (df[t], terms.index(t)))[:_MAX_QUERY_TERMS])
         return [t for t in terms if t in kept]
 
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
-        match = fts_match(self.informative_terms(params.query))
+        """BM25 over the keyword rows, ranked in memory (:mod:`ragline.retrieval.keyword_index`) with FTS5's
+        own scores; FTS5 itself answers what the in-memory index cannot."""
+        terms = self.informative_terms(params.query)
         bases = self._bases(params)
-        if not match or not bases:
+        if not terms or not bases or top_k <= 0:
             return []
+        ranking = self._keywords.rank(terms, bases, params.knowledge_ids)
+        if ranking is None:
+            return self._results(self._fts_ranking(terms, bases, params.knowledge_ids, top_k))
+        scored: list[tuple[float, int]] = []
+        rows: dict[int, Any] = {}
+        read = 0
+        while len(scored) < top_k and read < len(ranking):
+            # A disabled chunk does not take a place (as in the SQL filter); a chunk of a disabled document
+            # does (as in the SQL filter, which never read documents). Blocks are rarely more than one.
+            block = ranking.top(read + top_k - len(scored))[read:]
+            read += len(block)
+            rows.update(self._rows([rowid for _, rowid in block]))
+            scored.extend(
+                pair
+                for pair in block
+                if (row := rows.get(pair[1])) is not None and row["enabled"] and row["searchable"]
+            )
+        return self._results(scored[:top_k], rows)
+
+    def keyword_search_fts5(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The same search answered by FTS5's ``bm25()`` in SQL (what :meth:`keyword_search` must equal)."""
+        terms = self.informative_terms(params.query)
+        bases = self._bases(params)
+        if not terms or not bases or top_k <= 0:
+            return []
+        return self._results(self._fts_ranking(terms, bases, params.knowledge_ids, top_k))
+
+    def _fts_ranking(
+        self, terms: Sequence[str], bases: Sequence[str], knowledge_ids: Sequence[str], top_k: int
+    ) -> list[tuple[float, int]]:
         kb_marks = ",".join("?" * len(bases))
         sql = (
             f"SELECT c.rowid AS rowid, -bm25(chunks_fts, {_BM25_WEIGHTS[0]}, {_BM25_WEIGHTS[1]}) AS score"
             " FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid"
             f" WHERE chunks_fts MATCH ? AND c.knowledge_base_id IN ({kb_marks}) AND c.enabled = 1 AND c.searchable = 1"
         )
-        args: list[object] = [match, *bases]
-        if params.knowledge_ids:
-            sql += f" AND c.knowledge_id IN ({','.join('?' * len(params.knowledge_ids))})"
-            args.extend(params.knowledge_ids)
-        sql += " ORDER BY score DESC LIMIT ?"
+        args: list[object] = [fts_match(terms), *bases]
+        if knowledge_ids:
+            sql += f" AND c.knowledge_id IN ({','.join('?' * len(knowledge_ids))})"
+            args.extend(knowledge_ids)
+        sql += " ORDER BY score DESC, c.rowid LIMIT ?"
         args.append(top_k)
-        rows = self._db.query(sql, args)
-        return self._results([(float(r["score"]), int(r["rowid"])) for r in rows])
+        return [(float(r["score"]), int(r["rowid"])) for r in self._db.query(sql, args)]
 
     # Results --------------------------------------------------------------------------------------------
-    def _results(self, scored: list[tuple[float, int]]) -> list[SearchResult]:
-        if not scored:
-            return []
-        marks = ",".join("?" * len(scored))
+    def _rows(self, rowids: Sequence[int]) -> dict[int, Any]:
+        """The chunks with these rowids, with their document's fields."""
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
         rows = self._db.query(
-            "SELECT c.rowid AS rowid, c.*, d.title AS doc_title, d.filename AS doc_filename,"
-            " d.description AS doc_description FROM chunks c JOIN documents d ON d.id = c.knowledge_id"
-            f" WHERE c.rowid IN ({marks}) AND d.enabled = 1",
-            [rowid for _, rowid in scored],
+            f"SELECT c.rowid AS rowid, {_RESULT_COLUMNS}, c.enabled, c.searchable, d.enabled AS doc_enabled,"
+            " d.title AS doc_title, d.filename AS doc_filename, d.description AS doc_description"
+            f" FROM chunks c JOIN documents d ON d.id = c.knowledge_id WHERE c.rowid IN ({marks})",
+            list(rowids),
         )
-        by_rowid = {row["rowid"]: row for row in rows}
-        results: list[SearchResult] = []
-        for score, rowid in scored:
-            row = by_rowid.get(rowid)
-            if row is None:
-                continue
-            results.append(
-                SearchResult(
-                    id=row["id"],
-                    content=row["content"],
-                    knowledge_id=row["knowledge_id"],
-                    knowledge_base_id=row["knowledge_base_id"],
-                    knowledge_title=row["doc_title"],
-                    knowledge_filename=row["doc_filename"],
-                    knowledge_description=row["doc_description"],
-                    header=row["header"],
-                    chunk_index=row["chunk_index"],
-                    chunk_type=row["chunk_type"],
-                    parent_chunk_id=row["parent_chunk_id"],
-                    pre_chunk_id=row["pre_chunk_id"],
-                    next_chunk_id=row["next_chunk_id"],
-                    start_at=row["start_at"],
-                    end_at=row["end_at"],
-                    score=score,
-                    chunk_metadata=json.loads(row["metadata"] or "{}"),
-                )
-            )
-        return results
+        return {int(row["rowid"]): row for row in rows}
+
+    def _results(self, scored: list[tuple[float, int]], rows: dict[int, Any] | None = None) -> list[SearchResult]:
+        """Hits in the order of ``scored``; chunks of a disabled document are left out."""
+        if rows is None:
+            rows = self._rows([rowid for _, rowid in scored])
+        return [
+            _search_result(row, score)
+            for score, rowid in scored
+            if (row := rows.get(rowid)) is not None and row["doc_enabled"]
+        ]
+
+
+_RESULT_COLUMNS = ", ".join(
+    f"c.{column}"
+    for column in (
+        "id",
+        "content",
+        "knowledge_id",
+        "knowledge_base_id",
+        "header",
+        "chunk_index",
+        "chunk_type",
+        "parent_chunk_id",
+        "pre_chunk_id",
+        "next_chunk_id",
+        "start_at",
+        "end_at",
+        "metadata",
+    )
+)
+
+
+def _search_result(row: Any, score: float) -> SearchResult:
+    """A hit from a row of :meth:`EmbeddedEngine._rows`."""
+    return SearchResult(
+        id=row["id"],
+        content=row["content"],
+        knowledge_id=row["knowledge_id"],
+        knowledge_base_id=row["knowledge_base_id"],
+        knowledge_title=row["doc_title"],
+        knowledge_filename=row["doc_filename"],
+        knowledge_description=row["doc_description"],
+        header=row["header"],
+        chunk_index=int(row["chunk_index"]),
+        chunk_type=row["chunk_type"],
+        parent_chunk_id=row["parent_chunk_id"],
+        pre_chunk_id=row["pre_chunk_id"],
+        next_chunk_id=row["next_chunk_id"],
+        start_at=int(row["start_at"]),
+        end_at=int(row["end_at"]),
+        score=float(score),
+        chunk_metadata=json.loads(row["metadata"] or "{}"),
+    )
 
 
 def _index_text(chunk: Chunk) -> str:

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
+from ragline.store.keyword_changes import record_keyword_deletes, record_keyword_reset
 from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, KnowledgeBase, retagged
 
 
@@ -337,6 +338,7 @@ class SqliteKnowledgeStore:
                 "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_base_id = ?)",
                 (kb_id,),
             )
+            record_keyword_reset(conn)
             conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb_id,))
             bump_index_version(conn, kb_id)
         return True
@@ -373,7 +375,9 @@ class SqliteKnowledgeStore:
             if not found:
                 return False
             chunk = found[0]
+            rowids = [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE id = ?", (chunk_id,))]
             conn.execute("DELETE FROM chunks_fts WHERE rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk_id,))
+            record_keyword_deletes(conn, rowids)
             conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
             if chunk.pre_chunk_id:
                 conn.execute(
@@ -417,10 +421,12 @@ class SqliteKnowledgeStore:
             ).fetchone()
             if row is None:
                 return False
+            rowids = [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE knowledge_id = ?", (document_id,))]
             conn.execute(
                 "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_id = ?)",
                 (document_id,),
             )
+            record_keyword_deletes(conn, rowids)
             conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
             bump_index_version(conn, row["knowledge_base_id"])
         return True
