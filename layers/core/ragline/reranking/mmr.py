@@ -7,7 +7,8 @@ the chat pipeline, the agent's search tool and the search API.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
+from functools import lru_cache
 
 from ragline.reranking.passages import enriched_passage
 from ragline.retrieval.text import tokenize_simple
@@ -16,7 +17,7 @@ from ragline.types import SearchResult
 DEFAULT_MMR_LAMBDA = 0.7
 
 
-def jaccard(a: set[str], b: set[str]) -> float:
+def jaccard(a: Set[str], b: Set[str]) -> float:
     """|A ∩ B| / |A ∪ B|; two empty sets share nothing."""
     intersection = len(a & b)
     union = len(a) + len(b) - intersection
@@ -33,7 +34,7 @@ def _argmax(values: Sequence[float], indices: Sequence[int]) -> int:
     return best
 
 
-def select_mmr_tokens(scores: Sequence[float], token_sets: Sequence[set[str]], k: int, lambda_: float) -> list[int]:
+def select_mmr_tokens(scores: Sequence[float], token_sets: Sequence[Set[str]], k: int, lambda_: float) -> list[int]:
     """MMR over precomputed token sets; indices in selection order.
 
     An inverted index token → candidates means a pick only updates the candidates that share a token with
@@ -71,6 +72,13 @@ def select_mmr_tokens(scores: Sequence[float], token_sets: Sequence[set[str]], k
     return selected
 
 
+@lru_cache(maxsize=4096)
+def passage_tokens(passage: str) -> frozenset[str]:
+    """A passage's token set, remembered: the same passages come back search after search, and tokenising
+    200 candidates took more of a knowledge search than ranking them."""
+    return frozenset(tokenize_simple(passage))
+
+
 def select_mmr(
     candidates: Sequence[SearchResult],
     k: int,
@@ -88,5 +96,5 @@ def select_mmr(
     if k == 1:
         # The first pick has no redundancy term.
         return [_argmax([lambda_ * s for s in scores], range(len(scores)))]
-    token_sets = [tokenize_simple(passage(c)) for c in candidates]
+    token_sets = [passage_tokens(passage(c)) for c in candidates]
     return select_mmr_tokens(scores, token_sets, k, lambda_)
