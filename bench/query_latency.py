@@ -5,8 +5,9 @@ random unit vectors for the dense index (exact search costs the same whatever th
 distinct SciFact queries (no embedding cache hit) through the knowledge-search service, in one run:
 - top 10 with the defaults (hybrid, query expansion, rerank stage with MMR), top 100, and top 10 with
   expansion off, so the cost of each is a ratio of the same run;
-- the parts measured on the same queries: the query embedding (MiniLM), the FTS5 keyword search, the numpy
-  vector search, and fusion.
+- the parts measured on the same queries: the query embedding (MiniLM), the keyword search (in memory, and
+  the same search by FTS5's bm25() in SQL, with how many of the rankings are equal), the numpy vector search,
+  and fusion.
 
     .venv/bin/python bench/query_latency.py                # 50,000 chunks, 200 queries
     .venv/bin/python bench/query_latency.py --chunks 10000
@@ -121,7 +122,8 @@ def main() -> None:
     container.engine.keyword_search(warm, 10)
     asyncio.run(search("warm up the vector cache"))
     runs: dict[str, list[float]] = {name: [] for name in ("top10", "top100", "top10_no_expansion")}
-    parts: dict[str, list[float]] = {name: [] for name in ("embedding", "fts5", "numpy", "fusion")}
+    parts: dict[str, list[float]] = {name: [] for name in ("embedding", "keyword", "fts5", "numpy", "fusion")}
+    equal = 0
     for index, text in enumerate(queries):
         # Distinct text per configuration, so no run reads another's cached query vector.
         asyncio.run(_timed_async(runs["top10"], search(text, top_k=10)))
@@ -133,7 +135,9 @@ def main() -> None:
         params = RetrieveParams(
             query=text, knowledge_base_ids=[kb.id], query_embedding=vector, embedding_model=kb.embedding_model
         )
-        keyword = timed(parts["fts5"], lambda p=params: container.engine.keyword_search(p, POOL))
+        keyword = timed(parts["keyword"], lambda p=params: container.engine.keyword_search(p, POOL))
+        by_fts5 = timed(parts["fts5"], lambda p=params: container.engine.keyword_search_fts5(p, POOL))
+        equal += [(h.id, h.score) for h in keyword] == [(h.id, h.score) for h in by_fts5]
         dense = timed(parts["numpy"], lambda p=params: container.engine.vector_search(p, POOL))
         timed(
             parts["fusion"],
@@ -153,13 +157,15 @@ def main() -> None:
         "top100": "knowledge search, top 100",
         "top10_no_expansion": "knowledge search, top 10, expansion off",
         "embedding": "part: query embedding (MiniLM int8)",
-        "fts5": "part: FTS5 keyword search (pool 150)",
+        "keyword": "part: keyword search, BM25 in memory (pool 150)",
+        "fts5": "part: the same keyword search by FTS5 bm25() in SQL (before)",
         "numpy": "part: numpy exact vector search (pool 150)",
         "fusion": "part: fusion",
     }
     for name, samples in (*runs.items(), *parts.items()):
         p50, p95 = percentile(samples, 50), percentile(samples, 95)
         print(f"| {labels[name]} | {p50:.1f} | {p95:.1f} | {p50 / base:.2f} |")
+    print(f"\nkeyword rankings (ids and scores, top {POOL}) equal to FTS5's: {equal} of {len(queries)} queries")
     container.close()
 
 

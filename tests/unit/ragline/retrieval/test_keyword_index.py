@@ -219,3 +219,55 @@ class _Embedder:
 
     def embed_documents(self, texts):
         return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
+
+
+def test_remembered_hits_follow_edits_relinks_other_processes_and_rollbacks(world, tmp_path):
+    _db, knowledge, engine, kbs = world
+    document = Document(id="doc", tenant_id="t", knowledge_base_id=kbs[0].id, title="Doc")
+    chunks = [
+        Chunk(
+            id=f"c{i}",
+            tenant_id="t",
+            knowledge_base_id=kbs[0].id,
+            knowledge_id="doc",
+            chunk_index=i,
+            content=f"walrus number {i}",
+            pre_chunk_id=f"c{i - 1}" if i else "",
+            next_chunk_id=f"c{i + 1}" if i < 2 else "",
+        )
+        for i in range(3)
+    ]
+    with knowledge.atomic():
+        knowledge.insert_document(document, chunks)
+        engine.index_keywords(kbs[0].id, chunks, document=document)
+
+    def hits() -> dict[str, object]:
+        return {h.id: h for h in engine.keyword_search(RetrieveParams("walrus", [kbs[0].id]), 10)}
+
+    assert hits()["c1"].chunk_metadata == {}
+    hits()["c1"].metadata["stage"] = "filled in place"  # a later stage's own copy
+    assert hits()["c1"].metadata == {}
+    knowledge.update_chunk("t", "c1", metadata={"page": 3})
+    assert hits()["c1"].chunk_metadata == {"page": 3}
+    knowledge.delete_chunk("t", "c1")
+    after = hits()
+    assert set(after) == {"c0", "c2"}
+    assert (after["c0"].next_chunk_id, after["c2"].pre_chunk_id) == ("c2", "c0")
+    other = Database(tmp_path / "k.db")
+    try:
+        SqliteKnowledgeStore(other).update_chunk("t", "c2", metadata={"page": 9})
+    finally:
+        other.close()
+    assert hits()["c2"].chunk_metadata == {"page": 9}
+    inside: list[object] = []
+
+    def edit_then_fail() -> None:
+        with knowledge.atomic():
+            knowledge.update_chunk("t", "c0", metadata={"draft": True})
+            inside.append(hits()["c0"].chunk_metadata)  # read inside the transaction
+            raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        edit_then_fail()
+    assert inside == [{"draft": True}]
+    assert hits()["c0"].chunk_metadata == {}
