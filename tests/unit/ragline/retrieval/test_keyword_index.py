@@ -12,7 +12,8 @@ import pytest
 from ragline.ingest.chunk_edits import ChunkEditor
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveParams
-from ragline.retrieval.embedded import EmbeddedEngine
+from ragline.retrieval.embedded import EmbeddedEngine, fts_match
+from ragline.retrieval.keyword_index import KeywordIndex
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
 from ragline.store.models import Chunk, Document
@@ -271,3 +272,21 @@ def test_remembered_hits_follow_edits_relinks_other_processes_and_rollbacks(worl
         edit_then_fail()
     assert inside == [{"draft": True}]
     assert hits()["c0"].chunk_metadata == {}
+
+
+def test_column_weights_count_each_column_as_fts5_does(world):
+    db, knowledge, engine, kbs = world
+    rng = random.Random(9)
+    for n in range(12):
+        upload(knowledge, engine, kbs[0], rng, f"d{n}")
+    index = KeywordIndex(db, (1.0, 3.0))  # titles weigh three times the text
+    for _ in range(30):
+        words = [rng.choice(WORDS).lower() for _ in range(rng.randint(1, 3))]
+        ranking = index.rank(words, [kbs[0].id])
+        assert ranking is not None
+        expected = db.query(
+            "SELECT rowid, -bm25(chunks_fts, 1.0, 3.0) AS score FROM chunks_fts WHERE chunks_fts MATCH ?"
+            " ORDER BY score DESC, rowid",
+            (fts_match(words),),
+        )
+        assert ranking.top(100) == [(row["score"], row["rowid"]) for row in expected]
