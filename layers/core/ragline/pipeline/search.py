@@ -28,6 +28,10 @@ from ragline.types import ChatManage, ChunkType, EventType, SearchResult, Search
 
 logger = logging.getLogger(__name__)
 
+# The expansion variants' searches, shared by every request (a pool per request cost a thread start per
+# variant; most requests have one variant).
+_VARIANT_THREADS = ThreadPoolExecutor(max_workers=MAX_CONCURRENCY, thread_name_prefix="query-expansion")
+
 
 class TargetGroup(BaseModel):
     """Targets that share one embedding model, hence one query vector."""
@@ -238,8 +242,10 @@ class PluginSearch:
         match_count = max(2 * request.embedding_top_k, 2 * request.rerank_top_k)
         for p in params:
             p.match_count = match_count
-        with ThreadPoolExecutor(max_workers=min(len(params), MAX_CONCURRENCY)) as pool:
-            batches = list(pool.map(lambda p: hybrid_search(self._engine, p, self._config), params))
+        if len(params) == 1:
+            batches = [hybrid_search(self._engine, params[0], self._config)]
+        else:
+            batches = list(_VARIANT_THREADS.map(lambda p: hybrid_search(self._engine, p, self._config), params))
         known = {r.id for r in first}
         ceiling = min((r.score for r in first), default=None)
         extra: dict[str, SearchResult] = {}
