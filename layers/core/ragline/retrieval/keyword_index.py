@@ -14,12 +14,14 @@ into exactly one term return None, and the caller asks FTS5.
 
 from __future__ import annotations
 
+import logging
 import math
 import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +39,12 @@ COLUMNS = ("content", "title")
 MAX_POSTINGS = 4_000_000
 # Query words whose terms are remembered (tokenising is deterministic: never stale).
 MAX_WORDS = 100_000
+# From this many keyword rows on, a (re)built index reads every term's postings in the background, on a
+# connection of its own, so the first search of a word does not (a common term cost 7-20 ms to read at
+# 50,000 rows; all of them, 2-3 s in the background). Smaller indexes read terms as queries meet them.
+PRELOAD_MIN_ROWS = 5_000
+
+logger = logging.getLogger(__name__)
 
 _INSTANCES = "temp.ragline_fts_instances"
 _WORDS = "temp.ragline_query_words"
@@ -127,6 +135,8 @@ class KeywordIndex:
         self._state: _State | None = None
         self._word_terms: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._tables_ready = False
+        self._preloaded = threading.Event()
+        self._preloaded.set()
 
     def rank(self, words: Sequence[str], kb_ids: Sequence[str], knowledge_ids: Sequence[str] = ()) -> Ranking | None:
         """The rows of ``kb_ids`` (and of ``knowledge_ids``, when given) matching any of ``words``, scored as
@@ -252,7 +262,55 @@ class KeywordIndex:
         state.seq = int(row[0] or 0)
         self._load_rows(conn, state)
         self._state = state
+        if state.rows >= PRELOAD_MIN_ROWS and self._db.path != ":memory:" and len(set(self._weights)) == 1:
+            self._preloaded.clear()
+            threading.Thread(target=self._preload, args=(state,), name="keyword-preload", daemon=True).start()
         return state
+
+    def wait_preloaded(self, timeout: float | None = None) -> bool:
+        """Blocks until no background read of postings is under way (benchmarks warm up with it)."""
+        return self._preloaded.wait(timeout)
+
+    def _preload(self, state: _State) -> None:
+        """Every term's postings over the rows ``state`` had loaded when it began, read on a read-only
+        connection (the shared one stays free), then handed to ``state`` if it is still the current one:
+        deletes and appends since are applied to them on use, as to any postings."""
+        try:
+            with self._lock:
+                covered, deletes = state.covered, state.deletes
+            read: list[tuple[str, _Postings]] = []
+            uri = Path(self._db.path).resolve().as_uri() + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            try:
+                conn.execute("CREATE VIRTUAL TABLE temp.instances USING fts5vocab(main, chunks_fts, instance)")
+                rows = conn.execute(
+                    "SELECT term, group_concat(doc) FROM temp.instances WHERE doc <= ? GROUP BY term", (covered,)
+                )
+                weight = self._weights[0]
+                for term, text in rows:
+                    docs, counts = np.unique(np.array(text.split(","), dtype=np.int64), return_counts=True)
+                    read.append((term, _Postings(docs, counts.astype(np.float64) * weight, covered, deletes)))
+            finally:
+                conn.close()
+            # The most common terms first: they are the ones slow to read on demand.
+            read.sort(key=lambda item: -len(item[1].rowids))
+            with self._lock:
+                if self._state is not state:
+                    return
+                for term, posting in read:
+                    if term in state.postings:
+                        continue
+                    if state.postings_size + len(posting.rowids) > MAX_POSTINGS:
+                        break
+                    state.postings[term] = posting
+                    state.postings.move_to_end(term, last=False)  # least recently used: evicted first
+                    state.postings_size += len(posting.rowids)
+        except sqlite3.Error:
+            logger.warning(
+                "reading the keyword postings in the background failed; terms are read on use", exc_info=True
+            )
+        finally:
+            self._preloaded.set()
 
     def _load_rows(self, conn: sqlite3.Connection, state: _State) -> None:
         """Rows above ``state.covered``: their lengths and knowledge bases."""

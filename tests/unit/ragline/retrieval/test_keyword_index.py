@@ -290,3 +290,21 @@ def test_column_weights_count_each_column_as_fts5_does(world):
             (fts_match(words),),
         )
         assert ranking.top(100) == [(row["score"], row["rowid"]) for row in expected]
+
+
+def test_a_large_index_reads_every_terms_postings_in_the_background(world, monkeypatch):
+    import ragline.retrieval.keyword_index as keyword_index
+
+    _db, knowledge, engine, kbs = world
+    monkeypatch.setattr(keyword_index, "PRELOAD_MIN_ROWS", 10)
+    rng = random.Random(10)
+    for n in range(8):
+        upload(knowledge, engine, kbs[n % 2], rng, f"d{n}")
+    engine.keyword_search(RetrieveParams("zebrafish", [kbs[0].id]), 5)  # the first search builds the index
+    assert engine._keywords.wait_preloaded(timeout=60)
+    state = engine._keywords._state
+    assert {"cell", "gene", "brain", "insulin"} <= set(state.postings)  # read without a query naming them
+    knowledge.delete_document("t", "d2")
+    upload(knowledge, engine, kbs[1], rng, "after")
+    assert_same_as_fts5(engine, kbs, rng, queries=60)
+    assert engine._keywords._state is state
