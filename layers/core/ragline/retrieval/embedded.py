@@ -383,6 +383,14 @@ class EmbeddedEngine:
         its ``delete_document`` removes them with the chunks (and bumps the index version)."""
         return 0
 
+    def warm(self, knowledge_base_ids: Sequence[str], embedding_model: str, timeout: float | None = None) -> bool:
+        """Loads what the first searches of these knowledge bases would: their vectors, the keyword index and
+        (waited for up to ``timeout``) its postings; True when all of it is in memory."""
+        for kb_id in knowledge_base_ids:
+            self._block(kb_id, embedding_model)
+        self._keywords.rank(["warm"], list(knowledge_base_ids))
+        return self._keywords.wait_preloaded(timeout)
+
     # Vector search --------------------------------------------------------------------------------------
     def _counters(self, kb_id: str) -> tuple[int, int]:
         row = self._db.query_one("SELECT version, appended FROM index_versions WHERE knowledge_base_id = ?", (kb_id,))

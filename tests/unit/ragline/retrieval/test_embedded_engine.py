@@ -124,3 +124,14 @@ def test_hits_below_the_hybrid_thresholds_are_left_out_as_hybrid_search_would(st
         every = engine.vector_search(RetrieveParams("", [kb.id], query_embedding=query, embedding_model="m"), 10)
         assert [h.id for h in engine.vector_search(params, 10)] == [h.id for h in every if h.score >= threshold]
     assert len(engine.vector_search(RetrieveParams("", [kb.id], query_embedding=query, embedding_model="m"), 10)) == 5
+
+
+def test_warming_loads_the_vectors_and_the_keyword_index(stores):
+    knowledge, engine, kb = stores
+    chunks = add(knowledge, kb, "d1", ["red apples", "green pears"])
+    engine.index_keywords(kb.id, chunks)
+    engine.add_vectors(kb.id, "m", chunks, np.stack([unit(1, 0), unit(0, 1)]))
+    assert engine.warm([kb.id], "m", timeout=30)
+    assert engine._blocks[(kb.id, "m")].size == 2
+    assert engine._keywords._state is not None
+    assert engine._keywords._state.rows == 2
