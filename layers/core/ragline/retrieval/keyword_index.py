@@ -219,6 +219,7 @@ class KeywordIndex:
         same tokenizer); None when a word is not exactly one term (FTS5 reads it as a phrase, or as nothing)."""
         missing = [w for w in dict.fromkeys(words) if w not in self._word_terms]
         if missing:
+            conn.execute(f"DELETE FROM {_WORDS}")  # rows an interrupted call may have left
             conn.executemany(f"INSERT INTO {_WORDS} (rowid, word) VALUES (?, ?)", list(enumerate(missing, start=1)))
             cut: dict[int, list[tuple[int, str]]] = {}
             for doc, offset, term in conn.execute(f"SELECT doc, offset, term FROM {_WORD_TERMS}"):
