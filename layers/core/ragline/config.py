@@ -137,7 +137,8 @@ class IngestionConfig(BaseModel):
     embed_window: int = 128
     # A document cut into more chunks is refused (a 20 MB text at 800 characters is ~26,000).
     max_chunks_per_document: int = 30_000
-    # Threads of the local embedding models (0: one per core, at most 4).
+    # Model calls of the local embedding models that run side by side, one thread each (0: one per core, at
+    # most 4).
     embed_threads: int = 0
     # Word pieces MiniLM reads of a passage (its limit is 256; fewer is faster, see bench/ingestion.py).
     passage_max_tokens: int = 256
