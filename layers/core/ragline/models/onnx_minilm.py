@@ -91,6 +91,8 @@ class OnnxMiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         batches = [order[start : start + self._batch_size] for start in range(0, len(order), self._batch_size)]
+        # Longest first: the workers end on short batches, so neither waits long for the other at the end.
+        batches.reverse()
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
 
         def run(batch: list[int]) -> None:
