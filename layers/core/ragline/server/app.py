@@ -32,6 +32,7 @@ from ragline.server.routes import (
     knowledge,
     knowledge_bases,
     messages,
+    models,
     search,
     sessions,
     tags,
@@ -50,6 +51,7 @@ ROUTERS = (
     sessions.router,
     messages.router,
     search.router,
+    models.router,
     chat.router,
     chat.stream_router,
 )
