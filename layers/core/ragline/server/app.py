@@ -114,6 +114,13 @@ def create_app(
     async def chat_page() -> FileResponse:
         return FileResponse(WEB_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        # Browsers ask for /favicon.ico whatever the page links: the page's SVG icon.
+        return FileResponse(
+            WEB_DIR / "favicon.svg", media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"}
+        )
+
     return app
 
 
