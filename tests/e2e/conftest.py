@@ -150,5 +150,5 @@ def no_horizontal_scroll(page: Any) -> None:
 
 
 def shot(page: Any, number: str, name: str) -> Path:
-    """A screenshot named with the screen it was taken on (test-output/screenshots/<n>-<screen>-<name>.png)."""
-    return screenshot(page, f"{number}-{page.screen_name}-{name}")
+    """A screenshot named with the screen it was taken on (test-output/screenshots/page-<n>-<screen>-<name>.png)."""
+    return screenshot(page, f"page-{number}-{page.screen_name}-{name}")

@@ -161,6 +161,8 @@ class SessionUpdate(BaseModel):
     deleted_at: str | None = None
     knowledge_base_ids: list[str] | None = None
     options: dict[str, Any] | None = None
+    title_provisional: bool | None = None
+    matched_content: str | None = None
 
 
 READ_ONLY_SESSION_FIELDS = tuple(name for name in SessionUpdate.model_fields if name not in {"title", "description"})

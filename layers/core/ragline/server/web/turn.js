@@ -550,11 +550,13 @@ export class Turn {
     );
     this.referencesEl.dataset.open = String(this.referencesOpen);
     this.referencesEl.replaceChildren(
-      h('h3', {}, toggle),
+      ...[
+        h('h3', {}, toggle),
       citedNames.length > 0 && !this.referencesOpen
         ? h('p', { class: 'ref-summary' }, citedNames.map((name, i) => h('span', { class: 'ref-summary-item' }, h('span', { class: 'ref-n' }, String(i + 1)), name)))
         : null,
-      h('ol', { class: 'reference-list', id: listId, hidden: !this.referencesOpen }, items),
+        h('ol', { class: 'reference-list', id: listId, hidden: !this.referencesOpen }, items),
+      ].filter(Boolean),
     );
   }
 
