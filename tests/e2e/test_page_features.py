@@ -264,6 +264,19 @@ def test_fork_and_rewind_from_any_answer(ragline, scripted, screen, axe_source):
     page.wait_for_selector(".toast")
     check_accessibility(page, axe_source, "fork")
     shot(page, "3a", "branched-session")
+    # Editing an earlier question continues in a branch: the turns before it, then the edited question.
+    page.evaluate(f"() => {{ location.hash = '#/s/{session}'; }}")
+    wait_answered(page, 3)
+    page.locator(".turn").nth(1).locator(".edit-question").click()
+    page.locator(".turn").nth(1).locator(".edit-area").fill("What grind for a French press?")
+    page.locator(".turn").nth(1).locator(".edit-form button[type=submit]").click()
+    page.wait_for_function("(ids) => !ids.some((id) => location.hash.endsWith(id))", arg=[session, fork])
+    branch = session_of(page)
+    wait_answered(page, 2)
+    asked = [m["content"] for m in api_messages(ragline, branch) if m["role"] == "user"]
+    assert asked == ["How hot should coffee water be?", "What grind for a French press?"]
+    assert [m["id"] for m in api_messages(ragline, session)] == original  # the original is unchanged
+
     # Rewind the original to its first answer: the later turns are deleted after a confirmation.
     page.evaluate(f"() => {{ location.hash = '#/s/{session}'; }}")
     wait_answered(page, 3)
@@ -274,6 +287,7 @@ def test_fork_and_rewind_from_any_answer(ragline, scripted, screen, axe_source):
     page.click("#confirm-ok")
     wait_answered(page, 1)
     assert [m["id"] for m in api_messages(ragline, session)] == original[:2]
+
     no_page_errors(page)
 
 
