@@ -619,6 +619,51 @@ def _generate_title(w: World) -> None:
     w.owner("POST", f"/api/v1/sessions/{w.a.session([w.kb])}/generate_title", 200, json=body)
 
 
+def _fork_session(w: World) -> None:
+    body = {"message_id": w.message}
+    w.denied("POST", f"/api/v1/sessions/{w.session}/fork", json=body)
+    w.denied("POST", f"/api/v1/sessions/{w.b_session}/fork", json=body)  # A's message, B's session
+    assert not [s for s in w.b.get("/api/v1/sessions").json()["data"] if s["id"] != w.b_session]
+    fork = w.owner("POST", f"/api/v1/sessions/{w.session}/fork", 201, json=body).json()["data"]["id"]
+    w.owner("DELETE", f"/api/v1/sessions/{fork}", 200)
+
+
+def _rewind_session(w: World) -> None:
+    before = [m["id"] for m in w.a.messages(w.session)]
+    w.denied("POST", f"/api/v1/sessions/{w.session}/rewind", json={"message_id": w.user_message})
+    w.denied("POST", f"/api/v1/sessions/{w.b_session}/rewind", json={"message_id": w.user_message})
+    assert [m["id"] for m in w.a.messages(w.session)] == before
+    scratch = w.a.session([w.kb])
+    read_frames(w.a.client, "POST", f"/api/v1/knowledge-chat/{scratch}", json={"query": "How does it cool?"})
+    first = w.a.messages(scratch)[0]["id"]
+    w.owner("POST", f"/api/v1/sessions/{scratch}/rewind", 200, json={"message_id": first})
+
+
+def _message_feedback(w: World) -> None:
+    body = {"rating": "down", "comment": "Hijacked"}
+    w.denied("PUT", f"/api/v1/sessions/{w.session}/messages/{w.message}/feedback", json=body)
+    w.denied("PUT", f"/api/v1/sessions/{w.b_session}/messages/{w.message}/feedback", json=body)
+    mine = next(m for m in w.a.messages(w.session) if m["id"] == w.message)
+    assert (mine["feedback"], mine["feedback_comment"]) == ("", "")
+    url = f"/api/v1/sessions/{w.session}/messages/{w.message}/feedback"
+    w.owner("PUT", url, 200, json={"rating": "up"})
+    w.owner("PUT", url, 200, json={"rating": "none"})
+
+
+def _suggested_questions(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/suggested-questions")
+    assert w.other("GET", f"/api/v1/knowledge-bases/{w.b_kb}/suggested-questions").json()["data"] == []
+    assert w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/suggested-questions", 200).json()["data"]
+
+
+def _list_models(w: World) -> None:
+    # The deployment's models, the same for every tenant: nothing of A's in B's reply.
+    theirs = w.other("GET", "/api/v1/models")
+    assert theirs.status_code == 200
+    assert theirs.json()["data"] == w.owner("GET", "/api/v1/models", 200).json()["data"]
+    assert w.kb not in theirs.text
+
+
 def _knowledge_search(w: World) -> None:
     body = {"query": "heavy water", "knowledge_base_ids": [w.kb]}
     w.denied("POST", "/api/v1/knowledge-search", json=body)
@@ -784,6 +829,11 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("DELETE", "/api/v1/sessions/{session_id}/pin"): _unpin_session,
     ("POST", "/api/v1/sessions/{session_id}/generate_title"): _generate_title,
     ("POST", "/api/v1/knowledge-search"): _knowledge_search,
+    ("POST", "/api/v1/sessions/{session_id}/fork"): _fork_session,
+    ("POST", "/api/v1/sessions/{session_id}/rewind"): _rewind_session,
+    ("PUT", "/api/v1/sessions/{session_id}/messages/{message_id}/feedback"): _message_feedback,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/suggested-questions"): _suggested_questions,
+    ("GET", "/api/v1/models"): _list_models,
     ("POST", "/api/v1/sessions/{session_id}/questions"): _ask,
     ("POST", "/api/v1/knowledge-chat/{session_id}"): _knowledge_chat,
     ("POST", "/api/v1/agent-chat/{session_id}"): _agent_chat,
@@ -808,6 +858,7 @@ NO_ID_ROUTES = {
     ("GET", "/api/v1/sessions"),
     ("DELETE", "/api/v1/sessions/batch"),
     ("POST", "/api/v1/knowledge-search"),
+    ("GET", "/api/v1/models"),
     ("GET", "/api/v1/memories"),
     ("DELETE", "/api/v1/memories"),
 }

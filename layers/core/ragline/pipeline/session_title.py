@@ -47,19 +47,22 @@ def plain_text(text: str) -> str:
 
 def clean_title(text: str, max_chars: int = TITLE_MAX_CHARS) -> str:
     """The first non-empty line of plain text (no tags, quotes, markup, "Title:" prefix or final
-    punctuation), cut at a word."""
+    punctuation), cut at a word with "…" when longer than ``max_chars``."""
     line = next((line for line in plain_text(text).splitlines() if line.strip()), "")
     title = _EDGE.sub("", _PREFIX.sub("", _EDGE.sub("", line)))
     title = " ".join(title.split())
     if len(title) > max_chars:
         cut = title.rfind(" ", 0, max_chars)
-        title = title[: cut if cut > max_chars // 2 else max_chars].rstrip()
+        title = _EDGE.sub("", title[: cut if cut > max_chars // 2 else max_chars - 1]) + "…"
     return title
 
 
 def heuristic_title(query: str) -> str:
-    words = " ".join(query.split()).split(" ")
+    """The question's first words (``TITLE_MAX_WORDS``), cut at a word with "…" when there are more."""
+    words = " ".join(plain_text(query).split()).split(" ")
     title = clean_title(" ".join(words[:TITLE_MAX_WORDS]))
+    if len(words) > TITLE_MAX_WORDS and not title.endswith("…"):
+        title += "…"
     return title[:1].upper() + title[1:]
 
 
@@ -73,7 +76,7 @@ class SessionTitler:
         if not cm.request.title_enabled:
             return False
         session = self._sessions.session(cm.request.tenant_id, cm.request.session_id)
-        return session is not None and not session.title
+        return session is not None and (not session.title or session.title_provisional)
 
     async def generate(self, cm: ChatManage) -> str:
         return await self.title_for(

@@ -221,9 +221,36 @@ class SessionStore(Protocol):
 
     def sessions(self, tenant_id: str, limit: int = 100) -> list[Session]: ...
 
-    def set_title(self, tenant_id: str, session_id: str, title: str) -> None: ...
+    def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
+        """The generated title (no longer provisional); an update is activity (``updated_at``)."""
+        ...
 
-    def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]: ...
+    def set_provisional_title(self, tenant_id: str, session_id: str, title: str) -> bool:
+        """Titles a session that has no title yet with ``title``, marked provisional (a generated title replaces
+        it); False when the session has a title or is not this tenant's. Not activity."""
+        ...
+
+    def create_turn(
+        self, session: Session, request_id: str, query: str, alternative_of: str = ""
+    ) -> tuple[Message, Message]:
+        """The turn's two messages, stored together; ``alternative_of``: the assistant message of the turn
+        this one regenerates or edits."""
+        ...
+
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        """Stores messages as they are (a forked session's copies)."""
+        ...
+
+    def delete_messages(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> int:
+        """Removes the named messages of this tenant's session; how many were removed."""
+        ...
+
+    def set_feedback(
+        self, tenant_id: str, session_id: str, message_id: str, rating: str, comment: str
+    ) -> Message | None:
+        """The reader's rating (``up``, ``down``, ``""``) and comment on a message; the message as stored
+        after, or None when it is not this tenant's. Not activity."""
+        ...
 
     def complete_assistant_message(
         self, session_id: str, message_id: str, content: str, references: list[dict[str, Any]], stop_reason: str = ""

@@ -726,6 +726,7 @@ class DynamoSessionStore:
         changes: dict[str, Any] = {}
         if title is not None:
             changes["title"] = title
+            changes["title_provisional"] = False
         if description is not None:
             changes["description"] = description
         if changes:
@@ -779,17 +780,60 @@ class DynamoSessionStore:
         try:
             self._sessions.update_item(
                 Key={"tenant_id": tenant_id, "id": session_id},
-                UpdateExpression="SET title = :t, updated_at = :u",
+                UpdateExpression="SET title = :t, title_provisional = :f, updated_at = :u",
                 # Only an existing session of this tenant: an update must never create a partial item.
                 ConditionExpression="attribute_exists(id)",
-                ExpressionAttributeValues={":t": title, ":u": utc_now()},
+                ExpressionAttributeValues={":t": title, ":f": False, ":u": utc_now()},
             )
         except ClientError as error:
             if not _conditional_failure(error):
                 raise
 
-    def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]:
-        user, assistant = new_turn(session, request_id, query)
+    def set_provisional_title(self, tenant_id: str, session_id: str, title: str) -> bool:
+        try:
+            self._sessions.update_item(
+                Key={"tenant_id": tenant_id, "id": session_id},
+                UpdateExpression="SET title = :t, title_provisional = :p",
+                # An existing session of this tenant's without a title: a title given meanwhile stays.
+                ConditionExpression="attribute_exists(id) AND (attribute_not_exists(title) OR title = :empty)",
+                ExpressionAttributeValues={":t": title, ":p": True, ":empty": ""},
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        with self._messages.batch_writer() as batch:
+            for message in messages:
+                batch.put_item(Item=self._message_item(message))
+
+    def delete_messages(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return sum(1 for message_id in message_ids if self.delete_message(tenant_id, session_id, message_id))
+
+    def set_feedback(
+        self, tenant_id: str, session_id: str, message_id: str, rating: str, comment: str
+    ) -> Message | None:
+        try:
+            reply = self._messages.update_item(
+                Key={"session_id": session_id, "id": message_id},
+                UpdateExpression="SET feedback = :r, feedback_comment = :c",
+                # Only this tenant's existing message: never a partial item, never another tenant's.
+                ConditionExpression="attribute_exists(id) AND tenant_id = :t",
+                ExpressionAttributeValues={":r": rating, ":c": comment, ":t": tenant_id},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                return None
+            raise
+        return self._message(reply["Attributes"])
+
+    def create_turn(
+        self, session: Session, request_id: str, query: str, alternative_of: str = ""
+    ) -> tuple[Message, Message]:
+        user, assistant = new_turn(session, request_id, query, alternative_of)
         client = self._messages.meta.client
         client.transact_write_items(
             TransactItems=[

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragline.container import Container
 from ragline.ingest.language import resolve_embedding_model
 from ragline.runtime.search import SearchBody
+from ragline.runtime.suggestions import suggested_questions
 from ragline.runtime.turns import Query
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import ApiError, not_found, parse_body
@@ -266,6 +267,26 @@ async def move_targets(kb_id: str, tenant: TenantDep, container: ContainerDep) -
         if other.id != kb.id and other.embedding_model == kb.embedding_model
     ]
     return Envelope(data=_views(container, pinned_first(bases)))
+
+
+class SuggestedQuestion(BaseModel):
+    question: str
+    knowledge_id: str
+    knowledge_title: str
+    heading: str
+
+
+@router.get("/{kb_id}/suggested-questions")
+async def suggested_questions_of(
+    kb_id: str,
+    tenant: TenantDep,
+    container: ContainerDep,
+    limit: Annotated[int, QueryParam(ge=1, le=20)] = 4,
+) -> Envelope[list[SuggestedQuestion]]:
+    """Questions to start a session with, from the documents' titles and section headings (no model)."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    found = suggested_questions(container.knowledge, tenant.id, kb.id, limit)
+    return Envelope(data=[SuggestedQuestion(**vars(s)) for s in found])
 
 
 @router.get("/{kb_id}")
