@@ -144,6 +144,9 @@ class IngestionConfig(BaseModel):
     embed_threads: int = 0
     # Word pieces MiniLM reads of a passage (its limit is 256; fewer is faster, see bench/ingestion.py).
     passage_max_tokens: int = 256
+    # Full garbage collections wait while documents are accepted or indexed (ragline/ingest/collector.py):
+    # each one stalls the API for 100-275 ms when a large document's chunks are alive.
+    defer_full_gc: bool = True
 
 
 class StreamConfig(BaseModel):
