@@ -24,6 +24,7 @@ from ragline.ingest.service import IngestService
 from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
 from ragline.memory.store import MemoryStore
+from ragline.models.base import is_generative
 from ragline.models.extractive import ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
 from ragline.pipeline.boosts import PluginMemoryAffinity, PluginWikiBoost
@@ -45,7 +46,7 @@ from ragline.pipeline.search_entity import PluginSearchEntity
 from ragline.pipeline.search_parallel import PluginSearchParallel
 from ragline.pipeline.session_title import SessionTitler
 from ragline.pipeline.web_fetch import PluginWebFetch
-from ragline.reranking.citations import CitationHistory, SqliteCitationHistory
+from ragline.reranking.citations import CitationHistory
 from ragline.reranking.config import RerankModelSpec
 from ragline.reranking.providers import register_configured_models
 from ragline.reranking.registry import RerankModelRegistry
@@ -54,6 +55,7 @@ from ragline.retrieval.embedded import EmbeddedEngine
 from ragline.runtime.search import SearchService
 from ragline.runtime.turns import TurnService
 from ragline.store.base import KnowledgeStore, SessionStore, TagStore, TenantStore
+from ragline.store.citations import SqliteCitationHistory
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
 from ragline.store.models import Document, DocumentStatus, KnowledgeBase
@@ -227,7 +229,7 @@ def remember_after_turn(
         if not cm.request.memory_enabled:
             return
         chat_model = models.chat_model(cm.request.chat_model_id)
-        generative = chat_model.model_id != ExtractiveChatModel.model_id
+        generative = is_generative(chat_model)
         extractor = MemoryExtractor(
             memories,
             models.embedder(),

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar, runtime_checkable
+from typing import Concatenate, ParamSpec, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -47,9 +47,6 @@ from ragline.store.models import Chunk, Document, DocumentStatus, FAQEntry, Know
 from ragline.store.originals import OriginalStore
 from ragline.tables.parse import TABLE_SUFFIXES, is_table_file
 from ragline.types import ChunkType
-
-if TYPE_CHECKING:  # the table ingestor builds on this module
-    from ragline.tables.ingest import TableIngestor
 
 SUPPORTED_SUFFIXES = TEXT_SUPPORTED_SUFFIXES | TABLE_SUFFIXES
 
@@ -211,6 +208,22 @@ def searchable_in_order(chunks: Sequence[Chunk]) -> list[Chunk]:
     return sorted((c for c in chunks if c.searchable), key=lambda c: (c.chunk_index, c.chunk_type, c.id))
 
 
+class TableFiles(Protocol):
+    """What accepts table files (CSV, TSV, Excel) for this service: :class:`ragline.tables.ingest.TableIngestor`,
+    which builds on this module (hence a port here, not an import)."""
+
+    def ingest_table(
+        self,
+        kb: KnowledgeBase,
+        filename: str,
+        raw: bytes,
+        *,
+        title: str = "",
+        source: str = "",
+        tags: Sequence[str] = (),
+    ) -> list[IngestResult]: ...
+
+
 def _gc_deferred(method: Callable[Concatenate[IngestService, _P], _R]) -> Callable[Concatenate[IngestService, _P], _R]:
     """Runs an ingestion method with full garbage collections held off (see :mod:`ragline.ingest.collector`)."""
 
@@ -229,7 +242,7 @@ class IngestService:
         engine: RetrieveEngine,
         models: ModelRegistry,
         config: IngestionConfig,
-        tables: TableIngestor | None = None,
+        tables: TableFiles | None = None,
         originals: OriginalStore | None = None,
     ) -> None:
         self._tables = tables

@@ -21,7 +21,7 @@ from ragline.types.search import SearchResult
 
 if TYPE_CHECKING:
     from ragline.event.bus import EventBus
-    from ragline.runtime.cancel import CancelToken
+    from ragline.event.cancel import CancelToken
 
 
 class FallbackStrategy(StrEnum):
