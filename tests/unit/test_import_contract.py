@@ -29,9 +29,9 @@ def test_the_library_keeps_the_contract():
 def test_a_stage_importing_the_server_breaks_it(tmp_path):
     copy = tmp_path / "ragline"
     shutil.copytree(ROOT / "layers" / "core" / "ragline", copy, ignore=shutil.ignore_patterns("__pycache__", "assets"))
-    stage = copy / "pipeline" / "rerank.py"
+    stage = copy / "pipeline" / "chunk_rerank.py"
     stage.write_text(stage.read_text() + "\nfrom ragline.server.errors import not_found  # noqa: E402,F401\n")
     run = _lint_imports(tmp_path)
     assert run.returncode != 0
     assert "stages import no server" in run.stdout
-    assert "ragline.pipeline.rerank -> ragline.server.errors" in run.stdout
+    assert "ragline.pipeline.chunk_rerank -> ragline.server.errors" in run.stdout

@@ -27,23 +27,23 @@ from ragline.memory.store import MemoryStore
 from ragline.models.base import is_generative
 from ragline.models.extractive import ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
-from ragline.pipeline.boosts import PluginMemoryAffinity, PluginWikiBoost
-from ragline.pipeline.chat_completion import PluginChatCompletion, PluginChatCompletionStream
+from ragline.pipeline.chat_completion import PluginChatCompletion
+from ragline.pipeline.chat_completion_stream import PluginChatCompletionStream
+from ragline.pipeline.chunk_merge import PluginMerge
+from ragline.pipeline.chunk_rerank import PluginMemoryAffinity, PluginRerank, PluginWikiBoost
+from ragline.pipeline.chunk_search import PluginSearch
+from ragline.pipeline.chunk_search_parallel import PluginSearchParallel
+from ragline.pipeline.entity_search import PluginSearchEntity
 from ragline.pipeline.extract_entity import PluginExtractEntity
 from ragline.pipeline.fallback import FallbackResponder
 from ragline.pipeline.filter_top_k import PluginFilterTopK
 from ragline.pipeline.into_chat_message import PluginIntoChatMessage
 from ragline.pipeline.load_history import PluginLoadHistory
 from ragline.pipeline.memory_recall import PluginMemoryRecall
-from ragline.pipeline.merge import PluginMerge
 from ragline.pipeline.orchestrator import Orchestrator
 from ragline.pipeline.plugin import EventManager
 from ragline.pipeline.query_understand import DEFAULT_HISTORY_MESSAGES as UNDERSTAND_HISTORY_MESSAGES
 from ragline.pipeline.query_understand import PluginQueryUnderstand
-from ragline.pipeline.rerank import PluginRerank
-from ragline.pipeline.search import PluginSearch
-from ragline.pipeline.search_entity import PluginSearchEntity
-from ragline.pipeline.search_parallel import PluginSearchParallel
 from ragline.pipeline.session_title import SessionTitler
 from ragline.pipeline.web_fetch import PluginWebFetch
 from ragline.reranking.citations import CitationHistory

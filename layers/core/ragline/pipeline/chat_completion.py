@@ -1,8 +1,7 @@
-"""CHAT_COMPLETION and CHAT_COMPLETION_STREAM: the answer, from the assembled messages."""
+"""CHAT_COMPLETION: the answer from the assembled messages in one blocking call (CHAT_COMPLETION_STREAM, the
+streamed one, is :mod:`ragline.pipeline.chat_completion_stream`)."""
 
 from __future__ import annotations
-
-import time
 
 from ragline.config import PromptTemplates
 from ragline.event.bus import BusEventType
@@ -14,8 +13,6 @@ from ragline.pipeline.generation import (
     attach_passage_parts,
     build_messages,
     chat_options,
-    finish_answer,
-    stream_reply,
 )
 from ragline.pipeline.plugin import ERR_GET_CHAT_MODEL, ERR_MODEL_CALL, NextFn, PluginError
 from ragline.store.base import KnowledgeStore
@@ -58,44 +55,4 @@ class PluginChatCompletion:
         if reply.finish_reason in {"length", "max_tokens", "max_output_tokens"}:
             data["truncated"] = True
         await emit(cm, BusEventType.FINAL_ANSWER, answer_id, cm.state.chat_response, done=True, data=data)
-        return await next()
-
-
-class PluginChatCompletionStream:
-    """Streams thinking and answer events; ``done`` exactly once; model failures become ``model_call_failed``."""
-
-    def __init__(
-        self,
-        models: ModelRegistry,
-        templates: PromptTemplates,
-        prompt_id: str,
-        knowledge: KnowledgeStore | None = None,
-    ) -> None:
-        self._models = models
-        self._templates = templates
-        self._prompt_id = prompt_id
-        self._knowledge = knowledge
-
-    def activation_events(self) -> list[EventType]:
-        return [EventType.CHAT_COMPLETION_STREAM]
-
-    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
-        if cm.context.event_bus is None:
-            return ERR_MODEL_CALL.with_cause("streaming needs an event bus")
-        try:
-            model = self._models.chat_model(cm.request.chat_model_id)
-        except UnknownModel as exc:
-            return ERR_GET_CHAT_MODEL.with_cause(f"unknown chat model {exc}")
-        messages, registry = build_messages(cm, self._templates, self._prompt_id)
-        attach_passage_parts(cm, registry, self._knowledge)
-        answer_id = event_id(cm, "answer")
-        started = time.monotonic()
-        outcome = await stream_reply(cm, model, messages, registry, answer_id=answer_id)
-        cm.state.chat_response = outcome.answer_text
-        cm.state.chat_finish_reason = outcome.finish_reason or ""
-        if outcome.cancelled or cm.context.cancelled():
-            return None  # the orchestrator sees the stop; no done event after a stop
-        if outcome.error is not None:
-            return ERR_MODEL_CALL.with_cause(outcome.error)
-        await finish_answer(cm, outcome, answer_id=answer_id, started=started)
         return await next()
