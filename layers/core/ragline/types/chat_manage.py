@@ -111,7 +111,8 @@ class PipelineRequest(BaseModel):
     enable_rewrite: bool = True
     enable_query_expansion: bool = True
 
-    faq_priority_enabled: bool = False
+    # FAQ answers first, marked high priority, boosted in rerank (config.yaml's default too).
+    faq_priority_enabled: bool = True
     faq_direct_answer_threshold: float = 0.9
     faq_score_boost: float = 1.2
 
