@@ -27,7 +27,6 @@ from ragline.memory.store import MemoryStore
 from ragline.models.base import is_generative
 from ragline.models.extractive import ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
-from ragline.pipeline.chat_completion import PluginChatCompletion
 from ragline.pipeline.chat_completion_stream import PluginChatCompletionStream
 from ragline.pipeline.chunk_merge import PluginMerge
 from ragline.pipeline.chunk_rerank import PluginMemoryAffinity, PluginRerank, PluginWikiBoost
@@ -201,7 +200,6 @@ def build_event_manager(
 
         events.register(PluginDataAnalysis(models, templates, tables))
     events.register(PluginIntoChatMessage(templates, summary.context_template_id))
-    events.register(PluginChatCompletion(models, templates, summary.prompt_id, knowledge))
     events.register(PluginChatCompletionStream(models, templates, summary.prompt_id, knowledge))
     events.register(PluginFilterTopK())
     events.register(PluginQueryUnderstand(models, sessions, templates, history_messages=UNDERSTAND_HISTORY_MESSAGES))
