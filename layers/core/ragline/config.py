@@ -100,6 +100,11 @@ class ConversationConfig(BaseModel):
     fallback_prompt_id: str = "default"
     enable_rewrite: bool = _request_default(PipelineRequest, "enable_rewrite")
     enable_query_expansion: bool = _request_default(PipelineRequest, "enable_query_expansion")
+    # Query understanding's own chat model ("" = the answering model), rewrite template id and per-intent
+    # system prompts; a question may set each of them too.
+    understand_model_id: str = _request_default(PipelineRequest, "understand_model_id")
+    rewrite_template_id: str = "default"
+    intent_prompts: dict[str, str] = Field(default_factory=dict)
     faq_priority_enabled: bool = _request_default(PipelineRequest, "faq_priority_enabled")
     faq_direct_answer_threshold: float = _request_default(PipelineRequest, "faq_direct_answer_threshold")
     faq_score_boost: float = _request_default(PipelineRequest, "faq_score_boost")
