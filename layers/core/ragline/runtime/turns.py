@@ -349,7 +349,7 @@ class TurnService:
                 request = self.build_request(session, body, request_id, user.id, assistant.id, user_id)
                 return AcceptedTurn(session, request, build_plan(request), user, assistant, duplicate=True)
         alternative_of = self.alternative_root(session, body.alternative_of)
-        user, assistant = self._sessions.create_turn(session, request_id, body.query, alternative_of)
+        user, assistant = self._sessions.create_turn(session, request_id, body.query, alternative_of, user_id)
         if not session.title and not body.disable_title:
             # At once, the question's first words; the generated title replaces them when the turn ends.
             self._sessions.set_provisional_title(session.tenant_id, session.id, heuristic_title(body.query))

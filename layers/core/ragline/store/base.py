@@ -231,10 +231,10 @@ class SessionStore(Protocol):
         ...
 
     def create_turn(
-        self, session: Session, request_id: str, query: str, alternative_of: str = ""
+        self, session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
     ) -> tuple[Message, Message]:
         """The turn's two messages, stored together; ``alternative_of``: the assistant message of the turn
-        this one regenerates or edits."""
+        this one regenerates or edits; ``user_id``: who asked."""
         ...
 
     def add_messages(self, messages: Sequence[Message]) -> None:

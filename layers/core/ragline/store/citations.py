@@ -18,7 +18,7 @@ _DEFAULTS = MemoryAffinityConfig()
 # Completed or not, an assistant message with references drew on those documents.
 _CITING_ANSWERS = (
     "SELECT knowledge_references FROM messages"
-    " WHERE tenant_id = ? AND role = 'assistant' AND knowledge_references != '[]'"
+    " WHERE tenant_id = ? AND user_id = ? AND role = 'assistant' AND knowledge_references != '[]'"
     " ORDER BY created_at DESC LIMIT ?"
 )
 
@@ -29,8 +29,8 @@ class SqliteCitationHistory:
     An answer counts once per document however many of its chunks it cited: the signal is "this answer
     drew on that document". The newest ``max_messages`` answers are read, so the scan stays bounded.
 
-    Messages have no user column yet, so counts are per tenant and ``user_id`` is ignored; when messages
-    record their author, filtering on it is a ``WHERE`` clause here and nothing else changes.
+    Only the caller's answers count (``user_id``, the X-User-Id that asked; "" is the tenant's default
+    user): one person's reading habits do not steer another's results.
     """
 
     def __init__(self, db: Database, max_messages: int = _DEFAULTS.max_messages) -> None:
@@ -39,7 +39,7 @@ class SqliteCitationHistory:
 
     def cited_documents(self, tenant_id: str, user_id: str, limit: int = _DEFAULTS.max_doc_ids) -> dict[str, int]:
         counts: Counter[str] = Counter()
-        for row in self._db.query(_CITING_ANSWERS, (tenant_id, self._max_messages)):
+        for row in self._db.query(_CITING_ANSWERS, (tenant_id, user_id, self._max_messages)):
             try:
                 references = json.loads(row["knowledge_references"])
             except ValueError:

@@ -831,9 +831,9 @@ class DynamoSessionStore:
         return self._message(reply["Attributes"])
 
     def create_turn(
-        self, session: Session, request_id: str, query: str, alternative_of: str = ""
+        self, session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
     ) -> tuple[Message, Message]:
-        user, assistant = new_turn(session, request_id, query, alternative_of)
+        user, assistant = new_turn(session, request_id, query, alternative_of, user_id)
         client = self._messages.meta.client
         client.transact_write_items(
             TransactItems=[
@@ -981,7 +981,7 @@ class DynamoSessionStore:
 
 
 class DynamoCitationHistory:
-    """Documents cited by a tenant's past answers (memory affinity), from its most recent sessions.
+    """Documents cited by a caller's past answers (memory affinity), from the tenant's most recent sessions.
 
     Messages are keyed by session, so the scan is bounded by sessions rather than messages: the newest
     ``max_sessions`` sessions of the tenant. As in the SQLite version, an answer counts once per document.
@@ -995,7 +995,7 @@ class DynamoCitationHistory:
         counts: dict[str, int] = {}
         for session in self._sessions.sessions(tenant_id, limit=self._max_sessions):
             for message in self._sessions.messages(tenant_id, session.id):
-                if message.role != "assistant":
+                if message.role != "assistant" or message.user_id != user_id:
                     continue
                 for knowledge_id in {
                     r.get("knowledge_id") for r in message.knowledge_references if isinstance(r, dict)

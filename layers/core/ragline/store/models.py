@@ -208,6 +208,9 @@ class Message(BaseModel):
     # A regenerated or edited turn: the assistant message of the turn it is an alternative to (the first of
     # its group); the history a model reads keeps the newest alternative only.
     alternative_of: str = ""
+    # Who asked (the caller's X-User-Id; "" is the tenant's default user): the memory-affinity boost counts
+    # only the documents this person's answers cited.
+    user_id: str = ""
 
 
 def new_session(
@@ -230,7 +233,9 @@ def new_session(
     )
 
 
-def new_turn(session: Session, request_id: str, query: str, alternative_of: str = "") -> tuple[Message, Message]:
+def new_turn(
+    session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
+) -> tuple[Message, Message]:
     """The user message (complete) and the assistant message (pending) of one turn, not yet stored."""
     now = utc_now()
     user = Message(
@@ -244,6 +249,7 @@ def new_turn(session: Session, request_id: str, query: str, alternative_of: str 
         created_at=now,
         updated_at=now,
         alternative_of=alternative_of,
+        user_id=user_id,
     )
     assistant = user.model_copy(update={"id": new_id(), "role": "assistant", "content": "", "is_completed": False})
     return user, assistant

@@ -25,6 +25,7 @@ _MESSAGE_COLUMNS = (
     "feedback",
     "feedback_comment",
     "alternative_of",
+    "user_id",
 )
 _INSERT_MESSAGE = (
     f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) VALUES ({', '.join('?' for _ in _MESSAGE_COLUMNS)})"
@@ -146,10 +147,10 @@ class SqliteSessionStore:
         return changed > 0
 
     def create_turn(
-        self, session: Session, request_id: str, query: str, alternative_of: str = ""
+        self, session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
     ) -> tuple[Message, Message]:
         """The user message (complete) and the assistant message (pending) of one turn, atomically."""
-        user, assistant = new_turn(session, request_id, query, alternative_of)
+        user, assistant = new_turn(session, request_id, query, alternative_of, user_id)
         with self._db.transaction() as conn:
             for message in (user, assistant):
                 conn.execute(_INSERT_MESSAGE, _message_row(message))

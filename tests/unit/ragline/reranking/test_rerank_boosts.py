@@ -65,8 +65,8 @@ def test_wiki_boost_respects_the_predicate():
 # --- the SQLite citation history
 
 
-def answer(store: SqliteSessionStore, session, request_id: str, documents: list[str]) -> None:
-    _, assistant = store.create_turn(session, request_id, "question")
+def answer(store: SqliteSessionStore, session, request_id: str, documents: list[str], user_id: str = "") -> None:
+    _, assistant = store.create_turn(session, request_id, "question", user_id=user_id)
     references = [{"id": f"chunk-{i}", "content": "c", "knowledge_id": d} for i, d in enumerate(documents)]
     store.complete_assistant_message(session.id, assistant.id, "answer", references)
 
@@ -75,15 +75,19 @@ def test_sqlite_citation_history_counts_answers_per_document(db):
     store = SqliteSessionStore(db)
     session = store.create_session("t-1", [])
     other_tenant = store.create_session("t-2", [])
-    answer(store, session, "r1", ["doc-a", "doc-a", "doc-b"])  # two chunks of doc-a count once
-    answer(store, session, "r2", ["doc-a"])
-    answer(store, session, "r3", ["doc-a", "doc-c"])
-    answer(store, session, "r4", [])
-    answer(store, other_tenant, "r5", ["doc-a", "doc-b"])
-    store.create_turn(session, "r6", "pending question")  # pending answer: no references yet
+    answer(store, session, "r1", ["doc-a", "doc-a", "doc-b"], "user-1")  # two chunks of doc-a count once
+    answer(store, session, "r2", ["doc-a"], "user-1")
+    answer(store, session, "r3", ["doc-a", "doc-c"], "user-1")
+    answer(store, session, "r4", [], "user-1")
+    answer(store, session, "r5", ["doc-d", "doc-d"], "user-2")  # another person of the same tenant
+    answer(store, session, "r6", ["doc-e"])  # the tenant's default user
+    answer(store, other_tenant, "r7", ["doc-a", "doc-b"], "user-1")
+    store.create_turn(session, "r8", "pending question", user_id="user-1")  # pending answer: no references yet
     history = SqliteCitationHistory(db)
     assert history.cited_documents("t-1", "user-1") == {"doc-a": 3, "doc-b": 1, "doc-c": 1}
     assert history.cited_documents("t-1", "user-1", limit=1) == {"doc-a": 3}
+    assert history.cited_documents("t-1", "user-2") == {"doc-d": 1}
+    assert history.cited_documents("t-1", "") == {"doc-e": 1}
     assert history.cited_documents("t-3", "") == {}
 
 

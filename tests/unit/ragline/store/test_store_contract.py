@@ -963,3 +963,38 @@ def test_sessions_are_found_by_title_and_by_what_their_messages_say(stores):
     assert theirs.id not in {s.id for s, _ in found}
     assert [s.id for s, _ in search_sessions(stores.sessions, "t1", "ANSWER TO GREEN", mine)] == [quiet.id]
     assert search_sessions(stores.sessions, "t1", "nothing like this", mine) == []
+
+
+# Citation history (the memory-affinity boost's signal) ----------------------------------------------------
+def _citation_history(stores: Stores):
+    if stores.backend == "dynamodb":
+        from ragline.store.dynamodb import DynamoCitationHistory
+
+        return DynamoCitationHistory(stores.sessions)
+    from ragline.store.citations import SqliteCitationHistory
+
+    return SqliteCitationHistory(stores.sessions._db)
+
+
+def test_the_citation_history_counts_only_the_callers_answers(stores: Stores, two_tenants):
+    a, b = two_tenants
+    session = stores.sessions.create_session(a, [])
+    elsewhere = stores.sessions.create_session(b, [])
+    for request_id, user, documents, target in (
+        ("r1", "ann", ["doc-a", "doc-a", "doc-b"], session),
+        ("r2", "ann", ["doc-a"], session),
+        ("r3", "bob", ["doc-c"], session),
+        ("r4", "", ["doc-d"], session),
+        ("r5", "ann", ["doc-e"], elsewhere),
+    ):
+        user_message, assistant = stores.sessions.create_turn(target, request_id, "question", user_id=user)
+        assert user_message.user_id == user
+        references = [{"id": f"{request_id}-{i}", "knowledge_id": d} for i, d in enumerate(documents)]
+        stores.sessions.complete_assistant_message(target.id, assistant.id, "answer", references)
+    history = _citation_history(stores)
+    assert history.cited_documents(a, "ann") == {"doc-a": 2, "doc-b": 1}
+    assert history.cited_documents(a, "bob") == {"doc-c": 1}
+    assert history.cited_documents(a, "") == {"doc-d": 1}
+    assert history.cited_documents(b, "ann") == {"doc-e": 1}
+    stored = stores.sessions.messages(a, session.id)
+    assert {m.user_id for m in stored if m.request_id == "r3"} == {"bob"}
