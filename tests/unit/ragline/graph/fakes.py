@@ -1,54 +1,10 @@
-"""Fakes for the graph tests: a scripted chat model and a Neo4j driver that records Cypher."""
+"""Fakes for the graph tests: a Neo4j driver that records Cypher (and the scripted chat model, re-exported)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
+from tests.support.chat_models import ScriptedChatModel, registry_with
 
-from ragline.models.base import ChatChunk, ChatResponse
-from ragline.models.registry import ModelRegistry
-
-
-class ScriptedChatModel:
-    """Replies with ``reply(prompt)`` (or raises what it returns); records prompts and peak concurrency."""
-
-    def __init__(self, model_id: str = "scripted", reply: Callable[[str], object] | str = "[]", delay_s: float = 0.0):
-        self.model_id = model_id
-        self._reply = reply
-        self._delay_s = delay_s
-        self.prompts: list[str] = []
-        self.options: list[object] = []
-        self.in_flight = 0
-        self.peak = 0
-
-    async def chat(self, messages, options):
-        prompt = messages[-1].content
-        self.prompts.append(prompt)
-        self.options.append(options)
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            if self._delay_s:
-                await asyncio.sleep(self._delay_s)
-            reply = self._reply(prompt) if callable(self._reply) else self._reply
-        finally:
-            self.in_flight -= 1
-        if isinstance(reply, BaseException):
-            raise reply
-        return ChatResponse(str(reply), finish_reason="stop")
-
-    async def chat_stream(self, messages, options):
-        response = await self.chat(messages, options)
-        yield ChatChunk("answer", response.content)
-        yield ChatChunk("end", finish_reason=response.finish_reason)
-
-
-def registry_with(*models) -> ModelRegistry:
-    """A registry whose default chat model is the last one given."""
-    registry = ModelRegistry()
-    for model in models:
-        registry.add_chat_model(model.model_id, lambda model=model: model, default=True)
-    return registry
+__all__ = ["ScriptedChatModel", "registry_with"]
 
 
 # Neo4j ---------------------------------------------------------------------------------------------------

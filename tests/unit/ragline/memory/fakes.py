@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallError
-from ragline.types import ChatOptions, PipelineRequest
+from ragline.models.base import ModelCallError
+from ragline.types import PipelineRequest
+from tests.support.chat_models import ScriptedChatModel
 
 # Words sharing a concept share a dimension: "cook" meets "vegetarian" by vector with no word in common.
 CONCEPTS = {
@@ -72,28 +73,11 @@ class BrokenEmbedder(ConceptEmbedder):
         raise ModelCallError("embedding endpoint down")
 
 
-class ScriptedChatModel:
-    """Replies with a fixed text (or raises), recording the messages it was sent."""
-
-    model_id = "fake:generative"
-
-    def __init__(self, reply: str = "[]", error: Exception | None = None) -> None:
-        self.reply = reply
-        self.error = error
-        self.received: list[list[ChatMessage]] = []
-        self.options: list[ChatOptions] = []
-
-    async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
-        self.received.append(list(messages))
-        self.options.append(options)
-        if self.error is not None:
-            raise self.error
-        for piece in (self.reply[: len(self.reply) // 2], self.reply[len(self.reply) // 2 :]):
-            yield ChatChunk("answer", piece)
-        yield ChatChunk("end", finish_reason="stop")
-
-    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
-        raise AssertionError("extraction assembles the stream")
+def generative_model(reply: str = "[]", error: Exception | None = None) -> ScriptedChatModel:
+    """A generative chat model for memory extraction, which assembles its stream (two pieces)."""
+    return ScriptedChatModel(
+        "fake:generative", reply=error if error is not None else reply, pieces=2, streams_only=True
+    )
 
 
 class MemoryRequest(PipelineRequest):

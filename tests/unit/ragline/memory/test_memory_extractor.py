@@ -18,7 +18,7 @@ from ragline.memory.extract import (
 )
 from ragline.models.base import ModelCallError
 from ragline.types import ChatManage, PipelineRequest, PipelineState
-from tests.unit.ragline.memory.fakes import BrokenEmbedder, ConceptEmbedder, ScriptedChatModel, memory_request
+from tests.unit.ragline.memory.fakes import BrokenEmbedder, ConceptEmbedder, generative_model, memory_request
 
 TEMPLATES = PromptTemplates(Path(__file__).resolve().parents[4] / "config" / "prompt_templates")
 
@@ -134,11 +134,11 @@ def test_parse_facts_is_tolerant(raw, facts):
 
 
 def test_generative_model_gets_the_template_with_message_and_answer():
-    model = ScriptedChatModel('["The user works at Acme."]')
+    model = generative_model('["The user works at Acme."]')
     extractor = MemoryExtractor(store=None, chat_model=model, templates=TEMPLATES)  # type: ignore[arg-type]
     facts = asyncio.run(extractor.extract_facts("Where is the office? I work at Acme.", "In Lyon."))
     assert facts == ["The user works at Acme."]
-    [messages] = model.received
+    [(messages, _)] = model.calls
     assert [m.role for m in messages] == ["user"]
     assert "Where is the office? I work at Acme." in messages[0].content
     assert "In Lyon." in messages[0].content
@@ -147,16 +147,16 @@ def test_generative_model_gets_the_template_with_message_and_answer():
 
 
 def test_generative_model_garbage_or_failure_gives_nothing():
-    for model in (ScriptedChatModel("I'm sorry, I can't do that."), ScriptedChatModel(error=ModelCallError("down"))):
+    for model in (generative_model("I'm sorry, I can't do that."), generative_model(error=ModelCallError("down"))):
         extractor = MemoryExtractor(store=None, chat_model=model, templates=TEMPLATES)  # type: ignore[arg-type]
         assert asyncio.run(extractor.extract_facts("I work at Acme.")) == []
 
 
 def test_without_templates_the_heuristic_is_used():
-    model = ScriptedChatModel('["never asked"]')
+    model = generative_model('["never asked"]')
     extractor = MemoryExtractor(store=None, chat_model=model)  # type: ignore[arg-type]
     assert asyncio.run(extractor.extract_facts("I work at Acme.")) == ["The user works at Acme."]
-    assert model.received == []
+    assert model.calls == []
 
 
 def turn(message: str, enabled: bool = True, user: str = "alice") -> CompletedTurn:

@@ -3,7 +3,7 @@ import asyncio
 import pytest
 
 from ragline.config import load_config
-from ragline.models.base import ChatChunk, ChatResponse, ModelCallError
+from ragline.models.base import ModelCallError
 from ragline.models.extractive import ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
 from ragline.pipeline.data_analysis import (
@@ -18,6 +18,7 @@ from ragline.pipeline.plugin import EventManager
 from ragline.tables.parse import parse_csv
 from ragline.tables.store import InMemoryTableStore
 from ragline.types import ChatManage, ChunkType, EventType, MatchType, SearchResult
+from tests.support.chat_models import ScriptedChatModel
 
 _, TEMPLATES = load_config()
 
@@ -26,27 +27,6 @@ OTHER_DOCUMENT_ID = "3f1d2c4b-0000-4000-8000-000000000002"
 EMPLOYEES = b"name,department,salary\nAlice,Sales,52000\nBob,Engineering,80000\nCara,Sales,61000\nDan,Support,45000\n"
 GOOD_SQL = 'SELECT "department", avg("salary") AS avg_salary FROM employees GROUP BY ALL ORDER BY 1'
 QUESTION = "What is the average salary by department?"
-
-
-class FakeChatModel:
-    """Replies from a script (a string, or an exception to raise); records what it was sent."""
-
-    def __init__(self, *replies, model_id="fake-sql"):
-        self.model_id = model_id
-        self.replies = list(replies)
-        self.calls = []
-
-    async def chat(self, messages, options):
-        self.calls.append((list(messages), options))
-        reply = self.replies.pop(0) if self.replies else ""
-        if isinstance(reply, BaseException):
-            raise reply
-        return ChatResponse(reply, finish_reason="stop")
-
-    async def chat_stream(self, messages, options):
-        response = await self.chat(messages, options)
-        yield ChatChunk("answer", response.content)
-        yield ChatChunk("end", finish_reason=response.finish_reason)
 
 
 def registry(model) -> ModelRegistry:
@@ -106,7 +86,7 @@ def run(plugin, cm):
 
 
 def test_success_adds_a_synthetic_result_with_score_one(make_request, tables):
-    model = FakeChatModel(fenced(GOOD_SQL))
+    model = ScriptedChatModel("fake-sql", fenced(GOOD_SQL))
     plugin = PluginDataAnalysis(registry(model), TEMPLATES, tables)
     cm = make_cm(make_request, [text_result(), table_result()])
     error, reached = run(plugin, cm)
@@ -136,7 +116,7 @@ def test_success_adds_a_synthetic_result_with_score_one(make_request, tables):
 
 
 def test_prompt_shows_schema_example_rows_and_question(make_request, tables):
-    model = FakeChatModel(fenced(GOOD_SQL))
+    model = ScriptedChatModel("fake-sql", fenced(GOOD_SQL))
     run(PluginDataAnalysis(registry(model), TEMPLATES, tables), make_cm(make_request, [table_result()]))
     ((messages, options),) = model.calls
     assert [m.role for m in messages] == ["system", "user"]
@@ -154,7 +134,7 @@ def test_prompt_shows_schema_example_rows_and_question(make_request, tables):
 
 
 def test_rewritten_question_is_the_one_analysed(make_request, tables):
-    model = FakeChatModel(fenced(GOOD_SQL))
+    model = ScriptedChatModel("fake-sql", fenced(GOOD_SQL))
     cm = make_cm(make_request, [table_result()], query="and by department?")
     cm.state.rewrite_query = "What is the average salary by department?"
     run(PluginDataAnalysis(registry(model), TEMPLATES, tables), cm)
@@ -163,7 +143,7 @@ def test_rewritten_question_is_the_one_analysed(make_request, tables):
 
 def test_first_table_among_results_is_analysed(make_request, tables):
     tables.save(OTHER_DOCUMENT_ID, b"x\n1\n")
-    model = FakeChatModel(fenced(GOOD_SQL))
+    model = ScriptedChatModel("fake-sql", fenced(GOOD_SQL))
     results = [
         text_result(),
         table_result(DOCUMENT_ID, ChunkType.TABLE_COLUMN, score=0.7),
@@ -176,7 +156,7 @@ def test_first_table_among_results_is_analysed(make_request, tables):
 
 
 def test_large_result_is_capped(make_request, tables):
-    model = FakeChatModel(fenced("SELECT a.name, b.name FROM employees a, employees b"))
+    model = ScriptedChatModel("fake-sql", fenced("SELECT a.name, b.name FROM employees a, employees b"))
     cm = make_cm(make_request, [table_result()])
     run(PluginDataAnalysis(registry(model), TEMPLATES, tables, max_rows=5), cm)
     added = cm.state.merge_result[-1]
@@ -196,7 +176,7 @@ def test_runs_as_a_registered_plugin_and_the_chain_continues(make_request, table
             return await next()
 
     events = EventManager()
-    events.register(PluginDataAnalysis(registry(FakeChatModel(fenced(GOOD_SQL))), TEMPLATES, tables))
+    events.register(PluginDataAnalysis(registry(ScriptedChatModel("fake-sql", fenced(GOOD_SQL))), TEMPLATES, tables))
     events.register(After())
     cm = make_cm(make_request, [table_result()])
     assert asyncio.run(events.trigger(EventType.DATA_ANALYSIS, cm)) is None
@@ -204,7 +184,7 @@ def test_runs_as_a_registered_plugin_and_the_chain_continues(make_request, table
 
 
 def test_a_retried_step_adds_the_result_once(make_request, tables):
-    model = FakeChatModel(fenced(GOOD_SQL), fenced(GOOD_SQL))
+    model = ScriptedChatModel("fake-sql", fenced(GOOD_SQL), fenced(GOOD_SQL))
     plugin = PluginDataAnalysis(registry(model), TEMPLATES, tables)
     cm = make_cm(make_request, [table_result()])
     run(plugin, cm)
@@ -228,7 +208,7 @@ def test_a_retried_step_adds_the_result_once(make_request, tables):
     ],
 )
 def test_unsafe_sql_adds_nothing_and_continues(make_request, tables, reply, caplog):
-    model = FakeChatModel(reply)
+    model = ScriptedChatModel("fake-sql", reply)
     cm = make_cm(make_request, [table_result()])
     error, reached = run(PluginDataAnalysis(registry(model), TEMPLATES, tables), cm)
     assert error is None
@@ -238,7 +218,7 @@ def test_unsafe_sql_adds_nothing_and_continues(make_request, tables, reply, capl
 
 
 def test_disabled_flag_skips_without_calling_the_model(make_request, tables):
-    model = FakeChatModel(fenced(GOOD_SQL))
+    model = ScriptedChatModel("fake-sql", fenced(GOOD_SQL))
     cm = make_cm(make_request, [table_result()], enabled=False)
     error, reached = run(PluginDataAnalysis(registry(model), TEMPLATES, tables), cm)
     assert error is None
@@ -248,7 +228,7 @@ def test_disabled_flag_skips_without_calling_the_model(make_request, tables):
 
 
 def test_no_table_among_results_skips(make_request, tables):
-    model = FakeChatModel(fenced(GOOD_SQL))
+    model = ScriptedChatModel("fake-sql", fenced(GOOD_SQL))
     cm = make_cm(make_request, [text_result()])
     _, reached = run(PluginDataAnalysis(registry(model), TEMPLATES, tables), cm)
     assert reached
@@ -269,7 +249,7 @@ def test_no_table_among_results_skips(make_request, tables):
     ],
 )
 def test_model_and_query_failures_add_nothing(make_request, tables, reply):
-    model = FakeChatModel(reply)
+    model = ScriptedChatModel("fake-sql", reply)
     cm = make_cm(make_request, [table_result()])
     error, reached = run(PluginDataAnalysis(registry(model), TEMPLATES, tables, timeout_s=0.5), cm)
     assert error is None
@@ -278,7 +258,7 @@ def test_model_and_query_failures_add_nothing(make_request, tables, reply):
 
 
 def test_missing_stored_table_adds_nothing(make_request):
-    model = FakeChatModel(fenced(GOOD_SQL))
+    model = ScriptedChatModel("fake-sql", fenced(GOOD_SQL))
     cm = make_cm(make_request, [table_result()])
     _, reached = run(PluginDataAnalysis(registry(model), TEMPLATES, InMemoryTableStore()), cm)
     assert reached
@@ -299,7 +279,7 @@ def test_no_generative_model_skips(make_request, tables):
 
 
 def test_hostile_table_name_in_metadata_is_re_sanitised(make_request, tables):
-    model = FakeChatModel(fenced("SELECT count(*) AS n FROM x_drop_table_t"))
+    model = ScriptedChatModel("fake-sql", fenced("SELECT count(*) AS n FROM x_drop_table_t"))
     cm = make_cm(make_request, [table_result(table='x"; DROP TABLE t; --')])
     run(PluginDataAnalysis(registry(model), TEMPLATES, tables), cm)
     assert 'CREATE TABLE "x_drop_table_t"' in model.calls[0][0][1].content
@@ -341,7 +321,7 @@ def test_an_ingested_csv_found_by_search_is_analysed(db, make_request):
     from ragline.tables.ingest import TableIngestor
     from tests.unit.ragline.tables.fakes import EMBEDDING_MODEL, HashEmbedder
 
-    models = registry(FakeChatModel(fenced(GOOD_SQL)))
+    models = registry(ScriptedChatModel("fake-sql", fenced(GOOD_SQL)))
     models.add_embedder(EMBEDDING_MODEL, HashEmbedder, default=True)
     tenant, _ = SqliteTenantStore(db).create("acme")
     knowledge = SqliteKnowledgeStore(db)

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from ragline.config import load_config, render_placeholders
-from ragline.models.base import ChatChunk, ChatResponse, ModelCallError
+from ragline.models.base import ModelCallError
 from ragline.models.registry import ModelRegistry
 from ragline.pipeline.plugin import EventManager
 from ragline.pipeline.query_understand import (
@@ -18,6 +18,7 @@ from ragline.types import ChatManage, EventType, History
 from ragline.understanding.conversation import NO_CONVERSATION
 from ragline.understanding.messages import ImageChatMessage, message_images
 from ragline.understanding.notes import InMemoryUserMessageNotes
+from tests.support.chat_models import ScriptedChatModel
 
 _, TEMPLATES = load_config()
 
@@ -25,39 +26,7 @@ _, TEMPLATES = load_config()
 # Fakes --------------------------------------------------------------------------------------------------------
 
 
-class FakeChatModel:
-    """Replies from a script (a string, or an exception to raise); records what it was sent."""
-
-    def __init__(self, model_id: str, *replies, finish_reason: str = "stop") -> None:
-        self.model_id = model_id
-        self.replies = list(replies)
-        self.finish_reason = finish_reason
-        self.calls = []
-
-    async def chat(self, messages, options):
-        self.calls.append((list(messages), options))
-        reply = self.replies.pop(0) if self.replies else ""
-        if isinstance(reply, BaseException):
-            raise reply
-        return ChatResponse(reply, finish_reason=self.finish_reason)
-
-    async def chat_stream(self, messages, options):
-        response = await self.chat(messages, options)
-        yield ChatChunk("answer", response.content)
-        yield ChatChunk("end", finish_reason=response.finish_reason)
-
-    @property
-    def messages(self):
-        assert len(self.calls) == 1, self.calls
-        return self.calls[0][0]
-
-    @property
-    def options(self):
-        assert len(self.calls) == 1, self.calls
-        return self.calls[0][1]
-
-
-def registry(*models: FakeChatModel, default: str = "") -> ModelRegistry:
+def registry(*models: ScriptedChatModel, default: str = "") -> ModelRegistry:
     result = ModelRegistry()
     for model in models:
         result.add_chat_model(model.model_id, lambda model=model: model, default=model.model_id == default)
@@ -135,7 +104,7 @@ def plugin_for(models: ModelRegistry, sessions=None, **kwargs) -> PluginQueryUnd
     return PluginQueryUnderstand(models, sessions or RecordingSessions(), TEMPLATES, **kwargs)
 
 
-def user_text(model: FakeChatModel) -> str:
+def user_text(model: ScriptedChatModel) -> str:
     return model.messages[-1].content
 
 
@@ -154,7 +123,7 @@ def test_follow_up_is_rewritten_using_the_conversation(make_request):
             msg("r1", "user", "What is ragline?", 1),
         ]
     )
-    model = FakeChatModel("chat", reply(rewrite_query="Does ragline stream answers?", intent="kb_search"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="Does ragline stream answers?", intent="kb_search"))
     cm = ChatManage.start(make_request(query="Does it stream answers?", session_id="sess-1", max_rounds=5))
     assert run(plugin_for(registry(model), sessions), cm)
 
@@ -175,16 +144,16 @@ def test_follow_up_is_rewritten_using_the_conversation(make_request):
 
 
 def test_sampling_options(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="q2"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="q2"))
     run(plugin_for(registry(model)), ChatManage.start(make_request()))
-    assert model.options.temperature == 0.3
-    assert model.options.max_tokens == UNDERSTAND_MAX_TOKENS == 150
-    assert model.options.thinking is False
+    assert model.only_options.temperature == 0.3
+    assert model.only_options.max_tokens == UNDERSTAND_MAX_TOKENS == 150
+    assert model.only_options.thinking is False
 
 
 def test_history_loaded_by_load_history_is_reused(make_request):
     sessions = RecordingSessions()
-    model = FakeChatModel("chat", reply(rewrite_query="q2"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="q2"))
     cm = ChatManage.start(make_request())
     cm.state.history = [History(query="earlier question", answer="earlier answer", request_id="r0")]
     run(plugin_for(registry(model), sessions), cm)
@@ -194,7 +163,7 @@ def test_history_loaded_by_load_history_is_reused(make_request):
 
 def test_single_turn_conversations_read_no_history(make_request):
     sessions = RecordingSessions([msg("r1", "user", "old", 1), msg("r1", "assistant", "old answer", 2)])
-    model = FakeChatModel("chat", reply(rewrite_query="q2"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="q2"))
     cm = ChatManage.start(make_request(max_rounds=0))
     run(plugin_for(registry(model), sessions), cm)
     assert sessions.calls == []
@@ -203,7 +172,7 @@ def test_single_turn_conversations_read_no_history(make_request):
 
 
 def test_history_read_failure_does_not_stop_understanding(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="ragline, rewritten", intent="summarize"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="ragline, rewritten", intent="summarize"))
     cm = ChatManage.start(make_request())
     assert run(plugin_for(registry(model), RecordingSessions(error=RuntimeError("db down"))), cm)
     assert cm.state.rewrite_query == "ragline, rewritten"
@@ -213,7 +182,7 @@ def test_history_read_failure_does_not_stop_understanding(make_request):
 def test_custom_history_window(make_request):
     sessions = RecordingSessions()
     run(
-        plugin_for(registry(FakeChatModel("chat", "{}")), sessions, history_messages=8),
+        plugin_for(registry(ScriptedChatModel("chat", "{}")), sessions, history_messages=8),
         ChatManage.start(make_request()),
     )
     assert sessions.calls == [("sess-1", 8)]
@@ -224,7 +193,7 @@ def test_custom_history_window(make_request):
 
 @pytest.mark.parametrize("raw_intent", ["kb_search", "KB-Search", "clarification", "summarize", "", "weather"])
 def test_retrieval_intents_keep_retrieval_and_set_no_override(make_request, raw_intent):
-    model = FakeChatModel("chat", reply(rewrite_query="q2", intent=raw_intent))
+    model = ScriptedChatModel("chat", reply(rewrite_query="q2", intent=raw_intent))
     cm = ChatManage.start(make_request())
     run(plugin_for(registry(model)), cm)
     assert cm.needs_retrieval()
@@ -234,7 +203,7 @@ def test_retrieval_intents_keep_retrieval_and_set_no_override(make_request, raw_
 
 @pytest.mark.parametrize("intent", ["greeting", "chitchat", "follow_up", "image_only", "doc_only"])
 def test_non_retrieval_intents_take_the_intent_prompt(make_request, intent):
-    model = FakeChatModel("chat", reply(rewrite_query="hello there", intent=intent))
+    model = ScriptedChatModel("chat", reply(rewrite_query="hello there", intent=intent))
     cm = ChatManage.start(make_request(language="French"))
     run(plugin_for(registry(model)), cm)
     assert cm.state.intent == intent
@@ -245,7 +214,7 @@ def test_non_retrieval_intents_take_the_intent_prompt(make_request, intent):
 
 
 def test_web_search_intent_with_web_search_off_says_it_is_off(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="latest news", intent="Web Search"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="latest news", intent="Web Search"))
     cm = ChatManage.start(make_request(web_search_enabled=False))
     run(plugin_for(registry(model)), cm)
     assert cm.state.intent == "web_search"
@@ -255,7 +224,7 @@ def test_web_search_intent_with_web_search_off_says_it_is_off(make_request):
 
 
 def test_web_search_intent_with_web_search_on_searches(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="latest news", intent="web_search"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="latest news", intent="web_search"))
     cm = ChatManage.start(make_request(web_search_enabled=True))
     run(plugin_for(registry(model)), cm)
     assert cm.needs_retrieval()
@@ -264,7 +233,7 @@ def test_web_search_intent_with_web_search_on_searches(make_request):
 
 def test_agent_intent_prompt_wins_and_is_used_as_written(make_request):
     agent = {"greeting": "  Hi! I am the HR assistant.\n"}
-    model = FakeChatModel("chat", reply(rewrite_query="hello", intent="greeting"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="hello", intent="greeting"))
     cm = ChatManage.start(make_request())
     run(plugin_for(registry(model), agent_intent_prompts=agent), cm)
     assert cm.state.system_prompt_override == "  Hi! I am the HR assistant.\n"
@@ -272,21 +241,21 @@ def test_agent_intent_prompt_wins_and_is_used_as_written(make_request):
 
 @pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
 def test_blank_agent_intent_prompt_falls_back_to_the_global_one(make_request, blank):
-    model = FakeChatModel("chat", reply(rewrite_query="hello", intent="chitchat"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="hello", intent="chitchat"))
     cm = ChatManage.start(make_request())
     run(plugin_for(registry(model), agent_intent_prompts={"chitchat": blank}), cm)
     assert cm.state.system_prompt_override == intent_prompt("chitchat")
 
 
 def test_agent_prompt_for_a_retrieval_intent_is_not_applied(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="q2", intent="kb_search"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="q2", intent="kb_search"))
     cm = ChatManage.start(make_request())
     run(plugin_for(registry(model), agent_intent_prompts={"kb_search": "never"}), cm)
     assert cm.state.system_prompt_override == ""
 
 
 def test_truncated_reply_keeps_the_closed_fields(make_request):
-    model = FakeChatModel(
+    model = ScriptedChatModel(
         "chat", '{"rewrite_query":"How do I reset my password?","intent":"gree', finish_reason="length"
     )
     cm = ChatManage.start(make_request(query="reset pw?"))
@@ -297,7 +266,7 @@ def test_truncated_reply_keeps_the_closed_fields(make_request):
 
 
 def test_empty_rewrite_keeps_the_question_but_takes_the_intent(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="  ", intent="greeting"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="  ", intent="greeting"))
     cm = ChatManage.start(make_request(query="hi!"))
     run(plugin_for(registry(model)), cm)
     assert cm.state.rewrite_query == "hi!"
@@ -308,7 +277,7 @@ def test_empty_rewrite_keeps_the_question_but_takes_the_intent(make_request):
 
 
 def test_skipped_when_rewrite_is_off_and_there_are_no_images(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="should not happen", intent="greeting"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="should not happen", intent="greeting"))
     sessions = RecordingSessions()
     cm = ChatManage.start(make_request(enable_rewrite=False))
     assert run(plugin_for(registry(model), sessions), cm)
@@ -319,7 +288,7 @@ def test_skipped_when_rewrite_is_off_and_there_are_no_images(make_request):
 
 
 def test_images_run_understanding_even_when_rewrite_is_off(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="what is in this chart", intent="image_only"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="what is in this chart", intent="image_only"))
     cm = ChatManage.start(make_request(enable_rewrite=False, images=("https://x/chart.png",)))
     run(plugin_for(registry(model)), cm)
     assert len(model.calls) == 1
@@ -335,7 +304,7 @@ def test_missing_model_keeps_the_question(make_request):
 
 @pytest.mark.parametrize("error", [ModelCallError("timeout"), RuntimeError("adapter bug")])
 def test_model_error_keeps_the_question(make_request, error):
-    model = FakeChatModel("chat", error)
+    model = ScriptedChatModel("chat", error)
     cm = ChatManage.start(make_request(query="original"))
     assert run(plugin_for(registry(model)), cm)
     assert cm.state.rewrite_query == "original"
@@ -347,7 +316,7 @@ def test_model_error_keeps_the_question(make_request, error):
     "garbage", ["", "I think the user wants to know about X.", "{not json", '{"rewrite_query":"cut']
 )
 def test_unreadable_reply_changes_nothing(make_request, garbage):
-    model = FakeChatModel("chat", garbage)
+    model = ScriptedChatModel("chat", garbage)
     cm = ChatManage.start(make_request(query="original"))
     cm.state.intent = "kb_search"  # whatever was there stays
     assert run(plugin_for(registry(model)), cm)
@@ -357,7 +326,7 @@ def test_unreadable_reply_changes_nothing(make_request, garbage):
 
 
 def test_missing_rewrite_template_keeps_the_question(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="x"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="x"))
     cm = ChatManage.start(make_request(query="original"))
     assert run(plugin_for(registry(model), rewrite_template_id="no-such-template"), cm)
     assert model.calls == []
@@ -368,8 +337,8 @@ def test_missing_rewrite_template_keeps_the_question(make_request):
 
 
 def test_dedicated_understanding_model_is_preferred(make_request):
-    small = FakeChatModel("qu-small", reply(rewrite_query="ragline from small model"))
-    chat = FakeChatModel("chat", reply(rewrite_query="ragline from chat model"))
+    small = ScriptedChatModel("qu-small", reply(rewrite_query="ragline from small model"))
+    chat = ScriptedChatModel("chat", reply(rewrite_query="ragline from chat model"))
     cm = ChatManage.start(make_request(chat_model_id="chat"))
     run(plugin_for(registry(chat, small, default="chat"), understand_model_id="qu-small"), cm)
     assert cm.state.rewrite_query == "ragline from small model"
@@ -377,8 +346,8 @@ def test_dedicated_understanding_model_is_preferred(make_request):
 
 
 def test_missing_understanding_model_falls_back_to_the_request_chat_model(make_request):
-    chat = FakeChatModel("chat-9", reply(rewrite_query="ragline from chat model"))
-    other = FakeChatModel("default-model", reply(rewrite_query="ragline from default"))
+    chat = ScriptedChatModel("chat-9", reply(rewrite_query="ragline from chat model"))
+    other = ScriptedChatModel("default-model", reply(rewrite_query="ragline from default"))
     cm = ChatManage.start(make_request(chat_model_id="chat-9"))
     run(plugin_for(registry(other, chat, default="default-model"), understand_model_id="qu-gone"), cm)
     assert cm.state.rewrite_query == "ragline from chat model"
@@ -386,7 +355,7 @@ def test_missing_understanding_model_falls_back_to_the_request_chat_model(make_r
 
 
 def test_without_a_chat_model_id_the_default_model_answers(make_request):
-    default = FakeChatModel("default-model", reply(rewrite_query="ragline from default"))
+    default = ScriptedChatModel("default-model", reply(rewrite_query="ragline from default"))
     cm = ChatManage.start(make_request(chat_model_id=""))
     run(plugin_for(registry(default), understand_model_id="qu-gone"), cm)
     assert cm.state.rewrite_query == "ragline from default"
@@ -404,8 +373,8 @@ IMAGE_REPLY = reply(
 
 
 def test_vision_chat_model_gets_the_images_and_the_larger_budget(make_request):
-    chat = FakeChatModel("chat", IMAGE_REPLY)
-    small = FakeChatModel("qu-small", reply(rewrite_query="ragline text only"))
+    chat = ScriptedChatModel("chat", IMAGE_REPLY)
+    small = ScriptedChatModel("qu-small", reply(rewrite_query="ragline text only"))
     notes = InMemoryUserMessageNotes()
     cm = ChatManage.start(
         make_request(chat_model_id="chat", chat_model_supports_vision=True, images=IMAGES, user_message_id="u-msg-1")
@@ -417,7 +386,7 @@ def test_vision_chat_model_gets_the_images_and_the_larger_budget(make_request):
     assert isinstance(user, ImageChatMessage)
     assert message_images(user) == IMAGES
     assert '<images_attached count="2" />' in user.content
-    assert chat.options.max_tokens == UNDERSTAND_MAX_TOKENS_WITH_IMAGES == 2048
+    assert chat.only_options.max_tokens == UNDERSTAND_MAX_TOKENS_WITH_IMAGES == 2048
     assert cm.state.rewrite_query == "What is the total on this receipt?"
     description = "A supermarket receipt.\n\n[OCR]\nTOTAL 42.00"
     assert cm.context.extras[IMAGE_DESCRIPTION_EXTRA] == description
@@ -425,18 +394,18 @@ def test_vision_chat_model_gets_the_images_and_the_larger_budget(make_request):
 
 
 def test_without_vision_the_vlm_reads_the_images(make_request):
-    chat = FakeChatModel("chat", reply(rewrite_query="chat should not be used"))
-    vlm = FakeChatModel("vlm", IMAGE_REPLY)
+    chat = ScriptedChatModel("chat", reply(rewrite_query="chat should not be used"))
+    vlm = ScriptedChatModel("vlm", IMAGE_REPLY)
     cm = ChatManage.start(make_request(chat_model_id="chat", vlm_model_id="vlm", images=IMAGES[:1]))
     run(plugin_for(registry(chat, vlm)), cm)
     assert chat.calls == []
     assert message_images(vlm.messages[-1]) == IMAGES[:1]
-    assert vlm.options.max_tokens == UNDERSTAND_MAX_TOKENS_WITH_IMAGES
+    assert vlm.only_options.max_tokens == UNDERSTAND_MAX_TOKENS_WITH_IMAGES
     assert cm.context.extras[IMAGE_DESCRIPTION_EXTRA].startswith("A supermarket receipt.")
 
 
 def test_unavailable_vision_chat_model_falls_back_to_the_vlm(make_request):
-    vlm = FakeChatModel("vlm", IMAGE_REPLY)
+    vlm = ScriptedChatModel("vlm", IMAGE_REPLY)
     cm = ChatManage.start(
         make_request(chat_model_id="gone", chat_model_supports_vision=True, vlm_model_id="vlm", images=IMAGES)
     )
@@ -445,14 +414,14 @@ def test_unavailable_vision_chat_model_falls_back_to_the_vlm(make_request):
 
 
 def test_images_no_model_can_see_go_text_only_and_are_not_described(make_request):
-    chat = FakeChatModel("chat", IMAGE_REPLY)
+    chat = ScriptedChatModel("chat", IMAGE_REPLY)
     notes = InMemoryUserMessageNotes()
     cm = ChatManage.start(make_request(chat_model_id="chat", images=IMAGES, user_message_id="u-msg-1"))
     run(plugin_for(registry(chat), notes=notes), cm)
     user = chat.messages[-1]
     assert message_images(user) == ()
     assert 'visible="false"' in user.content
-    assert chat.options.max_tokens == UNDERSTAND_MAX_TOKENS
+    assert chat.only_options.max_tokens == UNDERSTAND_MAX_TOKENS
     # A rewrite drawn from images the model never saw is invented: the question is searched as asked.
     assert cm.state.rewrite_query == cm.request.query
     assert IMAGE_DESCRIPTION_EXTRA not in cm.context.extras
@@ -460,14 +429,14 @@ def test_images_no_model_can_see_go_text_only_and_are_not_described(make_request
 
 
 def test_text_only_turns_send_no_images(make_request):
-    chat = FakeChatModel("chat", reply(rewrite_query="q2"))
+    chat = ScriptedChatModel("chat", reply(rewrite_query="q2"))
     run(plugin_for(registry(chat)), ChatManage.start(make_request(chat_model_supports_vision=True)))
     assert message_images(chat.messages[-1]) == ()
     assert "images_attached" not in chat.messages[-1].content
 
 
 def test_failing_note_store_does_not_fail_the_turn(make_request):
-    chat = FakeChatModel("chat", IMAGE_REPLY)
+    chat = ScriptedChatModel("chat", IMAGE_REPLY)
     cm = ChatManage.start(
         make_request(chat_model_id="chat", chat_model_supports_vision=True, images=IMAGES, user_message_id="u-1")
     )
@@ -476,7 +445,7 @@ def test_failing_note_store_does_not_fail_the_turn(make_request):
 
 
 def test_description_is_not_stored_without_a_user_message_id(make_request):
-    chat = FakeChatModel("chat", IMAGE_REPLY)
+    chat = ScriptedChatModel("chat", IMAGE_REPLY)
     notes = InMemoryUserMessageNotes()
     cm = ChatManage.start(make_request(chat_model_id="chat", chat_model_supports_vision=True, images=IMAGES))
     run(plugin_for(registry(chat), notes=notes), cm)
@@ -485,19 +454,19 @@ def test_description_is_not_stored_without_a_user_message_id(make_request):
 
 
 def test_when_no_image_model_loads_the_text_model_answers_without_images(make_request):
-    small = FakeChatModel("qu-small", reply(rewrite_query="ragline text path"))
+    small = ScriptedChatModel("qu-small", reply(rewrite_query="ragline text path"))
     cm = ChatManage.start(
         make_request(chat_model_id="gone", chat_model_supports_vision=True, vlm_model_id="vlm-gone", images=IMAGES)
     )
     run(plugin_for(registry(small), understand_model_id="qu-small"), cm)
     assert message_images(small.messages[-1]) == ()
-    assert small.options.max_tokens == UNDERSTAND_MAX_TOKENS
+    assert small.only_options.max_tokens == UNDERSTAND_MAX_TOKENS
     assert cm.state.rewrite_query == "ragline text path"
 
 
 @pytest.mark.parametrize("echo", ["Conversation so far:", "Latest message:", "The weather in Paris"])
 def test_a_rewrite_that_does_not_look_like_the_question_is_ignored_and_logged(make_request, echo, caplog):
-    model = FakeChatModel("chat", reply(rewrite_query=echo, intent="kb_search"))
+    model = ScriptedChatModel("chat", reply(rewrite_query=echo, intent="kb_search"))
     cm = ChatManage.start(make_request(query="How does the reactor cool?"))
     with caplog.at_level("INFO", logger="ragline.pipeline.query_understand"):
         assert run(plugin_for(registry(model)), cm)
@@ -512,9 +481,9 @@ def test_a_rewrite_that_does_not_look_like_the_question_is_ignored_and_logged(ma
 
 
 def test_the_request_understanding_model_wins_over_the_configured_one(make_request):
-    configured = FakeChatModel("qu-configured", reply(rewrite_query="ragline from the configured model"))
-    asked = FakeChatModel("qu-asked", reply(rewrite_query="ragline from the asked model"))
-    chat = FakeChatModel("chat", reply(rewrite_query="ragline from the chat model"))
+    configured = ScriptedChatModel("qu-configured", reply(rewrite_query="ragline from the configured model"))
+    asked = ScriptedChatModel("qu-asked", reply(rewrite_query="ragline from the asked model"))
+    chat = ScriptedChatModel("chat", reply(rewrite_query="ragline from the chat model"))
     cm = ChatManage.start(make_request(chat_model_id="chat", understand_model_id="qu-asked"))
     run(plugin_for(registry(chat, configured, asked, default="chat"), understand_model_id="qu-configured"), cm)
     assert cm.state.rewrite_query == "ragline from the asked model"
@@ -523,7 +492,7 @@ def test_the_request_understanding_model_wins_over_the_configured_one(make_reque
 
 
 def test_the_request_rewrite_template_is_used(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="x"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="x"))
     cm = ChatManage.start(make_request(query="original", rewrite_template_id="no-such-template"))
     assert run(plugin_for(registry(model)), cm)
     assert model.calls == []  # the request's (missing) template was looked up, not the stage's default
@@ -531,7 +500,7 @@ def test_the_request_rewrite_template_is_used(make_request):
 
 
 def test_the_request_intent_prompt_wins_over_the_agent_one(make_request):
-    model = FakeChatModel("chat", reply(rewrite_query="hello", intent="greeting"))
+    model = ScriptedChatModel("chat", reply(rewrite_query="hello", intent="greeting"))
     cm = ChatManage.start(make_request(intent_prompts={"greeting": "Greet in one word."}))
     run(plugin_for(registry(model), agent_intent_prompts={"greeting": "Hi! I am the HR assistant."}), cm)
     assert cm.state.system_prompt_override == "Greet in one word."
