@@ -10,10 +10,16 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import settings
 
 from tests.support.scripted_model import ScriptedModel
 from tests.support.servers import ServerThread
 from tests.support.sse import Frame, read_frames
+
+# Property tests (hypothesis): the same examples on every run (a failure reproduces; a flaky test is a bug),
+# no example database written into the checkout, and no per-example deadline on a shared machine.
+settings.register_profile("ragline", derandomize=True, database=None, deadline=None)
+settings.load_profile("ragline")
 
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 

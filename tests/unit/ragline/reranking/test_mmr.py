@@ -1,6 +1,8 @@
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragline.reranking.mmr import jaccard, select_mmr, select_mmr_tokens
 from ragline.reranking.passages import enriched_passage
@@ -41,9 +43,9 @@ def random_candidates(rng: random.Random) -> list[SearchResult]:
     return candidates
 
 
-@pytest.mark.parametrize("seed", range(400))
-def test_matches_naive_mmr(seed):
-    rng = random.Random(seed)
+@settings(max_examples=400)
+@given(rng=st.randoms(use_true_random=False))
+def test_matches_naive_mmr(rng):
     candidates = random_candidates(rng)
     k = rng.randint(1, len(candidates) + 2)
     lambda_ = rng.choice([0.7, 0.7, 0.5, 0.0, 1.0, round(rng.random(), 3)])
