@@ -24,11 +24,13 @@ def build_plan(request: PipelineRequest) -> list[EventType]:
             .add(EventType.CHAT_COMPLETION_STREAM)
             .build()
         )
+    # Plain chat as the reference builds it: no context to assemble, so no INTO_CHAT_MESSAGE (the answer
+    # stage sends the question itself). MEMORY_RECALL runs when memory is on, not as a no-op stage: on AWS
+    # every stage is a Lambda invocation and two workflow transitions.
     return (
         PipelineBuilder()
         .add_if(has_history, EventType.LOAD_HISTORY)
         .add_if(request.memory_enabled, EventType.MEMORY_RECALL)
-        .add(EventType.INTO_CHAT_MESSAGE)
         .add(EventType.CHAT_COMPLETION_STREAM)
         .build()
     )

@@ -135,7 +135,7 @@ def test_launch_saves_state_zero_and_starts_one_execution_with_a_small_input(sfn
 def test_plan_flags_follow_the_turns_plan():
     # max_rounds=0 drops load_history; no knowledge drops the search stages.
     turn = accepted_turn(knowledge=False, max_rounds=0)
-    assert turn.plan == [EventType.INTO_CHAT_MESSAGE, EventType.CHAT_COMPLETION_STREAM]
+    assert turn.plan == [EventType.CHAT_COMPLETION_STREAM]
     plan = execution_input(turn, StateRef(turn=turn.key, version=0))["plan"]
     assert plan == {
         "load_history": False,
@@ -147,7 +147,7 @@ def test_plan_flags_follow_the_turns_plan():
         "chunk_merge": False,
         "filter_top_k": False,
         "data_analysis": False,
-        "into_chat_message": True,
+        "into_chat_message": False,
         "chat_completion_stream": True,
     }
 

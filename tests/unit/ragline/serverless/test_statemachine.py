@@ -65,6 +65,7 @@ def test_the_rag_stages_share_one_guard():
         "chunk_rerank",
         "chunk_merge",
         "filter_top_k",
+        "into_chat_message",  # plain chat sends the question itself, as the reference's plan does
     ] in groups
 
 
