@@ -45,7 +45,7 @@ def test_a_reader_ends_a_turn_whose_express_execution_passed_its_time_limit(expr
     session = express.session()
 
     express.stack.lambdas.around(
-        "PipelineStepFunction", failing_steps("into_chat_message", "fail", error_type="Sandbox.Timedout")
+        "PipelineStepFunction", failing_steps("load_history", "fail", error_type="Sandbox.Timedout")
     )
     since = len(express.stack.calls())
     ids = express.ask(session, "Will anyone notice?")

@@ -164,7 +164,7 @@ def test_a_crashed_step_still_ends_the_turn_with_an_error(aws, scripted):
     session = aws.session()
 
     def crash(event, run):
-        if event["stage"] == "into_chat_message":
+        if event["stage"] == "load_history":
             # What Lambda reports when the handler raises: a function error with the exception's type.
             return Result(b'{"errorType": "RuntimeError", "errorMessage": "disk on fire"}', "Unhandled")
         return run()
@@ -184,7 +184,7 @@ def test_a_step_retried_after_a_lambda_failure_writes_no_duplicate_events(aws, s
 
     def fail_once_after_running(event, run):
         result = run()
-        if event["stage"] == "into_chat_message" and not failed:
+        if event["stage"] == "load_history" and not failed:
             failed.append(event)
             raise ServiceError("ServiceException", "Lambda is having a bad day")  # the step ran; Invoke failed
         return result
@@ -195,8 +195,8 @@ def test_a_step_retried_after_a_lambda_failure_writes_no_duplicate_events(aws, s
     assert aws.wait(ids)["status"] == "SUCCEEDED"
     assert failed
     steps = _steps(aws, ids, with_errors=True)
-    assert steps.count(("into_chat_message", "run", "ServiceException")) == 1
-    assert steps.count(("into_chat_message", "run", None)) == 1
+    assert steps.count(("load_history", "run", "ServiceException")) == 1
+    assert steps.count(("load_history", "run", None)) == 1
     events = aws.log(ids)
     assert _types(events).count("complete") == 1
     assert [e.seq for e in events] == list(range(len(events)))
@@ -227,17 +227,17 @@ def test_denied_calls_are_reported_with_function_action_and_resource(aws_stack, 
 
 
 def test_a_step_that_timed_out_before_saving_its_state_is_retried_on_the_same_offsets(aws, scripted):
-    """into_chat_message's sandbox dies at its state write (Sandbox.Timedout): the retry, in a fresh sandbox,
+    """load_history's sandbox dies at its state write (Sandbox.Timedout): the retry, in a fresh sandbox,
     runs the stage again from the previous state and the log keeps one copy of everything."""
     session = aws.session()
     scripted.queue(Script.answer("After ", "a ", "timeout."))
     state_table = aws.stack.refs["StateTable"]
-    with aws.stack.fault("PipelineStepFunction", "dynamodb:PutItem", resource=state_table, params='"v#000002"'):
+    with aws.stack.fault("PipelineStepFunction", "dynamodb:PutItem", resource=state_table, params='"v#000001"'):
         ids = aws.ask(session, "Time out once?")
         assert aws.wait(ids)["status"] == "SUCCEEDED"
     steps = _steps(aws, ids, with_errors=True)
-    assert ("into_chat_message", "run", "Sandbox.Timedout") in steps
-    assert steps.count(("into_chat_message", "run", None)) == 1
+    assert ("load_history", "run", "Sandbox.Timedout") in steps
+    assert steps.count(("load_history", "run", None)) == 1
     events = aws.log(ids)
     assert [e.seq for e in events] == list(range(len(events)))
     assert _types(events).count("complete") == 1
@@ -305,7 +305,7 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     notices the execution's status and serves one terminal error (reason interrupted) within its check."""
     session = aws.session()
 
-    aws.stack.lambdas.around("PipelineStepFunction", failing_steps("into_chat_message", "fail"))
+    aws.stack.lambdas.around("PipelineStepFunction", failing_steps("load_history", "fail"))
     ids = aws.ask(session, "Will anyone notice?")
     assert aws.wait(ids)["status"] == "FAILED"
     assert "error" not in _types(aws.log(ids))  # nothing wrote the end
@@ -335,7 +335,7 @@ def test_a_reader_ends_a_turn_whose_execution_was_stopped_between_two_steps(aws,
     stopped: list[str] = []
 
     def stop_before_the_answer(event, run):
-        if event["stage"] == "into_chat_message" and not stopped:
+        if event["stage"] == "load_history" and not stopped:
             arn = aws.stack.execution_of(session, event["turn"]["assistant_message_id"])
             aws.stack.client("stepfunctions").stop_execution(executionArn=arn, cause="operator")
             stopped.append(arn)
@@ -399,7 +399,7 @@ def test_stream_reader_serves_the_stream_routes_alone_and_uses_every_grant_of_it
     aws.wait(slow)
 
     # A third whose workflow dies without an end: the reader asks the workflow, and ends it.
-    aws.stack.lambdas.around("PipelineStepFunction", failing_steps("into_chat_message", "fail"))
+    aws.stack.lambdas.around("PipelineStepFunction", failing_steps("load_history", "fail"))
     lost = aws.ask(session, "Lost?")
     assert aws.wait(lost)["status"] == "FAILED"
     assert aws.frames(lost)[-1].extra["reason"] == "interrupted"
@@ -429,7 +429,7 @@ def test_the_scheduled_sweep_ends_the_orphaned_turns_nobody_reads(aws, scripted)
     session = aws.session()
 
     def everything_fails(event, run):
-        if event["turn"]["request_id"] == "orphan" and event["stage"] in ("into_chat_message", "fail"):
+        if event["turn"]["request_id"] == "orphan" and event["stage"] in ("load_history", "fail"):
             return Result(b'{"errorType": "RuntimeError", "errorMessage": "lost"}', "Unhandled")
         return run()
 
