@@ -179,6 +179,9 @@ class RecoveryConfig(BaseModel):
 class LimitsConfig(BaseModel):
     max_query_chars: int = 8000
     max_upload_bytes: int = 20 * 1024 * 1024
+    # An original larger than this is handed over by a link to the object store where there is one (a
+    # presigned S3 URL: a Lambda reply carries at most 6 MB), else served by the API.
+    original_inline_max_bytes: int = 5 * 1024 * 1024
 
 
 class AppConfig(BaseModel):

@@ -114,6 +114,39 @@ def test_the_index_follows_uploads_deletes_and_edits(world):
     assert_same_as_fts5(engine, [kbs[0], kbs[0]], rng)
 
 
+def test_the_index_follows_a_document_parsed_again_and_retitled(world):
+    """A document parsed again keeps its id and gets new chunks (replace_document, then its keyword rows);
+    a new title rewrites its rows in place. Neither leaves the old rows' postings behind."""
+    _db, knowledge, engine, kbs = world
+    rng = random.Random(7)
+    for n in range(8):
+        upload(knowledge, engine, kbs[n % 2], rng, f"d{n}")
+    assert_same_as_fts5(engine, kbs, rng)
+    old = knowledge.document("t", "d2")
+    new_chunks = [
+        Chunk(
+            id=f"d2-v2-{i}",
+            tenant_id="t",
+            knowledge_base_id=kbs[0].id,
+            knowledge_id="d2",
+            chunk_index=i,
+            content="quasar nebula pulsar" if i == 0 else text(rng, 12),
+        )
+        for i in range(2)
+    ]
+    with knowledge.atomic():
+        assert knowledge.replace_document(old, new_chunks)
+        engine.index_keywords(kbs[0].id, new_chunks, document=old)
+    assert_same_as_fts5(engine, kbs, rng)
+    hits = engine.keyword_search(RetrieveParams(" ".join(WORDS), [kbs[0].id]), 200)
+    assert not any(h.id.startswith("d2-") and not h.id.startswith("d2-v2-") for h in hits)
+    assert engine.keyword_search(RetrieveParams("quasar", [kbs[0].id]), 5)[0].id == "d2-v2-0"
+    retitled = knowledge.update_document("t", "d2", title="Pulsar atlas")
+    engine.index_keywords(kbs[0].id, new_chunks, document=retitled)
+    assert_same_as_fts5(engine, kbs, rng)
+    assert engine.keyword_search(RetrieveParams("atlas", [kbs[0].id]), 5)[0].knowledge_id == "d2"
+
+
 def test_disabled_chunks_and_documents_are_filtered_as_fts5_filters_them(world):
     db, knowledge, engine, kbs = world
     rng = random.Random(3)
