@@ -211,7 +211,16 @@ def spread(pos: np.ndarray, scores: np.ndarray, doc_of: np.ndarray, share: float
 
 
 def fuse(
-    vi, vs, ki, ks, rule: Rule, n: int, doc_of: np.ndarray, bound: float = 1.0, unread: bool = False
+    vi,
+    vs,
+    ki,
+    ks,
+    rule: Rule,
+    n: int,
+    doc_of: np.ndarray,
+    bound: float = 1.0,
+    unread: bool = False,
+    background: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     if rule.retrievers == "vector":
         return vi, vs
@@ -232,6 +241,16 @@ def fuse(
             vn, kn = normalise(vs, "max"), ks / (bound * (rule.k1 + 1))
         elif rule.norm == "tmm-v":  # vector list raw, keyword list by its best
             vn, kn = vs, normalise(ks, "max")
+        elif (
+            rule.norm == "vbg"
+        ):  # vector list from the knowledge base's mean similarity to its best, keyword by its best
+            vn = np.clip((vs - background) / ((vs.max() - background) or 1.0), 0, None)
+            kn = normalise(ks, "max")
+        elif rule.norm == "vminmax":  # vector list from its worst to its best, keyword list by its best
+            vn, kn = normalise(vs, "minmax"), normalise(ks, "max")
+        elif rule.norm == "vz":  # vector list as z-scores mapped onto [0, 1] by the list's best, keyword by its best
+            z = normalise(vs, "z")
+            vn, kn = np.clip(z / (z.max() or 1.0), 0, None), normalise(ks, "max")
         else:
             vn = normalise(vs, rule.norm) if rule.vfloor <= 0 else (vs - rule.vfloor) / (vs.max() - rule.vfloor)
             kn = normalise(ks, rule.norm)
@@ -333,7 +352,7 @@ def evaluate(bundle: Bundle, rule: Rule) -> tuple[float, float]:
         if docvecs is not None:
             v = (1 - rule.docmean) * v + rule.docmean * (docvecs @ q)[bundle.doc_of]
         vi, vs, ki, ks = lists(v, kws[i], rule)
-        order, _ = fuse(vi, vs, ki, ks, rule, n, bundle.doc_of, bundle.idf_sums[i], bundle.unread)
+        order, _ = fuse(vi, vs, ki, ks, rule, n, bundle.doc_of, bundle.idf_sums[i], bundle.unread, float(v.mean()))
         if rule.prf_beta > 0 and len(order) and rule.retrievers != "keyword":
             feedback = bundle.matrix[order[: rule.prf_m]].mean(axis=0)
             q2 = q + rule.prf_beta * feedback
@@ -382,6 +401,13 @@ STUDIES: dict[str, list[Rule]] = {
     ],
     "final": [Rule(norm=n, alpha=a) for n in ["max", "minmax", "tmm"] for a in [0.4, 0.5, 0.6]]
     + [Rule(prf_beta=0.5), Rule(norm="minmax", prf_beta=0.5), Rule(fusion="rrf", alpha=0.5)],
+    "vnorm": [
+        *grid(norm=["vminmax", "vz"], alpha=[0.3, 0.4, 0.5, 0.6]),
+        Rule(norm="minmax"),
+        Rule(norm="z", alpha=0.4),
+    ],
+    "bg": grid(norm=["vbg"], alpha=[0.4, 0.5, 0.55, 0.6, 0.65]),
+    "e5floor": grid(vfloor=[0.5, 0.6, 0.7, 0.75, 0.8], alpha=[0.4, 0.5, 0.6]),
     "conf": grid(conf=["gap10", "gap3", "z", "gap10+", "z+"]),
     "docmean": grid(docmean=[0.2, 0.4, 0.6], retrievers=["vector", "hybrid"]),
 }

@@ -170,6 +170,7 @@ class _VectorBlock:
     knowledge_ids: npt.NDArray[np.object_]
     matrix: npt.NDArray[np.float32]
     size: int = 0  # rows in use; the arrays have room to grow
+    total: npt.NDArray[np.float64] | None = None  # the sum of the rows in use (their mean is the centroid)
 
     def view(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_], npt.NDArray[np.float32]]:
         return self.rowids[: self.size], self.knowledge_ids[: self.size], self.matrix[: self.size]
@@ -439,6 +440,7 @@ class EmbeddedEngine:
         if block.matrix.shape[1] != vectors.shape[1]:
             block.matrix = np.zeros((0, vectors.shape[1]), dtype=np.float32)
             block.size = 0
+            block.total = None
         end = block.size + len(rows)
         block.matrix = _grown(block.matrix, end)
         block.rowids = _grown(block.rowids, end)
@@ -447,6 +449,8 @@ class EmbeddedEngine:
         block.rowids[block.size : end] = rowids
         block.knowledge_ids[block.size : end] = [r["knowledge_id"] for r in rows]
         block.size = end
+        added = vectors.sum(axis=0, dtype=np.float64)
+        block.total = added if block.total is None else block.total + added
 
     def _bases(self, params: RetrieveParams) -> list[str]:
         """The knowledge bases searched: those named, less any of another tenant when a tenant is given."""
@@ -484,6 +488,21 @@ class EmbeddedEngine:
         scored.sort(key=lambda pair: -pair[0])
         # Hits hybrid search drops below its threshold are never built (see ``RetrieveEngine``).
         return self._results([pair for pair in scored[:top_k] if pair[0] >= params.vector_threshold])
+
+    def vector_background(self, params: RetrieveParams) -> float | None:
+        """The query's mean cosine with every chunk of the searched knowledge bases (the centroid's dot
+        product with it): how similar this model finds unrelated text. None without vectors."""
+        if params.query_embedding is None:
+            return None
+        query = np.asarray(params.query_embedding, dtype=np.float64)
+        rows, total = 0, 0.0
+        for kb_id in self._bases(params):
+            block = self._block(kb_id, params.embedding_model)
+            if block.total is None or not block.size or block.total.shape[0] != query.shape[0]:
+                continue
+            rows += block.size
+            total += float(block.total @ query)
+        return total / rows if rows else None
 
     # Keyword search -------------------------------------------------------------------------------------
     def _document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:

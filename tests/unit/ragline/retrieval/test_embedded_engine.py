@@ -159,3 +159,29 @@ def test_warming_loads_the_vectors_and_the_keyword_index(stores):
     assert engine._blocks[(kb.id, "m")].size == 2
     assert engine._keywords._state is not None
     assert engine._keywords._state.rows == 2
+
+
+def test_the_vector_background_is_the_querys_mean_cosine_with_the_knowledge_base(stores):
+    knowledge, engine, kb = stores
+    first = add(knowledge, kb, "d1", ["one", "two"])
+    second = add(knowledge, kb, "d2", ["three"])
+    query = unit(1, 0, 0)
+
+    def background() -> float | None:
+        params = RetrieveParams(query="", knowledge_base_ids=[kb.id], query_embedding=query, embedding_model="m")
+        return engine.vector_background(params)
+
+    def mean_cosine(vectors) -> float:
+        return float(np.mean(np.stack(vectors) @ query))
+
+    assert background() is None  # no vectors yet
+    v1 = [unit(1, 0, 0), unit(0, 1, 0)]
+    engine.add_vectors(kb.id, "m", first, np.stack(v1))
+    assert background() == pytest.approx(mean_cosine(v1))
+    v2 = [unit(1, 1, 1)]
+    engine.add_vectors(kb.id, "m", second, np.stack(v2))  # appended in place
+    assert background() == pytest.approx(mean_cosine(v1 + v2))
+    engine.add_vectors(kb.id, "m", first[:1], np.stack([unit(0, 0, 1)]))  # rewritten: reloaded
+    assert background() == pytest.approx(mean_cosine([unit(0, 0, 1), v1[1], *v2]))
+    knowledge.delete_document("t", "d2")
+    assert background() == pytest.approx(mean_cosine([unit(0, 0, 1), v1[1]]))
