@@ -129,7 +129,7 @@ def score_ranked(results: list[Any], sources: dict[str, str], qrels: dict[str, i
 Rule = Callable[[list[Any], list[Any], str, "float | None"], list[Any]]
 
 
-def fusion_rules(container: Any) -> dict[str, Rule]:
+def fusion_rules(container: Any, embedding_model: str) -> dict[str, Rule]:
     from ragline.retrieval.hybrid import fuse
 
     base = container.config.retrieval
@@ -137,7 +137,7 @@ def fusion_rules(container: Any) -> dict[str, Rule]:
     def with_config(**changes: Any) -> Rule:
         config = base.model_copy(update=changes)
         return lambda vector, keyword, query, background: fuse(
-            vector, keyword, config, query=query, vector_background=background
+            vector, keyword, config, query=query, embedding_model=embedding_model, vector_background=background
         )
 
     return {
@@ -157,7 +157,7 @@ def fusion_rules(container: Any) -> dict[str, Rule]:
 def study(container: Any, kb: Any, sources: dict[str, str], data: SciFact) -> dict[str, tuple[float, float]]:
     lists = recalled_lists(container, kb, data)
     out: dict[str, tuple[float, float]] = {}
-    for name, rule in fusion_rules(container).items():
+    for name, rule in fusion_rules(container, kb.embedding_model).items():
         scores = [
             score_ranked(rule(v, k, data.queries[q], bg), sources, data.qrels[q]) for q, (v, k, bg) in lists.items()
         ]
