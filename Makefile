@@ -32,6 +32,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # The browser tests (tests/e2e) drive Debian's Chromium through Playwright's Python driver (never
 # `playwright install`). Installed from the Debian packages when missing: as root, or through sudo.

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -216,7 +217,10 @@ def one_mb_varied(process: RaglineProcess, kb: str, data: Path) -> None:
     )
 
 
-def health_during_large_upload(process: RaglineProcess, kb: str, data: Path, args: argparse.Namespace) -> None:
+def health_during_large_upload(
+    process: RaglineProcess, kb: str, data: Path, args: argparse.Namespace, *, sigterm: bool = True
+) -> dict[str, list[float]]:
+    """Part 3 (and 4 when ``sigterm``): the health check's latencies per phase."""
     text = large_text(data, 20 * 1024 * 1024 - 64 * 1024)
     # The same size again as a multipart file, with other text (each section's heading says its round).
     other = text.replace(" (0)\n", " (multipart)\n")
@@ -250,6 +254,8 @@ def health_during_large_upload(process: RaglineProcess, kb: str, data: Path, arg
     print(f"  during the multipart accept step: {summary(prober.samples.get('multipart', []))}")
     print(f"  failed probes: {prober.failures}; {progress['embedded_count']} of {progress['chunk_count']} embedded")
     print(f"  load {load()}")
+    if not sigterm:
+        return prober.samples
 
     print(f"\n4. SIGTERM while it is being indexed (grace {GRACE_S:.0f} s)")
     assert process.proc is not None
@@ -262,6 +268,51 @@ def health_during_large_upload(process: RaglineProcess, kb: str, data: Path, arg
     with process.client() as client:
         doc = client.get(f"/api/v1/knowledge-bases/{kb}/documents/{document_id}").json()["data"]
     print(f"after restart: status {doc['status']}, {doc['embedded_count']} of {doc['chunk_count']} embedded (resumed)")
+    return prober.samples
+
+
+def collector_as_is(tmp: Path) -> dict[str, str]:
+    """The environment of a server whose full garbage collections run as CPython schedules them (the
+    configuration with ``ingestion.defer_full_gc: false``)."""
+    config = Path(tmp) / "config-gc-as-is"
+    shutil.copytree(ROOT / "config", config)
+    path = config / "config.yaml"
+    text = path.read_text()
+    assert "defer_full_gc: true" in text
+    path.write_text(text.replace("defer_full_gc: true", "defer_full_gc: false"))
+    return {"RAGLINE_CONFIG_DIR": str(config)}
+
+
+def compare_collectors(tmp: Path, data: Path, args: argparse.Namespace) -> None:
+    """Part 3 twice, side by side: full collections as CPython schedules them, then deferred (the default)."""
+    results: dict[str, dict[str, list[float]]] = {}
+    for label, env in (("as is", collector_as_is(tmp)), ("deferred", {})):
+        print(f"\n--- full garbage collections {label} ---")
+        process = RaglineProcess(
+            Path(tmp) / f"data-{label.replace(' ', '-')}",
+            "http://127.0.0.1:9/v1",
+            RAGLINE_SHUTDOWN_GRACE_S=str(GRACE_S),
+            **env,
+        ).start()
+        try:
+            with process.client() as client:
+                kb = client.post("/api/v1/knowledge-bases", json={"name": "limits"}).json()["data"]["id"]
+            results[label] = health_during_large_upload(process, kb, data, args, sigterm=False)
+        finally:
+            process.stop()
+    print("\n/healthz latency, ms (p50 / p95 / max, probes over 50 ms):")
+    print(f"| phase | {' | '.join(results)} |")
+    print(f"|---|{'---:|' * len(results)}")
+    for phase in ("idle", "accept", "indexing", "multipart"):
+        cells = []
+        for samples in results.values():
+            values = samples.get(phase, [])
+            cells.append(
+                f"{percentile(values, 50):.1f} / {percentile(values, 95):.1f} / {max(values):.0f} ({sum(v > 50 for v in values)})"
+                if values
+                else "-"
+            )
+        print(f"| {phase} | {' | '.join(cells)} |")
 
 
 def client_goes_away(process: RaglineProcess, kb: str, data: Path, gone_after_s: float) -> None:
@@ -310,8 +361,16 @@ def main() -> None:
     parser.add_argument("--baseline-s", type=float, default=10, help="/healthz of the idle server first")
     parser.add_argument("--parts", default="1,2,3,4,5", help="which parts to run (4 runs with 3)")
     parser.add_argument("--gone-after-s", type=float, default=1.0, help="when the client of part 5 goes away")
+    parser.add_argument(
+        "--compare-gc", action="store_true", help="only part 3, with full garbage collections as is, then deferred"
+    )
     args = parser.parse_args()
     print(f"ingestion limits: {os.cpu_count()} CPUs, load {load()}")
+    if args.compare_gc:
+        with tempfile.TemporaryDirectory(prefix="ragline-bench-limits-") as tmp:
+            compare_collectors(Path(tmp), args.data, args)
+        print(f"\nload at the end: {load()}")
+        return
     with tempfile.TemporaryDirectory(prefix="ragline-bench-limits-") as tmp:
         process = RaglineProcess(
             Path(tmp) / "data", "http://127.0.0.1:9/v1", RAGLINE_SHUTDOWN_GRACE_S=str(GRACE_S)

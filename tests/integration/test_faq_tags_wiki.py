@@ -132,3 +132,28 @@ def test_wiki_pages_are_chunks_of_type_wiki_page(ragline):
         "data"
     ]
     assert {c["chunk_type"] for c in chunks} == {"wiki_page"}
+
+
+def test_faq_entries_ruled_out_by_negative_questions_make_room_for_deeper_ones(ragline):
+    """More entries rule the question out than one search returns (30 by default): the search goes deeper,
+    as the reference's FAQ iteration does, and finds the entries that may answer it."""
+    kb = ragline.create_kb("devices")
+    asked = "How do I reset my router?"
+    ruled_out = [
+        {
+            "standard_question": f"How do I reset my router model R{i} to factory settings?",
+            "similar_questions": [f"reset router R{i}", f"router R{i} factory reset"],
+            "negative_questions": [asked],
+            "answer": f"Hold the reset button of the R{i} for ten seconds.",
+        }
+        for i in range(40)
+    ]
+    answers = [{"standard_question": "Restarting network equipment at home", "answer": "Unplug it for a minute."}]
+    reply = ragline.client.post(f"/api/v1/knowledge-bases/{kb}/faq", json={"entries": ruled_out + answers})
+    reply.raise_for_status()
+    hits = ragline.client.post(
+        "/api/v1/knowledge-search", json={"query": asked, "knowledge_base_ids": [kb], "top_k": 5}
+    ).json()["data"]
+    assert hits, "every entry the search returned was ruled out, and it did not look further"
+    assert all("Hold the reset button" not in h["content"] for h in hits)
+    assert any("Unplug it for a minute" in h["content"] for h in hits)

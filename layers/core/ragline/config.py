@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline.merge.config import MergeConfig
 from ragline.reranking.config import RerankConfig
+from ragline.types.chat_manage import PipelineRequest, SummaryConfig
 from ragline.web.fetch import WebFetchConfig
 from ragline.web.search import WebSearchConfig
 
@@ -73,30 +74,42 @@ class Settings(BaseSettings):
         return self.data_dir / "ragline.db"
 
 
+def _request_default(model: type[BaseModel], name: str) -> Any:
+    """A request field's default: the one source of the chat defaults config.yaml may change."""
+    return model.model_fields[name].default
+
+
 class SummarySettings(BaseModel):
     prompt_id: str = "default_kb"
     context_template_id: str = "default"
-    temperature: float = 0.3
-    max_completion_tokens: int = 2048
+    temperature: float = _request_default(SummaryConfig, "temperature")
+    max_completion_tokens: int = _request_default(SummaryConfig, "max_completion_tokens")
 
 
 class ConversationConfig(BaseModel):
-    max_rounds: int = 5
-    embedding_top_k: int = 30
-    vector_threshold: float = 0.2
-    keyword_threshold: float = 0.3
-    rerank_threshold: float = 0.3
-    rerank_top_k: int = 30
-    fallback_strategy: str = "model"
-    fallback_response: str = "Sorry, I am unable to answer this question."
+    """The chat defaults of config.yaml's ``conversation``; unset, they are :class:`PipelineRequest`'s."""
+
+    max_rounds: int = _request_default(PipelineRequest, "max_rounds")
+    embedding_top_k: int = _request_default(PipelineRequest, "embedding_top_k")
+    vector_threshold: float = _request_default(PipelineRequest, "vector_threshold")
+    keyword_threshold: float = _request_default(PipelineRequest, "keyword_threshold")
+    rerank_threshold: float = _request_default(PipelineRequest, "rerank_threshold")
+    rerank_top_k: int = _request_default(PipelineRequest, "rerank_top_k")
+    fallback_strategy: str = _request_default(PipelineRequest, "fallback_strategy").value
+    fallback_response: str = _request_default(PipelineRequest, "fallback_response")
     fallback_prompt_id: str = "default"
-    enable_rewrite: bool = True
-    enable_query_expansion: bool = True
-    faq_priority_enabled: bool = True
-    faq_direct_answer_threshold: float = 0.9
-    faq_score_boost: float = 1.2
-    memory_enabled: bool = False
-    language: str = "English"
+    enable_rewrite: bool = _request_default(PipelineRequest, "enable_rewrite")
+    enable_query_expansion: bool = _request_default(PipelineRequest, "enable_query_expansion")
+    # Query understanding's own chat model ("" = the answering model), rewrite template id and per-intent
+    # system prompts; a question may set each of them too.
+    understand_model_id: str = _request_default(PipelineRequest, "understand_model_id")
+    rewrite_template_id: str = "default"
+    intent_prompts: dict[str, str] = Field(default_factory=dict)
+    faq_priority_enabled: bool = _request_default(PipelineRequest, "faq_priority_enabled")
+    faq_direct_answer_threshold: float = _request_default(PipelineRequest, "faq_direct_answer_threshold")
+    faq_score_boost: float = _request_default(PipelineRequest, "faq_score_boost")
+    memory_enabled: bool = _request_default(PipelineRequest, "memory_enabled")
+    language: str = _request_default(PipelineRequest, "language")
     summary: SummarySettings = Field(default_factory=SummarySettings)
 
 
@@ -146,6 +159,9 @@ class IngestionConfig(BaseModel):
     embed_threads: int = 0
     # Word pieces MiniLM reads of a passage (its limit is 256; fewer is faster, see bench/ingestion.py).
     passage_max_tokens: int = 256
+    # Full garbage collections wait while documents are accepted or indexed (ragline/ingest/collector.py):
+    # each one stalls the API for 100-275 ms when a large document's chunks are alive.
+    defer_full_gc: bool = True
 
 
 class StreamConfig(BaseModel):

@@ -24,28 +24,28 @@ from ragline.ingest.service import IngestService
 from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
 from ragline.memory.store import MemoryStore
+from ragline.models.base import is_generative
 from ragline.models.extractive import ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
-from ragline.pipeline.boosts import PluginMemoryAffinity, PluginWikiBoost
-from ragline.pipeline.chat_completion import PluginChatCompletion, PluginChatCompletionStream
+from ragline.pipeline.chat_completion_stream import PluginChatCompletionStream
+from ragline.pipeline.chunk_merge import PluginMerge
+from ragline.pipeline.chunk_rerank import PluginMemoryAffinity, PluginRerank, PluginWikiBoost
+from ragline.pipeline.chunk_search import PluginSearch
+from ragline.pipeline.chunk_search_parallel import PluginSearchParallel
+from ragline.pipeline.entity_search import PluginSearchEntity
 from ragline.pipeline.extract_entity import PluginExtractEntity
 from ragline.pipeline.fallback import FallbackResponder
 from ragline.pipeline.filter_top_k import PluginFilterTopK
 from ragline.pipeline.into_chat_message import PluginIntoChatMessage
 from ragline.pipeline.load_history import PluginLoadHistory
 from ragline.pipeline.memory_recall import PluginMemoryRecall
-from ragline.pipeline.merge import PluginMerge
 from ragline.pipeline.orchestrator import Orchestrator
 from ragline.pipeline.plugin import EventManager
 from ragline.pipeline.query_understand import DEFAULT_HISTORY_MESSAGES as UNDERSTAND_HISTORY_MESSAGES
 from ragline.pipeline.query_understand import PluginQueryUnderstand
-from ragline.pipeline.rerank import PluginRerank
-from ragline.pipeline.search import PluginSearch
-from ragline.pipeline.search_entity import PluginSearchEntity
-from ragline.pipeline.search_parallel import PluginSearchParallel
 from ragline.pipeline.session_title import SessionTitler
 from ragline.pipeline.web_fetch import PluginWebFetch
-from ragline.reranking.citations import CitationHistory, SqliteCitationHistory
+from ragline.reranking.citations import CitationHistory
 from ragline.reranking.config import RerankModelSpec
 from ragline.reranking.providers import register_configured_models
 from ragline.reranking.registry import RerankModelRegistry
@@ -54,6 +54,7 @@ from ragline.retrieval.embedded import EmbeddedEngine
 from ragline.runtime.search import SearchService
 from ragline.runtime.turns import TurnService
 from ragline.store.base import KnowledgeStore, SessionStore, TagStore, TenantStore
+from ragline.store.citations import SqliteCitationHistory
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
 from ragline.store.models import Document, DocumentStatus, KnowledgeBase
@@ -199,7 +200,6 @@ def build_event_manager(
 
         events.register(PluginDataAnalysis(models, templates, tables))
     events.register(PluginIntoChatMessage(templates, summary.context_template_id))
-    events.register(PluginChatCompletion(models, templates, summary.prompt_id, knowledge))
     events.register(PluginChatCompletionStream(models, templates, summary.prompt_id, knowledge))
     events.register(PluginFilterTopK())
     events.register(PluginQueryUnderstand(models, sessions, templates, history_messages=UNDERSTAND_HISTORY_MESSAGES))
@@ -227,7 +227,7 @@ def remember_after_turn(
         if not cm.request.memory_enabled:
             return
         chat_model = models.chat_model(cm.request.chat_model_id)
-        generative = chat_model.model_id != ExtractiveChatModel.model_id
+        generative = is_generative(chat_model)
         extractor = MemoryExtractor(
             memories,
             models.embedder(),

@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any
 
 _configured = False
@@ -32,7 +33,9 @@ def configure_logging(level: str = "INFO") -> None:
     _configured = True
 
 
+@lru_cache(maxsize=1)
 def _tracer() -> Any | None:
+    """The process's one Powertools Tracer (None outside Lambda or with tracing off), built at the first span."""
     if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() in {"1", "true"}:
         return None
     if "AWS_LAMBDA_FUNCTION_NAME" not in os.environ:

@@ -25,8 +25,7 @@ from typing import Any
 
 from ragline.config import PromptTemplates, render_placeholders
 from ragline.graph.store import Entity, Relation, clean_relation, normalise_name
-from ragline.models.base import ChatMessage, ChatModel
-from ragline.models.extractive import ExtractiveChatModel
+from ragline.models.base import ChatMessage, ChatModel, is_generative
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.types import ChatOptions
 
@@ -50,7 +49,6 @@ MAX_QUERY_CHARS = 1000
 ENTITY_OPTIONS = ChatOptions(temperature=0.0, max_tokens=200, thinking=False)
 GRAPH_OPTIONS = ChatOptions(temperature=0.0, max_tokens=1500, thinking=False)
 # Chat models that cannot follow an extraction prompt.
-NON_GENERATIVE_MODEL_IDS = frozenset({ExtractiveChatModel.model_id})
 
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z]*")
@@ -292,7 +290,7 @@ class GraphExtractor:
             model = self._models.chat_model(model_id or self._model_id)
         except UnknownModel:
             return None
-        return None if model.model_id in NON_GENERATIVE_MODEL_IDS else model
+        return model if is_generative(model) else None
 
     async def extract_entities(self, query: str, model_id: str = "") -> list[str]:
         """Entity names the question is about; ``[]`` on any failure."""

@@ -17,6 +17,7 @@ steps in the caller's thread.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import itertools
 import json
@@ -26,13 +27,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Concatenate, ParamSpec, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from ragline.config import IngestionConfig
 from ragline.ingest.chunker import plan_chunks
+from ragline.ingest.collector import full_collections_deferred
 from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
 from ragline.ingest.extract import UnsupportedFile, extract, reads_as_markdown
 from ragline.ingest.language import choose_embedding_model, detect_language, merge_language
@@ -45,9 +47,6 @@ from ragline.store.models import Chunk, Document, DocumentStatus, FAQEntry, Know
 from ragline.store.originals import OriginalStore
 from ragline.tables.parse import TABLE_SUFFIXES, is_table_file
 from ragline.types import ChunkType
-
-if TYPE_CHECKING:  # the table ingestor builds on this module
-    from ragline.tables.ingest import TableIngestor
 
 SUPPORTED_SUFFIXES = TEXT_SUPPORTED_SUFFIXES | TABLE_SUFFIXES
 
@@ -64,6 +63,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 # Progress and cancellation are checked between batches of this many chunks.
 _KEYWORD_BATCH = 2000
@@ -206,6 +208,33 @@ def searchable_in_order(chunks: Sequence[Chunk]) -> list[Chunk]:
     return sorted((c for c in chunks if c.searchable), key=lambda c: (c.chunk_index, c.chunk_type, c.id))
 
 
+class TableFiles(Protocol):
+    """What accepts table files (CSV, TSV, Excel) for this service: :class:`ragline.tables.ingest.TableIngestor`,
+    which builds on this module (hence a port here, not an import)."""
+
+    def ingest_table(
+        self,
+        kb: KnowledgeBase,
+        filename: str,
+        raw: bytes,
+        *,
+        title: str = "",
+        source: str = "",
+        tags: Sequence[str] = (),
+    ) -> list[IngestResult]: ...
+
+
+def _gc_deferred(method: Callable[Concatenate[IngestService, _P], _R]) -> Callable[Concatenate[IngestService, _P], _R]:
+    """Runs an ingestion method with full garbage collections held off (see :mod:`ragline.ingest.collector`)."""
+
+    @functools.wraps(method)
+    def deferred(self: IngestService, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with full_collections_deferred(self._config.defer_full_gc):
+            return method(self, *args, **kwargs)
+
+    return deferred
+
+
 class IngestService:
     def __init__(
         self,
@@ -213,7 +242,7 @@ class IngestService:
         engine: RetrieveEngine,
         models: ModelRegistry,
         config: IngestionConfig,
-        tables: TableIngestor | None = None,
+        tables: TableFiles | None = None,
         originals: OriginalStore | None = None,
     ) -> None:
         self._tables = tables
@@ -251,6 +280,7 @@ class IngestService:
                 result.document = refreshed
 
     # Step 1: accept -------------------------------------------------------------------------------------
+    @_gc_deferred
     def accept_many(
         self, kb: KnowledgeBase, items: Sequence[DocumentInput], cancel: Cancel | None = None
     ) -> list[IngestResult]:
@@ -305,6 +335,7 @@ class IngestService:
                 results[index] = IngestResult(first.document, first.chunk_count, duplicate=True)
         return [r for r in results if r is not None]
 
+    @_gc_deferred
     def accept_bytes(
         self,
         kb: KnowledgeBase,
@@ -595,6 +626,7 @@ class IngestService:
             return None
         return self.index_documents([document], cancel=cancel, progress=progress)[0]
 
+    @_gc_deferred
     def index_documents(
         self,
         documents: Sequence[Document],

@@ -1,7 +1,7 @@
 """Long-term memory: durable facts about a user, extracted after opted-in turns and recalled, without a
 model call, into later prompts.
 
-The HTTP routes live in :mod:`ragline.memory.api` and the adapters in :mod:`ragline.memory.sqlite` and
+The HTTP routes live in :mod:`ragline.server.routes.memories` and the adapters in :mod:`ragline.memory.sqlite` and
 :mod:`ragline.memory.dynamodb`; they are imported by the wiring only.
 """
 

@@ -1,6 +1,6 @@
 """CHUNK_MERGE's steps: from ranked hits to the passages the model reads.
 
-Each module is one step or one helper; ``ragline.pipeline.merge.PluginMerge`` runs them in order.
+Each module is one step or one helper; ``ragline.pipeline.chunk_merge.PluginMerge`` runs them in order.
 """
 
 from ragline.merge.config import MergeConfig

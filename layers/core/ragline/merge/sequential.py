@@ -22,8 +22,8 @@ from ragline.merge.config import MIN_OVERLAP_CHARS, OVERLAP_WINDOW_CHARS
 from ragline.merge.coordinates import coordinates_trusted, mark_rewritten
 from ragline.merge.images import merge_image_info
 from ragline.merge.join import contains_chunk_content, join_chunk_content
-from ragline.pipeline.filter_top_k import sort_deterministically
 from ragline.types import ChunkType, SearchResult
+from ragline.types.search import sort_deterministically
 
 # Document text in reading order. FAQ entries, web pages, graph facts, summaries and wiki pages are
 # independent units: joining "consecutive" ones would splice unrelated answers together.

@@ -53,6 +53,12 @@ class ChatModel(Protocol):
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse: ...
 
 
+def is_generative(model: ChatModel) -> bool:
+    """Whether the model writes text of its own. A model that only quotes its context (the extractive
+    answerer) says ``generative = False``; it is asked for no title, SQL or graph extraction."""
+    return bool(getattr(model, "generative", True))
+
+
 async def collect(model: ChatModel, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
     """A non-streaming reply assembled from a model's stream."""
     answer: list[str] = []

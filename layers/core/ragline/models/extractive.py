@@ -91,6 +91,7 @@ class ExtractiveChatModel:
     and the multilingual model is too slow to embed sentences while the user waits)."""
 
     model_id = "local:extractive"
+    generative = False  # it quotes the context: no titles, SQL or graph extractions from it
 
     def __init__(self, word_delay_s: float = 0.0, embedder: Callable[[], Embedder] | None = None) -> None:
         self._delay = word_delay_s

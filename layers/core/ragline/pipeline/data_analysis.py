@@ -19,8 +19,7 @@ import re
 from collections.abc import Sequence
 
 from ragline.config import PromptTemplates, render_placeholders
-from ragline.models.base import ChatMessage, ChatModel
-from ragline.models.extractive import ExtractiveChatModel
+from ragline.models.base import ChatMessage, ChatModel, is_generative
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.plugin import NextFn, PluginError
 from ragline.tables.chunks import TABLE_CHUNK_TYPES, TABLE_KEY, short
@@ -171,7 +170,7 @@ class PluginDataAnalysis:
         except UnknownModel:
             logger.info("no chat model for data analysis", extra=log)
             return None
-        if model.model_id == ExtractiveChatModel.model_id:
+        if not is_generative(model):
             logger.info("the extractive model writes no SQL; data analysis skipped", extra=log)
             return None
         return model

@@ -20,8 +20,8 @@ import logging
 from collections.abc import Callable
 
 from ragline.graph.extract import GraphExtractor
+from ragline.pipeline.chunk_search import resolve_targets
 from ragline.pipeline.plugin import NextFn, PluginError
-from ragline.pipeline.search import resolve_targets
 from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, EventType
 

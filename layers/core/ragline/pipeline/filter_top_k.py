@@ -3,19 +3,8 @@
 from __future__ import annotations
 
 from ragline.pipeline.plugin import NextFn, PluginError
-from ragline.types import ChatManage, EventType, SearchResult
-
-
-def deterministic_key(result: SearchResult) -> tuple[float, str, str, int, str]:
-    """Score descending, then knowledge id, chunk type, chunk index, id ascending.
-
-    Chunk index rather than character offsets: offsets stop matching the source once a chunk is edited.
-    """
-    return (-result.score, result.knowledge_id, result.chunk_type, result.chunk_index, result.id)
-
-
-def sort_deterministically(results: list[SearchResult]) -> list[SearchResult]:
-    return sorted(results, key=deterministic_key)
+from ragline.types import ChatManage, EventType
+from ragline.types.search import sort_deterministically
 
 
 class PluginFilterTopK:

@@ -13,13 +13,13 @@ from typing import Any
 
 from ragline.config import PromptTemplates, render_placeholders
 from ragline.event.bus import BusEventType
-from ragline.modelcontext import SourceRegistry, StreamDecoder, expand_text, fold_citations
+from ragline.event.cancel import until_cancelled
+from ragline.modelcontext import SourceRegistry, StreamDecoder, fold_citations
 from ragline.modelcontext.protocol import protocol_prompt
 from ragline.modelcontext.registry import ChunkPart
 from ragline.models.base import TRUNCATION_REASONS, ChatMessage, ChatModel, ModelCallError
 from ragline.pipeline.emit import emit, event_id
 from ragline.pipeline.faq_layout import faq_layout
-from ragline.runtime.cancel import until_cancelled
 from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, ChatOptions
 
@@ -196,7 +196,3 @@ async def finish_answer(
         if not outcome.answer_text.strip():
             content = TRUNCATED_WITHOUT_TEXT
     await emit(cm, BusEventType.FINAL_ANSWER, answer_id, content, done=True, data=data)
-
-
-def decode_full(text: str, registry: SourceRegistry) -> str:
-    return expand_text(text, registry)

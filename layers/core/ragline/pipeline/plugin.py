@@ -35,13 +35,9 @@ class PluginError:
 # "No results" is an outcome that leads to the fallback answer, not a failure.
 ERR_SEARCH_NOTHING = PluginError("search_nothing", "no relevant content found")
 ERR_SEARCH = PluginError("search_failed", "search failed")
-ERR_RERANK = PluginError("rerank_failed", "rerank failed")
-ERR_GET_RERANK_MODEL = PluginError("get_rerank_model_failed", "failed to get rerank model")
 ERR_GET_CHAT_MODEL = PluginError("get_chat_model_failed", "failed to get chat model")
-ERR_TEMPLATE_PARSE = PluginError("template_parse_failed", "failed to parse template")
 ERR_TEMPLATE_EXECUTE = PluginError("template_execution_failed", "failed to execute template")
 ERR_MODEL_CALL = PluginError("model_call_failed", "failed to call model")
-ERR_GET_HISTORY = PluginError("get_history_failed", "failed to get conversation history")
 ERR_INTERNAL = PluginError("internal_error", "internal error")
 
 

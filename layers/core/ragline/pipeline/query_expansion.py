@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ragline.retrieval.embedded import ENGLISH_STOPWORDS
-from ragline.retrieval.text import cut_for_search, has_han
+from ragline.retrieval.text import ENGLISH_STOPWORDS, cut_for_search, has_han
 
 MAX_VARIANTS = 5
 MIN_VARIANT_BYTES = 3

@@ -55,8 +55,10 @@ class _ModelChoice:
 class PluginQueryUnderstand:
     """Rewrite + intent (+ image description) for one turn.
 
-    ``understand_model_id``: a small model dedicated to this call ("" = the chat model).
-    ``agent_intent_prompts``: an agent's system prompt per intent, preferred over intent_prompts.yaml.
+    ``understand_model_id``: a small model dedicated to this call ("" = the chat model); the request's
+    ``understand_model_id`` wins over it, as its ``rewrite_template_id`` over ``rewrite_template_id``.
+    ``agent_intent_prompts``: an agent's system prompt per intent, preferred over intent_prompts.yaml; the
+    request's ``intent_prompts`` win over both.
     ``notes``: where the image description is written for later turns (fire and forget).
     """
 
@@ -108,7 +110,7 @@ class PluginQueryUnderstand:
                 language=request.language,
                 images=request.images,
                 send_images=sends_images,
-                template_id=self._rewrite_template_id,
+                template_id=request.rewrite_template_id or self._rewrite_template_id,
             )
         except KeyError:
             logger.warning("rewrite prompt template missing; keeping the question", exc_info=True, extra=log)
@@ -178,8 +180,9 @@ class PluginQueryUnderstand:
                 yield _ModelChoice(request.chat_model_id, sends_images=True)
             if request.vlm_model_id:
                 yield _ModelChoice(request.vlm_model_id, sends_images=True)
-        if self._understand_model_id:
-            yield _ModelChoice(self._understand_model_id, sends_images=False)
+        understand_model_id = request.understand_model_id or self._understand_model_id
+        if understand_model_id:
+            yield _ModelChoice(understand_model_id, sends_images=False)
         yield _ModelChoice(request.chat_model_id, sends_images=False)
 
     def _select_model(self, cm: ChatManage, log: dict[str, str]) -> tuple[ChatModel, bool] | None:
@@ -206,7 +209,12 @@ class PluginQueryUnderstand:
             cm.context.extras[IMAGE_DESCRIPTION_EXTRA] = understanding.image_description
             self._store_image_description(cm, understanding.image_description)
         if not needs_retrieval(state.intent, request.web_search_enabled):
-            prompt = intent_system_prompt(state.intent, request.language, self._templates, self._agent_intent_prompts)
+            prompt = intent_system_prompt(
+                state.intent,
+                request.language,
+                self._templates,
+                {**self._agent_intent_prompts, **request.intent_prompts},
+            )
             if prompt:
                 state.system_prompt_override = prompt
 

@@ -13,8 +13,7 @@ import re
 
 from ragline.config import PromptTemplates, render_placeholders
 from ragline.event.bus import BusEventType
-from ragline.models.base import ChatMessage
-from ragline.models.extractive import ExtractiveChatModel
+from ragline.models.base import ChatMessage, is_generative
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.emit import emit, event_id
 from ragline.store.base import SessionStore
@@ -90,7 +89,7 @@ class SessionTitler:
             model = self._models.chat_model(chat_model_id)
         except UnknownModel:
             return heuristic_title(query)
-        if model.model_id == ExtractiveChatModel.model_id:
+        if not is_generative(model):
             return heuristic_title(query)
         prompt = render_placeholders(
             self._templates.get("generate_session_title", "default"), {"query": query, "language": language}

@@ -5,7 +5,7 @@ Adapters (``ragline.reranking.providers``) are imported only by the wiring that 
 
 from ragline.reranking.base import RankResult, RerankModel
 from ragline.reranking.boosts import affinity_factor, apply_memory_affinity, apply_wiki_boost
-from ragline.reranking.citations import CitationHistory, SqliteCitationHistory
+from ragline.reranking.citations import CitationHistory
 from ragline.reranking.clean import clean_passage
 from ragline.reranking.config import (
     CompositeWeights,
@@ -34,7 +34,6 @@ __all__ = [
     "RerankOutcome",
     "RerankProvider",
     "RerankRun",
-    "SqliteCitationHistory",
     "affinity_factor",
     "apply_memory_affinity",
     "apply_threshold",

@@ -12,11 +12,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from ragline.reranking.config import RerankConfig
 from ragline.reranking.passages import enriched_passage
 from ragline.retrieval.text import tokenize_simple
 from ragline.types import SearchResult
 
-DEFAULT_MMR_LAMBDA = 0.7
+# The configuration's default (RerankConfig.mmr_lambda) is the one source.
+DEFAULT_MMR_LAMBDA = RerankConfig().mmr_lambda
 
 
 def jaccard(a: Set[str], b: Set[str]) -> float:

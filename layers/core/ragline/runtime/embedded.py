@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from ragline.config import StreamConfig
 from ragline.event.bus import EventBus
+from ragline.event.cancel import CancelToken
 from ragline.pipeline.orchestrator import Orchestrator
-from ragline.runtime.cancel import CancelToken
 from ragline.runtime.leases import SqliteTurnLeases
 from ragline.runtime.turns import AcceptedTurn, TurnService
 from ragline.stream.base import StreamManager

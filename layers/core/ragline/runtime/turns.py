@@ -32,6 +32,7 @@ from ragline.types import (
     StreamEvent,
 )
 from ragline.types.chat_manage import SummaryConfig
+from ragline.types.intent import QueryIntent
 from ragline.types.text import PlainText
 
 logger = logging.getLogger(__name__)
@@ -112,6 +113,11 @@ class QuestionBody(BaseModel):
     citation_enabled: bool | None = None
     enable_rewrite: bool | None = None
     enable_query_expansion: bool | None = None
+    # Query understanding for this question: its chat model, rewrite template (rewrite.yaml) and system
+    # prompts per intent (each key one of the nine intents).
+    understand_model_id: str | None = Field(default=None, max_length=200)
+    rewrite_template_id: str | None = Field(default=None, max_length=100)
+    intent_prompts: dict[QueryIntent, Annotated[str, Field(max_length=8000)]] | None = Field(default=None, max_length=9)
     faq_priority_enabled: bool | None = None
     memory_enabled: bool | None = None
     data_analysis_enabled: bool = False
@@ -281,6 +287,12 @@ class TurnService:
             citation_enabled=body.citation_enabled,
             enable_rewrite=_pick(body.enable_rewrite, conversation.enable_rewrite),
             enable_query_expansion=_pick(body.enable_query_expansion, conversation.enable_query_expansion),
+            understand_model_id=body.understand_model_id or conversation.understand_model_id,
+            rewrite_template_id=body.rewrite_template_id or conversation.rewrite_template_id,
+            intent_prompts={
+                **conversation.intent_prompts,
+                **{str(k): v for k, v in (body.intent_prompts or {}).items()},
+            },
             faq_priority_enabled=_pick(body.faq_priority_enabled, conversation.faq_priority_enabled),
             memory_enabled=_pick(body.memory_enabled, conversation.memory_enabled),
             data_analysis_enabled=body.data_analysis_enabled,

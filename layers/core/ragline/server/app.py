@@ -18,7 +18,6 @@ from fastapi.staticfiles import StaticFiles
 
 from ragline import __version__
 from ragline.container import Container
-from ragline.memory.api import memory_router
 from ragline.runtime.turns import TurnLauncher
 from ragline.server.body_limit import BodySizeLimit
 from ragline.server.deps import tenant_of
@@ -37,6 +36,7 @@ from ragline.server.routes import (
     sessions,
     tags,
 )
+from ragline.server.routes.memories import memory_router
 
 # The chat page: plain ES modules and CSS, served as they are (no build step).
 WEB_DIR = Path(__file__).with_name("web")

@@ -84,7 +84,8 @@ def _field_of(loc: Any) -> str | None:
     parts = [str(p) for p in loc]
     if parts and parts[0] in {"body", "query", "path", "header", "cookie"}:
         parts = parts[1:]
-    return ".".join(parts) or None
+    # A mapping's bad key is located as ``(field, key, "[key]")``: the key named is the field.
+    return ".".join(p for p in parts if p != "[key]") or None
 
 
 def _validator_error(error: Any) -> object:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from ragline.runtime.cancel import CancelToken
+from ragline.event.cancel import CancelToken
 from ragline.serverless.state_store import StateStore
 
 

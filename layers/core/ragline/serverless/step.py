@@ -24,8 +24,8 @@ from pydantic import BaseModel
 
 from ragline.container import Container
 from ragline.event.bus import EventBus
+from ragline.pipeline.chunk_search_parallel import BranchResult, SearchBranch
 from ragline.pipeline.orchestrator import StageOutcome
-from ragline.pipeline.search_parallel import BranchResult, SearchBranch
 from ragline.runtime.plan import FULL_STAGE_ORDER
 from ragline.serverless.cancel import StopFlagToken
 from ragline.serverless.state_store import StateRef, StateStore

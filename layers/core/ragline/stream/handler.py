@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from ragline.event.bus import BusEvent, BusEventType
-from ragline.runtime.cancel import CancelToken
+from ragline.event.cancel import CancelToken
 from ragline.stream.base import StreamManager
 from ragline.types import ResponseType, StreamEvent
 from ragline.types.stream import COALESCABLE_TYPES

@@ -13,12 +13,11 @@ from ragline.types.chat_manage import (
 )
 from ragline.types.events import EventType
 from ragline.types.intent import QueryIntent, needs_kb_retrieval, normalize_query_intent
-from ragline.types.pipeline import PRESETS, PipelineBuilder
+from ragline.types.pipeline import PipelineBuilder
 from ragline.types.search import ChunkType, MatchType, SearchResult
 from ragline.types.stream import ResponseType, StreamEvent, StreamResponse
 
 __all__ = [
-    "PRESETS",
     "ChatManage",
     "ChatOptions",
     "ChunkType",

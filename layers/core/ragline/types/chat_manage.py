@@ -21,7 +21,7 @@ from ragline.types.search import SearchResult
 
 if TYPE_CHECKING:
     from ragline.event.bus import EventBus
-    from ragline.runtime.cancel import CancelToken
+    from ragline.event.cancel import CancelToken
 
 
 class FallbackStrategy(StrEnum):
@@ -110,8 +110,15 @@ class PipelineRequest(BaseModel):
     citation_enabled: bool | None = None
     enable_rewrite: bool = True
     enable_query_expansion: bool = True
+    # Query understanding: a chat model dedicated to it ("" = the answering model), its rewrite template
+    # (an id of rewrite.yaml; "" = the stage's default) and system prompts per intent that replace
+    # intent_prompts.yaml's (the seed's QueryUnderstandModelID and prompt overrides).
+    understand_model_id: str = ""
+    rewrite_template_id: str = ""
+    intent_prompts: dict[str, str] = Field(default_factory=dict)
 
-    faq_priority_enabled: bool = False
+    # FAQ answers first, marked high priority, boosted in rerank (config.yaml's default too).
+    faq_priority_enabled: bool = True
     faq_direct_answer_threshold: float = 0.9
     faq_score_boost: float = 1.2
 

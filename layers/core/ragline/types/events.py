@@ -19,6 +19,7 @@ class EventType(StrEnum):
     CHUNK_MERGE = "chunk_merge"
     DATA_ANALYSIS = "data_analysis"
     INTO_CHAT_MESSAGE = "into_chat_message"
+    # The seed's blocking completion: no plan uses it (every answer streams), so no stage handles it.
     CHAT_COMPLETION = "chat_completion"
     CHAT_COMPLETION_STREAM = "chat_completion_stream"
     FILTER_TOP_K = "filter_top_k"

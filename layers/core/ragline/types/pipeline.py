@@ -1,4 +1,5 @@
-"""Per-request stage lists: the builder and the named presets."""
+"""Per-request stage lists: the builder (the plan is assembled per request in :mod:`ragline.runtime.plan`;
+the seed's static presets had no caller and are gone)."""
 
 from __future__ import annotations
 
@@ -25,34 +26,3 @@ class PipelineBuilder:
     def build(self) -> list[EventType]:
         """A copy: later changes to the builder never reach a list already handed out."""
         return list(self._stages)
-
-
-# Static presets for callers that need no dynamic assembly. Stages a later step delivers are absent here
-# until they exist (query understanding, memory): a preset never names a stage that would
-# silently do nothing.
-PRESETS: dict[str, tuple[EventType, ...]] = {
-    "chat": (EventType.CHAT_COMPLETION,),
-    "chat_stream": (EventType.CHAT_COMPLETION_STREAM,),
-    "chat_history_stream": (EventType.LOAD_HISTORY, EventType.CHAT_COMPLETION_STREAM),
-    "rag": (
-        EventType.CHUNK_SEARCH,
-        EventType.CHUNK_RERANK,
-        EventType.CHUNK_MERGE,
-        EventType.FILTER_TOP_K,
-        EventType.INTO_CHAT_MESSAGE,
-        EventType.CHAT_COMPLETION,
-    ),
-    "rag_stream": (
-        EventType.CHUNK_SEARCH,
-        EventType.CHUNK_RERANK,
-        EventType.CHUNK_MERGE,
-        EventType.FILTER_TOP_K,
-        EventType.INTO_CHAT_MESSAGE,
-        EventType.CHAT_COMPLETION_STREAM,
-    ),
-}
-
-
-def preset(name: str) -> list[EventType]:
-    """A fresh list for the named preset; ``KeyError`` names the unknown preset."""
-    return list(PRESETS[name])

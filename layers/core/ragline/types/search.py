@@ -73,3 +73,15 @@ class SearchResult(BaseModel):
     @property
     def is_web(self) -> bool:
         return self.knowledge_source == "web_search" or self.match_type == MatchType.WEB_SEARCH
+
+
+def deterministic_key(result: SearchResult) -> tuple[float, str, str, int, str]:
+    """Score descending, then knowledge id, chunk type, chunk index, id ascending.
+
+    Chunk index rather than character offsets: offsets stop matching the source once a chunk is edited.
+    """
+    return (-result.score, result.knowledge_id, result.chunk_type, result.chunk_index, result.id)
+
+
+def sort_deterministically(results: list[SearchResult]) -> list[SearchResult]:
+    return sorted(results, key=deterministic_key)

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from ragline.retrieval.embedded import ENGLISH_STOPWORDS
-from ragline.retrieval.text import tokenize_simple
+from ragline.retrieval.text import ENGLISH_STOPWORDS, tokenize_simple
 from ragline.types import History
 
 # Function words of questions beyond the retrieval stopwords: they appear in any question about anything.

@@ -1,6 +1,6 @@
 """The web branch of CHUNK_SEARCH: which provider answers a turn, and its hits as search results.
 
-:class:`ragline.pipeline.search_parallel.PluginSearchParallel` runs it as a third branch kind next to chunk
+:class:`ragline.pipeline.chunk_search_parallel.PluginSearchParallel` runs it as a third branch kind next to chunk
 and entity search. Its failures are the branch's error, which the reduce step logs and otherwise ignores
 (the seed swallows web errors), so a provider outage never costs the user the knowledge-base answer.
 """

@@ -8,9 +8,9 @@ import pytest
 from fastapi import FastAPI, Header
 from fastapi.testclient import TestClient
 
-from ragline.memory.api import MEMORIES_PATH, memory_router
 from ragline.memory.models import new_memory
 from ragline.server.errors import ApiError, install_error_handlers
+from ragline.server.routes.memories import MEMORIES_PATH, memory_router
 from ragline.store.models import Tenant
 
 TENANTS = {

@@ -1,9 +1,10 @@
 import asyncio
 import random
 
-from ragline.pipeline.filter_top_k import PluginFilterTopK, deterministic_key, sort_deterministically
+from ragline.pipeline.filter_top_k import PluginFilterTopK
 from ragline.pipeline.plugin import EventManager
 from ragline.types import ChatManage, EventType, SearchResult
+from ragline.types.search import deterministic_key, sort_deterministically
 
 
 def r(id: str, score: float, knowledge_id: str = "k", chunk_type: str = "text", chunk_index: int = 0) -> SearchResult:

@@ -265,13 +265,9 @@ def test_recorder_satisfies_plugin_protocol():
     [
         ("ERR_SEARCH_NOTHING", "search_nothing"),
         ("ERR_SEARCH", "search_failed"),
-        ("ERR_RERANK", "rerank_failed"),
-        ("ERR_GET_RERANK_MODEL", "get_rerank_model_failed"),
         ("ERR_GET_CHAT_MODEL", "get_chat_model_failed"),
-        ("ERR_TEMPLATE_PARSE", "template_parse_failed"),
         ("ERR_TEMPLATE_EXECUTE", "template_execution_failed"),
         ("ERR_MODEL_CALL", "model_call_failed"),
-        ("ERR_GET_HISTORY", "get_history_failed"),
     ],
 )
 def test_predefined_error_types(name, error_type):

@@ -506,3 +506,32 @@ def test_a_rewrite_that_does_not_look_like_the_question_is_ignored_and_logged(ma
     assert cm.state.intent == "kb_search"  # the rest of the reply still counts
     assert any("rewrite ignored" in r.getMessage() for r in caplog.records)
     assert not any(echo in r.getMessage() for r in caplog.records)  # user content stays out of INFO logs
+
+
+# Per-request overrides (configuration and question fields reach the request) -------------------------------
+
+
+def test_the_request_understanding_model_wins_over_the_configured_one(make_request):
+    configured = FakeChatModel("qu-configured", reply(rewrite_query="ragline from the configured model"))
+    asked = FakeChatModel("qu-asked", reply(rewrite_query="ragline from the asked model"))
+    chat = FakeChatModel("chat", reply(rewrite_query="ragline from the chat model"))
+    cm = ChatManage.start(make_request(chat_model_id="chat", understand_model_id="qu-asked"))
+    run(plugin_for(registry(chat, configured, asked, default="chat"), understand_model_id="qu-configured"), cm)
+    assert cm.state.rewrite_query == "ragline from the asked model"
+    assert configured.calls == []
+    assert chat.calls == []
+
+
+def test_the_request_rewrite_template_is_used(make_request):
+    model = FakeChatModel("chat", reply(rewrite_query="x"))
+    cm = ChatManage.start(make_request(query="original", rewrite_template_id="no-such-template"))
+    assert run(plugin_for(registry(model)), cm)
+    assert model.calls == []  # the request's (missing) template was looked up, not the stage's default
+    assert cm.state.rewrite_query == "original"
+
+
+def test_the_request_intent_prompt_wins_over_the_agent_one(make_request):
+    model = FakeChatModel("chat", reply(rewrite_query="hello", intent="greeting"))
+    cm = ChatManage.start(make_request(intent_prompts={"greeting": "Greet in one word."}))
+    run(plugin_for(registry(model), agent_intent_prompts={"greeting": "Hi! I am the HR assistant."}), cm)
+    assert cm.state.system_prompt_override == "Greet in one word."

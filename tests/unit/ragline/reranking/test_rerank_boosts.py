@@ -1,8 +1,8 @@
 import pytest
 
 from ragline.reranking.boosts import affinity_factor, apply_memory_affinity, apply_wiki_boost
-from ragline.reranking.citations import SqliteCitationHistory
 from ragline.reranking.config import MemoryAffinityConfig
+from ragline.store.citations import SqliteCitationHistory
 from ragline.store.sessions import SqliteSessionStore
 from ragline.types import ChunkType, SearchResult
 

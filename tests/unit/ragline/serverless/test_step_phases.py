@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ragline.models.registry import ModelRegistry
-from ragline.pipeline.search_parallel import BranchResult, SearchBranch
+from ragline.pipeline.chunk_search_parallel import BranchResult, SearchBranch
 from ragline.retrieval.embedded import EmbeddedEngine
 from ragline.runtime.plan import FULL_STAGE_ORDER
 from ragline.runtime.turns import AcceptedTurn, QuestionBody

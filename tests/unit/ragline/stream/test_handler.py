@@ -3,7 +3,7 @@ import asyncio
 import pytest
 
 from ragline.event.bus import BusEvent, BusEventType
-from ragline.runtime.cancel import CancelToken
+from ragline.event.cancel import CancelToken
 from ragline.stream.handler import StreamHandler, to_stream_event
 from ragline.stream.memory import InMemoryStreamManager
 from ragline.types import ResponseType

@@ -142,7 +142,7 @@ def test_citations_on_defaults_to_enabled(make_request):
 
 
 def test_context_cancelled():
-    from ragline.runtime.cancel import CancelToken
+    from ragline.event.cancel import CancelToken
 
     assert not PipelineContext().cancelled()
     token = CancelToken()

@@ -1,7 +1,4 @@
-import pytest
-
-from ragline.types import PRESETS, EventType, PipelineBuilder
-from ragline.types.pipeline import preset
+from ragline.types import EventType, PipelineBuilder
 
 
 def test_add_keeps_order():
@@ -55,32 +52,3 @@ def test_duplicate_stages_are_kept():
         EventType.CHUNK_SEARCH,
         EventType.CHUNK_SEARCH,
     ]
-
-
-@pytest.mark.parametrize("name", sorted(PRESETS))
-def test_preset_returns_fresh_list_equal_to_the_preset(name):
-    first = preset(name)
-    assert isinstance(first, list)
-    assert first == list(PRESETS[name])
-    first.append(EventType.WEB_FETCH)
-    second = preset(name)
-    assert second == list(PRESETS[name])
-    assert second is not first
-
-
-def test_presets_are_immutable_tuples_of_event_types():
-    for stages in PRESETS.values():
-        assert isinstance(stages, tuple)
-        assert stages
-        assert all(isinstance(stage, EventType) for stage in stages)
-
-
-def test_rag_presets_end_with_generation():
-    assert preset("rag")[-1] == EventType.CHAT_COMPLETION
-    assert preset("rag_stream")[-1] == EventType.CHAT_COMPLETION_STREAM
-    assert preset("chat_history_stream")[0] == EventType.LOAD_HISTORY
-
-
-def test_unknown_preset_raises_key_error_naming_it():
-    with pytest.raises(KeyError, match="nope"):
-        preset("nope")

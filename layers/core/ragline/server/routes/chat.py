@@ -32,6 +32,7 @@ from ragline.server.views import Envelope
 from ragline.store.models import Session, Tenant
 from ragline.stream.base import stream_key
 from ragline.stream.replay import MAX_SEQ, StreamPosition, start_offset, stream_position
+from ragline.understanding.prompt import REWRITE_TEMPLATES_FILE
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["chat"])
@@ -99,6 +100,14 @@ async def _accept(
         # WeKnora's model ids name models of a WeKnora deployment: the configured model answers instead.
         logger.debug("question: unknown summary_model_id %r, using the default model", body.summary_model_id)
         body = body.model_copy(update={"summary_model_id": None})
+    if body.understand_model_id and not container.models.has_chat_model(body.understand_model_id):
+        raise ApiError(
+            422, "invalid_field", "understand_model_id names no chat model of this deployment", "understand_model_id"
+        )
+    if body.rewrite_template_id and body.rewrite_template_id not in container.templates.ids(REWRITE_TEMPLATES_FILE):
+        raise ApiError(
+            422, "invalid_field", "rewrite_template_id names no template of rewrite.yaml", "rewrite_template_id"
+        )
     if body.tags or body.tag_ids:
         refs = [*(body.tags or []), *(body.tag_ids or [])]
         body = body.model_copy(update={"tags": tag_filter(container, session.tenant_id, body.scope(session)[0], refs)})

@@ -10,10 +10,10 @@ from ragline.graph.extract import GraphExtractor
 from ragline.graph.ingest import GraphIndexer
 from ragline.graph.sqlite import SqliteGraphStore
 from ragline.graph.store import Entity, GraphNamespace, Relation
+from ragline.pipeline.chunk_search import PluginSearch
+from ragline.pipeline.chunk_search_parallel import BranchKind, PluginSearchParallel
+from ragline.pipeline.entity_search import GRAPH_ENTITY_METADATA, MAX_GRAPH_HITS, PluginSearchEntity
 from ragline.pipeline.extract_entity import PluginExtractEntity
-from ragline.pipeline.search import PluginSearch
-from ragline.pipeline.search_entity import GRAPH_ENTITY_METADATA, MAX_GRAPH_HITS, PluginSearchEntity
-from ragline.pipeline.search_parallel import BranchKind, PluginSearchParallel
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
 from ragline.store.models import Chunk, Document

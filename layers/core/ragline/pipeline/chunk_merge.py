@@ -32,8 +32,8 @@ from ragline.merge import (
     resolve_parents,
     select_input,
 )
+from ragline.pipeline.chunk_search_parallel import remove_duplicates
 from ragline.pipeline.plugin import NextFn, PluginError
-from ragline.pipeline.search_parallel import remove_duplicates
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Chunk
 from ragline.types import ChatManage, EventType, SearchResult

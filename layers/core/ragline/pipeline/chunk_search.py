@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +32,9 @@ logger = logging.getLogger(__name__)
 
 # The expansion variants' searches, shared by every request (a pool per request cost a thread start per
 # variant; most requests have one variant).
+# Deeper searches when negative questions ruled FAQ entries out (the reference's maxIterations).
+FAQ_SEARCH_ROUNDS = 5
+
 _VARIANT_THREADS = ThreadPoolExecutor(max_workers=MAX_CONCURRENCY, thread_name_prefix="query-expansion")
 
 
@@ -179,9 +184,19 @@ class PluginSearch:
             keyword_enabled=request.keyword_search_enabled,
         )
         results: list[SearchResult] = []
+        asked = [request.query, query]
+        deepen = request.faq_priority_enabled
         if group.whole_bases:
             base.knowledge_base_ids = list(group.whole_bases)
-            results.extend(hybrid_search(self._engine, base, self._config, query_embedding=embedding))
+            results.extend(
+                search_past_negative_faq(
+                    lambda p: hybrid_search(self._engine, p, self._config, query_embedding=embedding),
+                    base,
+                    self._config,
+                    asked,
+                    deepen=deepen,
+                )
+            )
         for target in group.constrained:
             knowledge_ids = target_documents(self._knowledge, cm.request.tenant_id, target)
             if not knowledge_ids:
@@ -200,14 +215,18 @@ class PluginSearch:
                 vector_enabled=request.vector_search_enabled,
                 keyword_enabled=request.keyword_search_enabled,
             )
-            results.extend(hybrid_search(self._engine, scoped, self._config))
+            results.extend(
+                search_past_negative_faq(
+                    lambda p: hybrid_search(self._engine, p, self._config), scoped, self._config, asked, deepen=deepen
+                )
+            )
         if (
             request.enable_query_expansion
             and request.keyword_search_enabled
             and len(results) < max(1, request.embedding_top_k)
         ):
             results = self._expand(cm, group, results)
-        return drop_negative_faq(results, [request.query, query])
+        return drop_negative_faq(results, asked)
 
     def _query_embedding(self, group: TargetGroup, query: str) -> npt.NDArray[np.float32] | None:
         try:
@@ -278,6 +297,33 @@ class PluginSearch:
             keyword_enabled=True,
             keyword_threshold=0.0 if scoped else cm.request.keyword_threshold * KEYWORD_THRESHOLD_FACTOR,
         )
+
+
+def search_past_negative_faq(
+    search: Callable[[RetrieveParams], list[SearchResult]],
+    params: RetrieveParams,
+    config: RetrievalConfig,
+    queries: list[str],
+    *,
+    deepen: bool,
+) -> list[SearchResult]:
+    """One group's hybrid search without the FAQ entries whose negative questions were asked — searched
+    deeper when FAQ answers come first (``deepen``, FAQ priority on) and those entries left the list short:
+    the reference's FAQ iteration. Each round asks for twice as many results as the one before (the first
+    deeper one three times the count wanted), at most :data:`FAQ_SEARCH_ROUNDS` rounds and the pool cap; it
+    stops once enough results are left, or when a round came back short (nothing deeper to find)."""
+    wanted = params.match_count if params.match_count > 0 else config.default_match_count
+    depth = wanted
+    found = search(params)
+    kept = drop_negative_faq(found, queries)
+    for _ in range(FAQ_SEARCH_ROUNDS):
+        if not deepen or len(kept) >= wanted or len(found) < depth or depth >= config.max_pool_size:
+            break
+        depth = min(max(depth * 2, wanted * 3), config.max_pool_size)
+        logger.info("FAQ entries ruled out by negative questions: searching %d deep", depth)
+        found = search(replace(params, match_count=depth))
+        kept = drop_negative_faq(found, queries)
+    return kept[:wanted]
 
 
 def drop_negative_faq(results: list[SearchResult], queries: list[str]) -> list[SearchResult]:

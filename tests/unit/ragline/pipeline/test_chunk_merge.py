@@ -9,7 +9,7 @@ from ragline.config import Settings
 from ragline.container import Container
 from ragline.merge import MergeConfig
 from ragline.merge.coordinates import coordinates_trusted
-from ragline.pipeline.merge import PluginMerge
+from ragline.pipeline.chunk_merge import PluginMerge
 from ragline.pipeline.plugin import EventManager
 from ragline.store.knowledge import SqliteKnowledgeStore
 from ragline.store.models import Chunk, Document
@@ -231,7 +231,7 @@ def test_a_failing_store_degrades_to_the_hits_as_retrieved(store, make_request, 
     _, tenant, chunks = store
     cm = ChatManage.start(make_request(tenant_id=tenant))
     cm.state.rerank_result = [as_result(chunks["c1"], 0.9), as_result(chunks["c4"], 0.7)]
-    with caplog.at_level(logging.WARNING, logger="ragline.pipeline.merge"):
+    with caplog.at_level(logging.WARNING, logger="ragline.pipeline.chunk_merge"):
         error, reached = run(PluginMerge(FailingStore(), MergeConfig()), cm)
     assert (error, reached) == (None, [True])
     assert {r.id: r.content for r in cm.state.merge_result} == {"c1": BACKUPS_1, "c4": BILLING[1]}
@@ -242,9 +242,9 @@ def test_one_debug_line_with_the_step_counts(store, make_request, caplog):
     knowledge, tenant, chunks = store
     cm = ChatManage.start(make_request(tenant_id=tenant, assistant_message_id="msg-1"))
     cm.state.rerank_result = [as_result(chunks["c1"], 0.9), as_result(chunks["c2"], 0.8), as_result(chunks["c4"], 0.7)]
-    with caplog.at_level(logging.DEBUG, logger="ragline.pipeline.merge"):
+    with caplog.at_level(logging.DEBUG, logger="ragline.pipeline.chunk_merge"):
         run(PluginMerge(knowledge, MergeConfig()), cm)
-    [record] = [r for r in caplog.records if r.name == "ragline.pipeline.merge"]
+    [record] = [r for r in caplog.records if r.name == "ragline.pipeline.chunk_merge"]
     assert record.levelno == logging.DEBUG
     assert record.getMessage() == (
         "merge selected=3 deduplicated=3 history=0 parents=2 merged=2 faq=0 expanded=1 output=2"

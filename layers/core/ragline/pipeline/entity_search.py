@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragline.graph.store import GraphHit, GraphStore
+from ragline.pipeline.chunk_search import resolve_targets, target_documents
 from ragline.pipeline.plugin import NextFn, PluginError
-from ragline.pipeline.search import resolve_targets, target_documents
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Chunk, Document
 from ragline.types import ChatManage, EventType, MatchType, SearchResult

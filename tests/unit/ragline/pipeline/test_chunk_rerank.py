@@ -6,9 +6,14 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from ragline.pipeline.boosts import PluginMemoryAffinity, PluginWikiBoost
+from ragline.pipeline.chunk_rerank import (
+    DIAGNOSTICS_KEY,
+    PluginMemoryAffinity,
+    PluginRerank,
+    PluginWikiBoost,
+    has_explicit_scope,
+)
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, EventManager
-from ragline.pipeline.rerank import DIAGNOSTICS_KEY, PluginRerank, has_explicit_scope
 from ragline.reranking.config import RerankConfig
 from ragline.reranking.providers import RemoteRerankModel
 from ragline.reranking.registry import RerankModelRegistry
