@@ -3,11 +3,13 @@
 For each set (SciFact, the Chinese CMRC 2018 set, SQuAD paragraphs) the documents are ingested through
 IngestService into a knowledge base created without a model (language detection chooses it: MiniLM for
 the English sets, multilingual e5 for the Chinese one) and searched through the knowledge-search service:
-keyword only, vector only, hybrid with the default fusion, hybrid with the seed's weighted RRF, and the full
-default path (query expansion, rerank/MMR stages). The Chinese set is also run with MiniLM forced (a model
+keyword only, vector only, hybrid with the default fusion, hybrid with step 9's first-pass fusion (both
+lists divided by their best), hybrid with the seed's weighted RRF, and the full default path (query
+expansion, rerank/MMR stages). The Chinese set is also run with MiniLM forced (a model
 that cannot read it), which is what fusion must not be dragged down by.
 
-A second table compares fusion rules on the same two recalled lists per query (the engine's vector and
+SciFact also gets a long-query table: 200 abstracts as keyword queries, the terms each rule keeps against
+BM25 over the whole query. A last table compares fusion rules on the same two recalled lists per query (the engine's vector and
 keyword lists with the default thresholds), so every rule sees identical candidates.
 
     .venv/bin/python bench/retrieval/benchmark.py                       # every set, default query samples
@@ -42,12 +44,19 @@ PLAN: dict[str, tuple[int | None, list[str]]] = {
     "squad-train-qa": (None, [""]),
 }
 
-VARIANTS: dict[str, dict[str, Any]] = {
-    "keyword only (FTS5 BM25)": {"retrievers": "keyword", "enable_query_expansion": False},
-    "vector only": {"retrievers": "vector", "enable_query_expansion": False},
-    "hybrid, default fusion": {"retrievers": "hybrid", "enable_query_expansion": False},
-    "hybrid, seed's weighted RRF 0.7/0.3": {"retrievers": "hybrid", "enable_query_expansion": False, "_fusion": "rrf"},
-    "full default path (+ expansion, rerank/MMR)": {"retrievers": "hybrid"},
+# name → (search request options, retrieval configuration overrides). "before" is the fusion of step 9's
+# first pass (both lists' scores divided by their best), to show what the default changes in the same run.
+BEFORE: dict[str, Any] = {"score_normalization": "max"}
+VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "keyword only (BM25)": ({"retrievers": "keyword", "enable_query_expansion": False}, {}),
+    "vector only": ({"retrievers": "vector", "enable_query_expansion": False}, {}),
+    "hybrid, default fusion": ({"retrievers": "hybrid", "enable_query_expansion": False}, {}),
+    "hybrid, before (max-normalised scores)": ({"retrievers": "hybrid", "enable_query_expansion": False}, BEFORE),
+    "hybrid, seed's weighted RRF 0.7/0.3": (
+        {"retrievers": "hybrid", "enable_query_expansion": False},
+        {"fusion": "rrf", "vector_weight": 0.7, "keyword_weight": 0.3},
+    ),
+    "full default path (+ expansion, rerank/MMR)": ({"retrievers": "hybrid"}, {}),
 }
 
 
@@ -62,23 +71,29 @@ def workdir_for(name: str, data: SciFact, model: str, base: Path) -> Path:
 
 
 async def run_variant(
-    container: Any, tenant: Any, kb: Any, sources: dict[str, str], data: SciFact, variant: dict[str, Any]
+    container: Any,
+    tenant: Any,
+    kb: Any,
+    sources: dict[str, str],
+    data: SciFact,
+    options: dict[str, Any],
+    overrides: dict[str, Any],
 ) -> dict[str, float]:
+    """The search options with these retrieval settings (on the configuration object the search reads)."""
     retrieval = container.config.retrieval
-    fusion = variant.pop("_fusion", None)
-    saved = retrieval.fusion
-    if fusion:
-        retrieval.fusion = fusion
+    saved = {key: getattr(retrieval, key) for key in overrides}
+    for key, value in overrides.items():
+        setattr(retrieval, key, value)
     try:
-        return await evaluate(container, tenant, kb, sources, data, variant)
+        return await evaluate(container, tenant, kb, sources, data, dict(options))
     finally:
-        retrieval.fusion = saved
-        if fusion:
-            variant["_fusion"] = fusion
+        for key, value in saved.items():
+            setattr(retrieval, key, value)
 
 
-def recalled_lists(container: Any, kb: Any, data: SciFact) -> dict[str, tuple[list[Any], list[Any]]]:
-    """Per query: the vector and keyword lists hybrid search fuses (default thresholds, a 500 pool)."""
+def recalled_lists(container: Any, kb: Any, data: SciFact) -> dict[str, tuple[list[Any], list[Any], float | None]]:
+    """Per query: the vector and keyword lists hybrid search fuses (default thresholds, a 500 pool), and the
+    query's mean cosine with the knowledge base."""
     from ragline.retrieval.base import RetrieveParams
     from ragline.retrieval.hybrid import normalize_keyword_scores
 
@@ -98,7 +113,7 @@ def recalled_lists(container: Any, kb: Any, data: SciFact) -> dict[str, tuple[li
             for h in normalize_keyword_scores(container.engine.keyword_search(params, 500))
             if h.score >= conversation.keyword_threshold
         ]
-        out[query_id] = (vector, keyword)
+        out[query_id] = (vector, keyword, container.engine.vector_background(params))
     return out
 
 
@@ -111,39 +126,101 @@ def score_ranked(results: list[Any], sources: dict[str, str], qrels: dict[str, i
     return ndcg_at(ranked, qrels), recall_at(ranked, qrels)
 
 
-def fusion_rules(container: Any) -> dict[str, Callable[[list[Any], list[Any], str], list[Any]]]:
+Rule = Callable[[list[Any], list[Any], str, "float | None"], list[Any]]
+
+
+def fusion_rules(container: Any, embedding_model: str) -> dict[str, Rule]:
     from ragline.retrieval.hybrid import fuse
 
     base = container.config.retrieval
 
-    def with_config(**changes: Any) -> Callable[[list[Any], list[Any], str], list[Any]]:
+    def with_config(**changes: Any) -> Rule:
         config = base.model_copy(update=changes)
-        return lambda vector, keyword, query: fuse(vector, keyword, config, query=query)
+        return lambda vector, keyword, query, background: fuse(
+            vector, keyword, config, query=query, embedding_model=embedding_model, vector_background=background
+        )
 
     return {
-        "score 0.5/0.5 (step 6 default)": with_config(fusion="score", adaptive=False),
-        "score 0.6/0.4, adaptive": with_config(fusion="score", score_vector_weight=0.6, score_keyword_weight=0.4),
-        "score 0.4/0.6, adaptive": with_config(fusion="score", score_vector_weight=0.4, score_keyword_weight=0.6),
-        "score min-max 0.5/0.5, adaptive": with_config(fusion="score", score_normalization="minmax"),
-        "score min-max 0.6/0.4, adaptive": with_config(
-            fusion="score", score_normalization="minmax", score_vector_weight=0.6, score_keyword_weight=0.4
-        ),
-        "RRF 1:1, k=60": with_config(fusion="rrf", vector_weight=1.0, keyword_weight=1.0, adaptive=False),
-        "seed's weighted RRF 0.7/0.3": with_config(fusion="rrf", vector_weight=0.7, keyword_weight=0.3, adaptive=False),
-        "score, adaptive weights (default)": with_config(fusion="score", adaptive=True),
-        "RRF 1:1, adaptive weights": with_config(fusion="rrf", vector_weight=1.0, keyword_weight=1.0, adaptive=True),
-        "vector list alone": lambda vector, keyword, query: vector,
-        "keyword list alone": lambda vector, keyword, query: keyword,
+        "score, cosines from the KB's background (default)": with_config(),
+        "score, max-normalised (step 9's first pass)": with_config(score_normalization="max"),
+        "score, min-max": with_config(score_normalization="minmax"),
+        "score 0.6/0.4, background": with_config(score_vector_weight=0.6, score_keyword_weight=0.4),
+        "score 0.4/0.6, background": with_config(score_vector_weight=0.4, score_keyword_weight=0.6),
+        "score, background, not adaptive": with_config(adaptive=False),
+        "RRF 1:1, k=60": with_config(fusion="rrf", vector_weight=1.0, keyword_weight=1.0),
+        "seed's weighted RRF 0.7/0.3": with_config(fusion="rrf", vector_weight=0.7, keyword_weight=0.3),
+        "vector list alone": lambda vector, keyword, query, background: vector,
+        "keyword list alone": lambda vector, keyword, query, background: keyword,
     }
 
 
 def study(container: Any, kb: Any, sources: dict[str, str], data: SciFact) -> dict[str, tuple[float, float]]:
     lists = recalled_lists(container, kb, data)
     out: dict[str, tuple[float, float]] = {}
-    for name, rule in fusion_rules(container).items():
-        scores = [score_ranked(rule(v, k, data.queries[q]), sources, data.qrels[q]) for q, (v, k) in lists.items()]
+    for name, rule in fusion_rules(container, kb.embedding_model).items():
+        scores = [
+            score_ranked(rule(v, k, data.queries[q], bg), sources, data.qrels[q]) for q, (v, k, bg) in lists.items()
+        ]
         out[name] = (statistics.fmean(s[0] for s in scores), statistics.fmean(s[1] for s in scores))
     return out
+
+
+def long_queries(container: Any, kb: Any, data: SciFact, count: int = 200) -> dict[str, tuple[float, float, float]]:
+    """Keyword search of long queries (documents' own text) by the terms each rule keeps, against BM25 over
+    every term of the query: the share of its top 10 documents found, how often the document itself comes
+    first, and the ranking time."""
+    import random
+
+    from ragline.retrieval.embedded import _MAX_INDEX_TERMS, _MAX_QUERY_TERMS, query_terms
+
+    engine = container.engine
+    keywords = engine._keywords
+    long_docs = [d for d in data.corpus if len(query_terms(d["text"])) > _MAX_QUERY_TERMS]
+    chosen = random.Random(5).sample(long_docs, min(count, len(long_docs)))
+    row_doc = {int(r["rowid"]): r["knowledge_id"] for r in container.db.query("SELECT rowid, knowledge_id FROM chunks")}
+    sources = {d.id: d.source for d in container.knowledge.documents(kb.tenant_id, kb.id, limit=1_000_000)}
+
+    def ranked(terms: list[str]) -> tuple[list[str], float] | None:
+        started = time.perf_counter()
+        ranking = keywords.rank(terms, [kb.id])
+        if ranking is None:
+            return None
+        pairs = ranking.top(200)
+        elapsed = (time.perf_counter() - started) * 1000
+        docs: list[str] = []
+        for _, rowid in pairs:
+            doc = sources.get(row_doc.get(rowid, ""), "")
+            if doc and doc not in docs:
+                docs.append(doc)
+        return docs[:10], elapsed
+
+    rules: dict[str, Callable[[str, list[str]], list[str]]] = {
+        f"first {_MAX_QUERY_TERMS} (step 9's first pass)": lambda text, terms: terms[:_MAX_QUERY_TERMS],
+        f"rarest {_MAX_QUERY_TERMS} (FTS5 fallback)": lambda text, terms: engine.informative_terms(text),
+        f"rarest {_MAX_INDEX_TERMS} (default, in memory)": lambda text, terms: engine.informative_terms(
+            text, _MAX_INDEX_TERMS
+        ),
+    }
+    figures: dict[str, list[tuple[float, float, float]]] = {rule: [] for rule in rules}
+    for doc in chosen:
+        terms = query_terms(doc["text"])
+        whole = ranked(terms)
+        kept = {rule: ranked(pick(doc["text"], terms)) for rule, pick in rules.items()}
+        if whole is None or any(v is None for v in kept.values()):
+            continue  # a word FTS5 reads as a phrase: the in-memory index does not rank it
+        for rule, result in kept.items():
+            assert result is not None
+            docs, ms = result
+            figures[rule].append((len(set(docs) & set(whole[0])) / 10, float(docs[:1] == [doc["_id"]]), ms))
+    return {
+        rule: (
+            statistics.fmean(f[0] for f in rows),
+            statistics.fmean(f[1] for f in rows),
+            statistics.median(f[2] for f in rows),
+        )
+        for rule, rows in figures.items()
+        if rows
+    }
 
 
 def main() -> None:
@@ -158,9 +235,11 @@ def main() -> None:
     )
     parser.add_argument("--workdir", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--no-study", action="store_true")
+    parser.add_argument("--no-long", action="store_true", help="skip the long-query table (SciFact)")
     args = parser.parse_args()
     print(f"cpu {os.cpu_count()}; load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     table: list[tuple[str, str, str, dict[str, float]]] = []
+    long_rows: dict[str, tuple[float, float, float]] = {}
     studies: list[tuple[str, str, dict[str, tuple[float, float]]]] = []
     for name in args.sets:
         if not datasets.available(name):
@@ -179,19 +258,33 @@ def main() -> None:
             print(
                 f"{name}: {len(data.corpus)} documents, {len(data.queries)} queries, model {label}, language {kb.language or '-'}; built in {time.perf_counter() - started:.0f} s"
             )
-            for variant_name, variant in VARIANTS.items():
-                figures = asyncio.run(run_variant(container, tenant, kb, sources, data, dict(variant)))
+            for variant_name, (options, overrides) in VARIANTS.items():
+                figures = asyncio.run(run_variant(container, tenant, kb, sources, data, options, overrides))
                 table.append((name, label, variant_name, figures))
+            if name == "scifact" and not args.no_long:
+                long_rows = long_queries(container, kb, data)
             if not args.no_study:
                 studies.append((name, label, study(container, kb, sources, data)))
             container.close()
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("\n| set | model | configuration | nDCG@10 | Recall@100 | p50 ms | p95 ms |")
-    print("|---|---|---|---:|---:|---:|---:|")
-    for name, label, variant_name, f in table:
+    for set_name, label in dict.fromkeys((n, m) for n, m, _, _ in table):
+        print(f"\n{set_name}, {label}:")
+        print("| configuration | nDCG@10 | Recall@100 | p50 ms | p95 ms |")
+        print("|---|---:|---:|---:|---:|")
+        for name, model_label, variant_name, f in table:
+            if (name, model_label) == (set_name, label):
+                print(
+                    f"| {variant_name} | {f['ndcg@10']:.3f} | {f['recall@100']:.3f} | {f['p50_ms']:.1f} | {f['p95_ms']:.1f} |"
+                )
+    if long_rows:
         print(
-            f"| {name} | {label} | {variant_name} | {f['ndcg@10']:.3f} | {f['recall@100']:.3f} | {f['p50_ms']:.1f} | {f['p95_ms']:.1f} |"
+            "\nLong queries: 200 SciFact abstracts (over 64 terms) as keyword queries; the share of the top 10"
+            " documents of BM25 over the whole query that each rule finds, and its ranking time:"
         )
+        print("| terms kept | top-10 overlap with the whole query | known item first | rank p50 ms |")
+        print("|---|---:|---:|---:|")
+        for rule, (overlap, known, ms) in long_rows.items():
+            print(f"| {rule} | {overlap:.3f} | {known:.3f} | {ms:.2f} |")
     if studies:
         print("\nFusion rules on the same recalled lists (nDCG@10 / Recall@100):")
         rules = list(studies[0][2])

@@ -96,6 +96,7 @@ def build(
     from ragline.config import Settings
     from ragline.container import Container
     from ragline.ingest.service import DocumentInput
+    from ragline.store.models import DocumentStatus
 
     container = Container.embedded(Settings(data_dir=workdir))
     tenant, _ = ensure_default_tenant(container)
@@ -121,6 +122,14 @@ def build(
             print(f"  ingestion: {len(items)} documents in {elapsed:.1f} s ({len(items) / elapsed:.1f} docs/s)")
     kb = container.knowledge.knowledge_base(tenant.id, kb.id)
     documents = container.knowledge.documents(tenant.id, kb.id, limit=1_000_000)
+    # A cached database from an interrupted run (or a re-embedding cut short) has documents without their
+    # vectors: searching it would measure a partial dense index. Finish them first.
+    pending = [d for d in documents if d.status == DocumentStatus.PENDING]
+    if pending:
+        if progress:
+            print(f"  embedding {len(pending)} pending documents", file=sys.stderr)
+        container.ingest.index_documents(pending)
+        kb = container.knowledge.knowledge_base(tenant.id, kb.id)
     return container, tenant, kb, {d.id: d.source for d in documents}
 
 

@@ -59,7 +59,7 @@ def test_rag_turn_streams_progress_references_answer_and_complete(ragline, scrip
     reference_ids = [r["id"] for r in references.data["knowledge_references"]]
     assert chunk_id in reference_ids
     assert title == "Coffee brewing"
-    assert "c99" not in text
+    assert not re.search(r"\bc99\b", text), text  # the unknown alias is dropped (a chunk UUID may hold "c99")
     assert "<ref" not in text
 
     # The model saw aliases, never internal chunk ids, and the citation protocol.

@@ -25,9 +25,11 @@ pytestmark = pytest.mark.timeout(1800)
 
 MINILM = "local:all-MiniLM-L6-v2-int8"
 E5 = "local:multilingual-e5-small-q4"
-# Measured on these subsets (see the note of step 9): CMRC e5 hybrid 1.000 / keyword 0.98, SQuAD 0.9+.
-CHINESE_HYBRID_FLOOR = 0.9
-ENGLISH_HYBRID_FLOOR = 0.8
+# Measured on these subsets (nDCG@10 / Recall@100): CMRC with e5 hybrid 1.000 / 1.000, keyword 1.000 / 1.000,
+# vector 0.958 / 1.000; with MiniLM forced hybrid 1.000, vector 0.615 / 0.938; SQuAD hybrid 0.963 / 1.000,
+# keyword 0.930 / 0.967, vector 0.940 / 1.000.
+CHINESE_HYBRID_FLOOR = 0.95
+ENGLISH_HYBRID_FLOOR = 0.93
 
 
 def _set(name: str, queries: int, extra: int):
@@ -66,7 +68,7 @@ def test_a_chinese_knowledge_base_takes_the_multilingual_model_and_hybrid_beats_
     keyword = run(built, data, retrievers="keyword")
     dense = run(built, data, retrievers="vector")
     assert hybrid["ndcg@10"] >= CHINESE_HYBRID_FLOOR, hybrid
-    assert hybrid["ndcg@10"] >= keyword["ndcg@10"] - 0.01, (hybrid, keyword)
+    assert hybrid["ndcg@10"] >= max(keyword["ndcg@10"], dense["ndcg@10"]) - 0.01, (hybrid, keyword, dense)
     assert dense["ndcg@10"] >= 0.8, dense  # e5 reads Chinese (MiniLM's dense list is near 0.1 here)
     assert hybrid["recall@100"] >= max(keyword["recall@100"], dense["recall@100"]), (hybrid, keyword, dense)
 
@@ -92,5 +94,6 @@ def test_an_english_knowledge_base_keeps_minilm_and_hybrid_is_never_below_the_be
         dense = run(built, data, retrievers="vector")
         assert hybrid["ndcg@10"] >= ENGLISH_HYBRID_FLOOR, hybrid
         assert hybrid["ndcg@10"] >= max(keyword["ndcg@10"], dense["ndcg@10"]) - 0.01, (hybrid, keyword, dense)
+        assert hybrid["recall@100"] >= max(keyword["recall@100"], dense["recall@100"]), (hybrid, keyword, dense)
     finally:
         built[0].close()

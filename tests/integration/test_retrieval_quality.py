@@ -20,8 +20,10 @@ pytestmark = pytest.mark.timeout(1800)
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
 QUERIES, EXTRA_DOCS = 40, 200
-# Measured on this subset: hybrid nDCG@10 0.923 (Recall@100 1.0), BM25 0.878, dense 0.889.
-HYBRID_FLOOR = 0.90
+# Measured on this subset: hybrid nDCG@10 0.902 (Recall@100 1.0), BM25 0.878 (0.975), dense 0.889 (1.0).
+# (Step 9's first-pass fusion, both lists divided by their best, scored 0.923 here; on all 300 queries the
+# default scores 0.733 against its 0.735, a paired difference of -0.002 ± 0.003: see the README.)
+HYBRID_FLOOR = 0.88
 SINGLE_LIST_FLOOR = 0.85
 
 
@@ -49,4 +51,4 @@ def test_hybrid_search_quality_floor(scifact):
     assert hybrid["ndcg@10"] >= HYBRID_FLOOR, hybrid
     # Fusion earns its keep: better than either list alone.
     assert hybrid["ndcg@10"] > max(bm25["ndcg@10"], dense["ndcg@10"]), (hybrid, bm25, dense)
-    assert hybrid["recall@100"] >= 0.9, hybrid
+    assert hybrid["recall@100"] >= max(bm25["recall@100"], dense["recall@100"]), (hybrid, bm25, dense)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ragline.container import Container
+from ragline.ingest.language import resolve_embedding_model
 from ragline.ingest.service import SUPPORTED_SUFFIXES
 from ragline.store.models import KnowledgeBase, Tenant
 
@@ -53,12 +54,20 @@ def document_paths(paths: list[Path]) -> list[Path]:
     return found
 
 
-def ensure_knowledge_base(container: Container, tenant: Tenant, name: str) -> KnowledgeBase:
+def ensure_knowledge_base(container: Container, tenant: Tenant, name: str, embedding_model: str = "") -> KnowledgeBase:
+    """The knowledge base named ``name``, created if missing: with ``embedding_model`` (an id or a short name
+    such as ``minilm`` / ``e5``) when given, else automatic (ingestion picks the model the documents'
+    language needs). ``ValueError`` for an unknown model, or a knowledge base that keeps another one."""
+    model = resolve_embedding_model(embedding_model, container.models) if embedding_model else ""
     kb = container.knowledge.knowledge_base_by_name(tenant.id, name)
     if kb is None:
-        # Nobody chose a model: ingestion picks the one the documents' language needs.
         kb = container.knowledge.create_knowledge_base(
-            tenant.id, name, container.models.default_embedder_id, embedding_model_auto=True
+            tenant.id, name, model or container.models.default_embedder_id, embedding_model_auto=not model
+        )
+    elif model and model != kb.embedding_model:
+        raise ValueError(
+            f"knowledge base {name!r} embeds with {kb.embedding_model}; a knowledge base keeps one model"
+            f" (PUT /api/v1/knowledge-bases/{kb.id}/embedding-model changes it and re-embeds)"
         )
     return kb
 

@@ -82,6 +82,14 @@ def serve(
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (.md, .txt, ...).")],
     kb: Annotated[str, typer.Option("--kb", help="Knowledge base name (created if missing).")],
+    embedding_model: Annotated[
+        str,
+        typer.Option(
+            "--embedding-model",
+            help="The model of a knowledge base this creates (minilm, e5, or a model id); by default the"
+            " documents' language chooses it (MiniLM for English, multilingual e5 for Chinese or mixed).",
+        ),
+    ] = "",
     wait: Annotated[
         bool,
         typer.Option(
@@ -98,7 +106,11 @@ def ingest(
 
     container = _container()
     tenant, _ = ensure_default_tenant(container)
-    base = ensure_knowledge_base(container, tenant, kb)
+    try:
+        base = ensure_knowledge_base(container, tenant, kb, embedding_model)
+    except ValueError as exc:
+        err.print(f"[red]--embedding-model: {exc}[/]")
+        raise typer.Exit(2) from None
     try:
         files = document_paths(paths)
     except FileNotFoundError as exc:

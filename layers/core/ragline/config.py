@@ -124,8 +124,10 @@ class RetrievalConfig(BaseModel):
     fusion: Literal["score", "rrf"] = "score"
     score_vector_weight: float = 0.5
     score_keyword_weight: float = 0.5
-    # score fusion: each list's scores divided by its best ("max") or spread from its worst to its best.
-    score_normalization: Literal["max", "minmax"] = "max"
+    # score fusion: cosines measured from the query's mean cosine with the knowledge base to the list's best,
+    # keyword scores divided by their best ("background", see retrieval.hybrid.fuse_scores); both lists divided
+    # by their best ("max", step 9's first pass); or spread from their worst to their best ("minmax").
+    score_normalization: Literal["background", "max", "minmax"] = "background"
     rrf_k: int = 60
     vector_weight: float = 0.7
     keyword_weight: float = 0.3

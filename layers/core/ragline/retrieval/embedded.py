@@ -27,7 +27,6 @@ from ragline.types import SearchResult
 # titles at 1.0, 0.683 at 0.5, 0.659 with titles ignored).
 _BM25_WEIGHTS = (1.0, 1.0)
 _FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
-_MAX_QUERY_TERMS = 64
 
 
 @dataclass
@@ -41,6 +40,7 @@ class _VectorBlock:
     knowledge_ids: npt.NDArray[np.object_]
     matrix: npt.NDArray[np.float32]
     size: int = 0  # rows in use; the arrays have room to grow
+    total: npt.NDArray[np.float64] | None = None  # the sum of the rows in use (their mean is the centroid)
 
     def view(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_], npt.NDArray[np.float32]]:
         return self.rowids[: self.size], self.knowledge_ids[: self.size], self.matrix[: self.size]
@@ -61,6 +61,11 @@ def _grown(array: np.ndarray, rows: int) -> np.ndarray:
 # Query terms kept for FTS5: the most informative by inverse document frequency. An OR of hundreds of
 # terms costs a doclist merge per term, and common terms add little to BM25.
 _MAX_QUERY_TERMS = 64
+# Query terms the in-memory index ranks by (the rarest, as above). Its cost is one numpy update per term, so
+# a long query keeps nearly all of its words: on 200 SciFact abstracts used as queries (median 98 terms),
+# the top 10 documents equalled BM25 over the whole query's in 100% of places with 256 terms, 97% with 128
+# and 68% with 64 (bench/retrieval/benchmark.py, "long queries"); ranking took 1.6 ms against 0.9 ms.
+_MAX_INDEX_TERMS = 256
 # Document frequencies are cached per term for this many index changes' worth of lookups.
 _DF_CACHE_SIZE = 50_000
 
@@ -305,6 +310,7 @@ class EmbeddedEngine:
         if block.matrix.shape[1] != vectors.shape[1]:
             block.matrix = np.zeros((0, vectors.shape[1]), dtype=np.float32)
             block.size = 0
+            block.total = None
         end = block.size + len(rows)
         block.matrix = _grown(block.matrix, end)
         block.rowids = _grown(block.rowids, end)
@@ -313,6 +319,8 @@ class EmbeddedEngine:
         block.rowids[block.size : end] = rowids
         block.knowledge_ids[block.size : end] = [r["knowledge_id"] for r in rows]
         block.size = end
+        added = vectors.sum(axis=0, dtype=np.float64)
+        block.total = added if block.total is None else block.total + added
 
     def _bases(self, params: RetrieveParams) -> list[str]:
         """The knowledge bases searched: those named, less any of another tenant when a tenant is given."""
@@ -351,6 +359,21 @@ class EmbeddedEngine:
         # Hits hybrid search drops below its threshold are never built (see ``RetrieveEngine``).
         return self._results([pair for pair in scored[:top_k] if pair[0] >= params.vector_threshold])
 
+    def vector_background(self, params: RetrieveParams) -> float | None:
+        """The query's mean cosine with every chunk of the searched knowledge bases (the centroid's dot
+        product with it): how similar this model finds unrelated text. None without vectors."""
+        if params.query_embedding is None:
+            return None
+        query = np.asarray(params.query_embedding, dtype=np.float64)
+        rows, total = 0, 0.0
+        for kb_id in self._bases(params):
+            block = self._block(kb_id, params.embedding_model)
+            if block.total is None or not block.size or block.total.shape[0] != query.shape[0]:
+                continue
+            rows += block.size
+            total += float(block.total @ query)
+        return total / rows if rows else None
+
     # Keyword search -------------------------------------------------------------------------------------
     def _document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         """How many keyword rows contain each term (FTS5 applies its own stemming), cached until the index
@@ -369,25 +392,30 @@ class EmbeddedEngine:
                 self._df[term] = int(row["n"]) if row else 0
         return {t: self._df.get(t, 0) for t in terms}
 
-    def informative_terms(self, text: str) -> list[str]:
-        """The query's terms; past ``_MAX_QUERY_TERMS``, the rarest ones (highest IDF) in query order."""
-        terms = query_terms(text)
-        if len(terms) <= _MAX_QUERY_TERMS:
+    def informative_terms(self, text: str, limit: int = _MAX_QUERY_TERMS) -> list[str]:
+        """The query's terms; past ``limit``, the rarest ones (highest IDF) in query order."""
+        return self._rarest(query_terms(text), limit)
+
+    def _rarest(self, terms: list[str], limit: int) -> list[str]:
+        if len(terms) <= limit:
             return terms
         df = self._keywords.term_rows(terms) or self._document_frequencies(terms)
         present = [t for t in terms if df[t] > 0]
-        kept = set(sorted(present, key=lambda t: (df[t], terms.index(t)))[:_MAX_QUERY_TERMS])
+        order = {t: i for i, t in enumerate(terms)}
+        kept = set(sorted(present, key=lambda t: (df[t], order[t]))[:limit])
         return [t for t in terms if t in kept]
 
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
         """BM25 over the keyword rows, ranked in memory (:mod:`ragline.retrieval.keyword_index`) with FTS5's
-        own scores; FTS5 itself answers what the in-memory index cannot."""
-        terms = self.informative_terms(params.query)
+        own scores, by the query's ``_MAX_INDEX_TERMS`` rarest terms; FTS5 itself answers what the in-memory
+        index cannot, by the ``_MAX_QUERY_TERMS`` rarest."""
+        terms = self.informative_terms(params.query, _MAX_INDEX_TERMS)
         bases = self._bases(params)
         if not terms or not bases or top_k <= 0:
             return []
         ranking = self._keywords.rank(terms, bases, params.knowledge_ids)
         if ranking is None:
+            terms = self._rarest(terms, _MAX_QUERY_TERMS)
             by_fts5 = self._fts_ranking(terms, bases, params.knowledge_ids, top_k)
             return self._keyword_results(by_fts5, self._flags([rowid for _, rowid in by_fts5]), params)
         scored: list[tuple[float, int]] = []
@@ -425,7 +453,8 @@ class EmbeddedEngine:
         return {int(row[0]): (bool(row[1]), bool(row[2])) for row in rows}
 
     def keyword_search_fts5(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
-        """The same search answered by FTS5's ``bm25()`` in SQL (what :meth:`keyword_search` must equal)."""
+        """The same search answered by FTS5's ``bm25()`` in SQL (what :meth:`keyword_search` must equal for a
+        query of at most ``_MAX_QUERY_TERMS`` terms; a longer one keeps more of them in memory)."""
         terms = self.informative_terms(params.query)
         bases = self._bases(params)
         if not terms or not bases or top_k <= 0:

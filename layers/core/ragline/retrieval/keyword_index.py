@@ -128,9 +128,13 @@ def _grown(array: np.ndarray, size: int, fill: object) -> np.ndarray:
 class KeywordIndex:
     """One database's keyword index in memory (see the module docstring). Thread-safe."""
 
-    def __init__(self, db: Database, weights: Sequence[float]) -> None:
+    def __init__(self, db: Database, weights: Sequence[float], k1: float = K1, b: float = B) -> None:
+        """``k1``/``b``: BM25's term-frequency saturation and length normalisation (FTS5's by default, so scores
+        equal ``bm25()``'s; other values rank by BM25 all the same, without that equality)."""
         self._db = db
         self._weights = tuple(float(w) for w in weights)
+        self._k1 = float(k1)
+        self._b = float(b)
         self._lock = threading.Lock()
         self._state: _State | None = None
         self._word_terms: OrderedDict[str, tuple[str, ...]] = OrderedDict()
@@ -183,6 +187,7 @@ class KeywordIndex:
         if not codes or state.rows == 0:
             return empty
         avgdl = state.tokens / state.rows
+        k1, b = self._k1, self._b
         scores = np.zeros(len(state.doclen))
         # FTS5 adds each phrase's term to the row's score in query order; so does this loop, so the sums
         # are the same to the last bit.
@@ -195,7 +200,7 @@ class KeywordIndex:
                 idf = IDF_FLOOR
             freq = posting.freq
             length = state.doclen[posting.rowids]
-            scores[posting.rowids] += idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * length / avgdl)))
+            scores[posting.rowids] += idf * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl)))
         matched = np.flatnonzero(scores)  # every term adds a positive amount to the rows that hold it
         in_scope = state.kb_code[matched] == codes[0] if len(codes) == 1 else np.isin(state.kb_code[matched], codes)
         if allowed is not None:

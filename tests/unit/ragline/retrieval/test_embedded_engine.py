@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ragline.retrieval.base import RetrieveParams
-from ragline.retrieval.embedded import _MAX_QUERY_TERMS, EmbeddedEngine
+from ragline.retrieval.embedded import _MAX_INDEX_TERMS, _MAX_QUERY_TERMS, EmbeddedEngine, query_terms
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
 from ragline.store.models import Chunk, Document, DocumentStatus
@@ -103,6 +103,30 @@ def test_a_long_query_keeps_its_rarest_terms_not_its_first_ones(stores):
     assert engine.informative_terms("zanzibar answer lives") == ["zanzibar", "answer", "lives"]
 
 
+def test_a_long_query_ranks_as_bm25_over_the_whole_query(stores):
+    """Past 64 terms the in-memory index keeps up to 256 of the rarest: a 150-word query ranks exactly as
+    FTS5's bm25() over all 150 words (the 64 rarest alone rank otherwise here)."""
+    import random
+
+    knowledge, engine, kb = stores
+    rng = random.Random(3)
+    vocabulary = [f"w{i}" for i in range(400)]
+    for d in range(60):
+        # Word i is in about 1 + i/4 documents: a spread of document frequencies.
+        words = [w for i, w in enumerate(vocabulary) if rng.random() < (1 + i / 4) / 60]
+        engine.index_keywords(kb.id, add(knowledge, kb, f"d{d}", [" ".join(rng.sample(words, len(words)))]))
+    query = " ".join(vocabulary[:150])
+    assert len(query_terms(query)) == 150
+    hits = engine.keyword_search(RetrieveParams(query=query, knowledge_base_ids=[kb.id]), 60)
+    whole = engine._fts_ranking(query_terms(query), [kb.id], [], 60)
+    assert [(h.score, h.id) for h in hits] == [(s, f"d{r - 1}-0") for s, r in whole][: len(hits)]
+    assert len(hits) > 10
+    rarest = engine._fts_ranking(engine.informative_terms(query, _MAX_QUERY_TERMS), [kb.id], [], 60)
+    assert [r for _, r in rarest] != [r for _, r in whole]  # 64 terms were not enough on this query
+    # Past 256 terms, the rarest 256 are kept.
+    assert len(engine.informative_terms(" ".join(vocabulary), _MAX_INDEX_TERMS)) == _MAX_INDEX_TERMS
+
+
 def test_hits_below_the_hybrid_thresholds_are_left_out_as_hybrid_search_would(stores):
     from ragline.retrieval.hybrid import normalize_keyword_scores
 
@@ -135,3 +159,29 @@ def test_warming_loads_the_vectors_and_the_keyword_index(stores):
     assert engine._blocks[(kb.id, "m")].size == 2
     assert engine._keywords._state is not None
     assert engine._keywords._state.rows == 2
+
+
+def test_the_vector_background_is_the_querys_mean_cosine_with_the_knowledge_base(stores):
+    knowledge, engine, kb = stores
+    first = add(knowledge, kb, "d1", ["one", "two"])
+    second = add(knowledge, kb, "d2", ["three"])
+    query = unit(1, 0, 0)
+
+    def background() -> float | None:
+        params = RetrieveParams(query="", knowledge_base_ids=[kb.id], query_embedding=query, embedding_model="m")
+        return engine.vector_background(params)
+
+    def mean_cosine(vectors) -> float:
+        return float(np.mean(np.stack(vectors) @ query))
+
+    assert background() is None  # no vectors yet
+    v1 = [unit(1, 0, 0), unit(0, 1, 0)]
+    engine.add_vectors(kb.id, "m", first, np.stack(v1))
+    assert background() == pytest.approx(mean_cosine(v1))
+    v2 = [unit(1, 1, 1)]
+    engine.add_vectors(kb.id, "m", second, np.stack(v2))  # appended in place
+    assert background() == pytest.approx(mean_cosine(v1 + v2))
+    engine.add_vectors(kb.id, "m", first[:1], np.stack([unit(0, 0, 1)]))  # rewritten: reloaded
+    assert background() == pytest.approx(mean_cosine([unit(0, 0, 1), v1[1], *v2]))
+    knowledge.delete_document("t", "d2")
+    assert background() == pytest.approx(mean_cosine([unit(0, 0, 1), v1[1]]))

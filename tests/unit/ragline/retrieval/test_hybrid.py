@@ -283,3 +283,47 @@ def test_the_keyword_search_runs_while_the_query_vector_is_computed():
 
     results = hybrid_search(engine, params(query_embedding=None), CONFIG, query_embedding=embedding)
     assert {r.id for r in results} == {"a", "b"}
+
+
+def test_score_fusion_measures_cosines_from_the_knowledge_bases_background():
+    """A model whose cosines all sit near 0.8 (multilingual e5) gives every hit ~1 when divided by the best;
+    measured from the query's mean cosine with the knowledge base, its list keeps how far apart hits are."""
+    config = RetrievalConfig(fusion="score")
+    assert config.score_normalization == "background"
+    vector = [hit("a", 0.90), hit("b", 0.86), hit("c", 0.84), hit("low", 0.80)]
+    keyword = [hit("c", 10.0), hit("b", 9.5)]
+    fused = {h.id: h.score for h in fuse(vector, keyword, config, vector_background=0.82)}
+    assert fused["a"] == pytest.approx(0.5 * 1.0)
+    assert fused["b"] == pytest.approx(0.5 * (0.04 / 0.08) + 0.5 * 0.95)
+    assert fused["c"] == pytest.approx(0.5 * (0.02 / 0.08) + 0.5 * 1.0)
+    assert fused["low"] == 0.0  # below the background: no vote
+    # Without a background (an engine that cannot tell), cosines are divided by the best, as "max" does.
+    plain = {h.id: h.score for h in fuse(vector, keyword, config)}
+    maxed = {h.id: h.score for h in fuse(vector, keyword, RetrievalConfig(fusion="score", score_normalization="max"))}
+    assert plain == maxed
+    assert plain["c"] == pytest.approx(0.5 * (0.84 / 0.90) + 0.5 * 1.0)
+
+
+class BackgroundEngine(FakeEngine):
+    def __init__(self, vector, keyword, background):
+        super().__init__(vector, keyword)
+        self.background = background
+
+    def vector_background(self, params):
+        self.calls.append(("background", 0))
+        return self.background
+
+
+def test_hybrid_search_asks_the_engine_for_the_background_only_when_score_fusion_uses_it():
+    vector, keyword = [hit("a", 0.90), hit("b", 0.86)], [hit("b", 10.0), hit("c", 9.0)]
+    engine = BackgroundEngine(vector, keyword, 0.82)
+    results = {r.id: r.score for r in hybrid_search(engine, params(), RetrievalConfig())}
+    assert ("background", 0) in engine.calls
+    assert results["b"] == pytest.approx(0.5 * (0.04 / 0.08) + 0.5 * 1.0)
+    for config in (RetrievalConfig(score_normalization="max"), RetrievalConfig(fusion="rrf")):
+        engine = BackgroundEngine(vector, keyword, 0.82)
+        hybrid_search(engine, params(), config)
+        assert ("background", 0) not in engine.calls
+    # An engine without the measure (OpenSearch) fuses as "max".
+    plain = {r.id: r.score for r in hybrid_search(FakeEngine(vector, keyword), params(), RetrievalConfig())}
+    assert plain["b"] == pytest.approx(0.5 * (0.86 / 0.90) + 0.5 * 1.0)
