@@ -20,7 +20,12 @@ OpenAI-compatible endpoint (``RAGLINE_CHAT_BASE_URL``, ``RAGLINE_CHAT_MODEL``), 
     .venv/bin/python bench/answers/qa.py --lang en --limit 100 # a quick subset
     .venv/bin/python bench/answers/qa.py --record /tmp/qa.jsonl  # also keep each answerer input ...
     .venv/bin/python bench/answers/qa.py --replay /tmp/qa.jsonl  # ... and re-run the extractive answerer on
-                                                                 # them alone (seconds; for tuning)
+                                                                 # them alone (minutes; for tuning)
+    .venv/bin/python bench/answers/qa.py --part tune             # one half of the questions (split by
+                                                                 # paragraph); --part held-out the other
+
+Each set's ingested knowledge base is kept under bench/results/qa-cache/ (keyed by the paragraphs and the
+ingestion and model code) and reused by the next run; ``--no-cache`` ingests into a temporary directory.
 
 The data is read from ../shared/data and never copied.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -54,7 +60,8 @@ from bench.answers.off_topic import CHINESE, ENGLISH  # noqa: E402
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"en": "squad-train-qa", "zh": "cmrc2018-train-qa"}
 OFF_TOPIC = {"en": ENGLISH, "zh": CHINESE}
-_KB_TAG = re.compile(r"<kb\b[^>]*/>|<web\b[^>]*/>")
+CACHE = ROOT / "bench" / "results" / "qa-cache"
+_KB_TAG = re.compile(r"<(kb|web|ref)\b[^>]*/>")
 # How generative models say they cannot answer from the sources (the extractive answerer is detected by its
 # fixed sentence; the fallback answer by its flag).
 _NOT_FOUND = re.compile(
@@ -94,6 +101,21 @@ def load(lang: str, limit: int | None = None, data: Path = DATA) -> QASet:
         questions = questions[:limit]
     off_topic = [Question(f"off-{lang}-{i}", text, [], "") for i, text in enumerate(OFF_TOPIC[lang])]
     return QASet(lang, corpus, questions, off_topic)
+
+
+def part(data: QASet, which: str) -> QASet:
+    """Half of the questions, split by paragraph (a paragraph's questions all fall on one side, so tuning on
+    one half learns nothing about the other's text): ``tune`` or ``held-out``; ``all`` keeps every one.
+    The off-topic questions alternate the same way."""
+    if which == "all":
+        return data
+
+    def side(key: str) -> str:
+        return "tune" if hashlib.sha256(key.encode()).digest()[0] % 2 == 0 else "held-out"
+
+    questions = [q for q in data.questions if side(q.doc_id) == which]
+    off_topic = [q for i, q in enumerate(data.off_topic) if ("tune" if i % 2 == 0 else "held-out") == which]
+    return QASet(data.lang, data.corpus, questions, off_topic)
 
 
 def subset(data: QASet, questions: int, extra_docs: int, off_topic: int | None = None) -> QASet:
@@ -307,6 +329,9 @@ def ingest(container: Any, tenant: Any, data: QASet) -> Any:
     from ragline.ingest.service import DocumentInput
 
     kb = ensure_knowledge_base(container, tenant, f"qa-{data.lang}")
+    present = container.knowledge.documents(tenant.id, kb.id, limit=1_000_000)
+    if {d.source for d in present if d.status == "indexed"} >= {doc["_id"] for doc in data.corpus}:
+        return kb  # a cached knowledge base, whole
     items = [
         DocumentInput(content=doc["text"], title=doc["title"], source=doc["_id"], file_type="text")
         for doc in data.corpus
@@ -330,10 +355,43 @@ def ask(client: Any, kb_id: str, question: Question, sources: dict[str, str]) ->
     return Outcome(question, visible_answer(answer), docs, fallback, seconds)
 
 
+def cache_key(data: QASet) -> str:
+    """What decides the ingested knowledge base: the paragraphs, and the code that chunks and embeds them
+    (the library's ingestion and model sources)."""
+    digest = hashlib.sha256()
+    for doc in data.corpus:
+        digest.update(json.dumps([doc["_id"], doc["title"], doc["text"]], ensure_ascii=False).encode())
+    library = ROOT / "layers" / "core" / "ragline"
+    for folder in ("ingest", "models"):
+        for path in sorted((library / folder).rglob("*.py")):
+            if path.name != "extractive.py":  # the answerer reads the knowledge base, it does not make it
+                digest.update(path.read_bytes())
+    return f"{data.lang}-{len(data.corpus)}-{digest.hexdigest()[:12]}"
+
+
+@contextmanager
+def workdir(data: QASet, cache: Path | None) -> Iterator[Path]:
+    """The data directory of a run: kept under ``cache`` (its database reused while the paragraphs and the
+    ingestion code are the same: the Chinese set's multilingual embeddings take long on a small machine),
+    else a temporary one."""
+    if cache is None:
+        with tempfile.TemporaryDirectory(prefix=f"ragline-qa-{data.lang}-") as tmp:
+            yield Path(tmp)
+        return
+    folder = cache / cache_key(data)
+    folder.mkdir(parents=True, exist_ok=True)
+    yield folder
+
+
 def run_set(
-    data: QASet, models: Any, answerer: str, progress: bool, record: list[dict[str, Any]] | None = None
+    data: QASet,
+    models: Any,
+    answerer: str,
+    progress: bool,
+    record: list[dict[str, Any]] | None = None,
+    cache: Path | None = None,
 ) -> tuple[Summary, list[Outcome]]:
-    with tempfile.TemporaryDirectory(prefix=f"ragline-qa-{data.lang}-") as tmp, served(models, Path(tmp)) as served_:
+    with workdir(data, cache) as folder, served(models, folder) as served_:
         container, tenant, client = served_
         started = time.perf_counter()
         kb = ingest(container, tenant, data)
@@ -402,10 +460,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm", default=None, help="a local GGUF answers (smollm2 or a path), as RAGLINE_LLM")
     parser.add_argument("--record", type=Path, default=None, help="write each answerer input to this JSONL file")
     parser.add_argument("--replay", type=Path, default=None, help="re-run the extractive answerer on a recording")
+    parser.add_argument(
+        "--part",
+        choices=["all", "tune", "held-out"],
+        default="all",
+        help="half of the questions, split by paragraph: tune the answerer on one, report on the other",
+    )
     parser.add_argument("--show", type=int, default=0, help="print the first N answers of each set")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=CACHE,
+        help=f"keep each set's ingested knowledge base here between runs (default {CACHE.relative_to(ROOT)})",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="ingest into a temporary directory")
     args = parser.parse_args(argv)
     langs = ["en", "zh"] if args.lang == "both" else [args.lang]
-    sets = {lang: load(lang, args.limit) for lang in langs}
+    sets = {lang: part(load(lang, args.limit), args.part) for lang in langs}
     load_avg = os.getloadavg()[0]
     if args.replay is not None:
         print(table(replay(args.replay, sets)))
@@ -415,7 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     answerer = models.default_chat_model_id
     summaries = []
     for lang in langs:
-        summary, outcomes = run_set(sets[lang], models, answerer, progress=True, record=record)
+        cache = None if args.no_cache else args.cache
+        summary, outcomes = run_set(sets[lang], models, answerer, progress=True, record=record, cache=cache)
         summaries.append(summary)
         if args.record is not None:
             with args.record.open("a") as out:
