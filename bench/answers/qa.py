@@ -274,8 +274,8 @@ class RecordingModel:
 def build_models(llm: str | None, record: list[dict[str, Any]] | None) -> Any:
     from ragline.config import Settings, load_config
     from ragline.container import build_models as build
+    from ragline.container import extractive_model
     from ragline.models.extractive import ExtractiveChatModel
-    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
 
     if llm:
         os.environ["RAGLINE_LLM"] = llm
@@ -283,10 +283,7 @@ def build_models(llm: str | None, record: list[dict[str, Any]] | None) -> Any:
     models = build(Settings(), config)
     if models.default_chat_model_id == ExtractiveChatModel.model_id:
         # The page's word-by-word pacing (10 ms a word) is for eyes, not for measuring.
-        embedder = models.embedder(OnnxMiniLMEmbedder.model_id)
-        models.add_chat_model(
-            ExtractiveChatModel.model_id, lambda: ExtractiveChatModel(embedder=lambda: embedder), default=True
-        )
+        models.add_chat_model(ExtractiveChatModel.model_id, lambda: extractive_model(models, 0.0), default=True)
     if record is not None:
         inner_id = models.default_chat_model_id
         inner = models.chat_model(inner_id)
@@ -416,12 +413,9 @@ def run_set(
 def replay(path: Path, sets: dict[str, QASet]) -> list[Summary]:
     """The extractive answerer alone, on recorded inputs (retrieval as it was when they were recorded)."""
     from ragline.models.base import ChatMessage, collect
-    from ragline.models.extractive import ExtractiveChatModel
-    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
     from ragline.types import ChatOptions
 
-    embedder = OnnxMiniLMEmbedder()
-    model = ExtractiveChatModel(embedder=lambda: embedder)
+    model = build_models(None, None).chat_model()
     by_question = {q.text: (lang, q) for lang, s in sets.items() for q in [*s.questions, *s.off_topic]}
     results: dict[str, tuple[list[Outcome], list[Outcome]]] = {lang: ([], []) for lang in sets}
     for line in path.read_text().splitlines():

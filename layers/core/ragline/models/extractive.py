@@ -15,8 +15,9 @@ import asyncio
 import html
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 
-from ragline.answering.selection import Selection, Similarity, Source, select, trim
+from ragline.answering.selection import DEFAULT_WEIGHTS, Selection, Similarity, Source, Weights, select, trim
 from ragline.answering.terms import is_chinese
 from ragline.models.base import ChatChunk, ChatMessage, ChatModel, ChatResponse, Embedder, collect
 from ragline.types import ChatOptions
@@ -79,6 +80,17 @@ def compose(question: str, selection: Selection, cite: bool) -> str:
     return " ".join(parts)
 
 
+# The answerer's constants for each sentence model, tuned on one half of the development sets (split by
+# paragraph) and reported on the other (bench/answers/qa.py --part).
+# MiniLM: a sentence sharing words with the question but not its meaning (cosine under 0.3, lower than any
+# right answer of the tuning half) does not answer it; one sharing its meaning (0.5) does, in other words.
+ENGLISH_WEIGHTS = replace(DEFAULT_WEIGHTS, min_coverage=0.45, agree_similarity=0.3, min_similarity=0.5)
+# multilingual-e5 scores any two sentences 0.75-0.95: a larger weight spreads its differences, and its
+# cosine clears the bar only high (0.9) and with a third of the question's words. Twelve sentences
+# re-ranked keep the wait short.
+MULTILINGUAL_WEIGHTS = replace(DEFAULT_WEIGHTS, similarity=4.0, min_similarity=0.9, agree_coverage=0.35, shortlist=12)
+
+
 def model_writes(model: ChatModel) -> bool:
     """False for the extractive answerer: it quotes sources and cannot follow any other instruction
     (rewrite a question, write SQL, name a session)."""
@@ -87,19 +99,28 @@ def model_writes(model: ChatModel) -> bool:
 
 class ExtractiveChatModel:
     """``embedder``: a sentence model for English (MiniLM); it re-ranks the best lexical candidates by meaning
-    and lets a paraphrase clear the relevance bar. Chinese is matched by words alone (MiniLM cannot read it,
-    and the multilingual model is too slow to embed sentences while the user waits)."""
+    and lets a paraphrase clear the relevance bar. ``multilingual``: the one for Chinese questions
+    (multilingual-e5, slower: it re-ranks fewer candidates); without it Chinese is matched by words alone."""
 
     model_id = "local:extractive"
 
-    def __init__(self, word_delay_s: float = 0.0, embedder: Callable[[], Embedder] | None = None) -> None:
+    def __init__(
+        self,
+        word_delay_s: float = 0.0,
+        embedder: Callable[[], Embedder] | None = None,
+        multilingual: Callable[[], Embedder] | None = None,
+    ) -> None:
         self._delay = word_delay_s
         self._embedder = embedder
+        self._multilingual = multilingual
 
-    def _similarity(self, question: str) -> Similarity | None:
-        if self._embedder is None or is_chinese(question):
-            return None
-        embedder = self._embedder()
+    def _reader(self, question: str) -> tuple[Similarity | None, Weights]:
+        """The sentence model that reads the question's language, and the constants that go with it."""
+        chinese = is_chinese(question)
+        factory, weights = (self._multilingual, MULTILINGUAL_WEIGHTS) if chinese else (self._embedder, ENGLISH_WEIGHTS)
+        if factory is None:
+            return None, DEFAULT_WEIGHTS
+        embedder = factory()
 
         def similarity(query: str, sentences: list[str]) -> list[float]:
             if not sentences:
@@ -107,12 +128,13 @@ class ExtractiveChatModel:
             vectors = embedder.embed_documents(sentences)
             return [float(value) for value in vectors @ embedder.embed_query(query)]
 
-        return similarity
+        return similarity, weights
 
     def answer(self, messages: Sequence[ChatMessage]) -> str:
         question = _question(messages)
         cite = any('<ref id="' in m.content for m in messages if m.role == "system")
-        selection = select(question, _sources(messages), similarity=self._similarity(question))
+        similarity, weights = self._reader(question)
+        selection = select(question, _sources(messages), weights=weights, similarity=similarity)
         return compose(question, selection, cite)
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:

@@ -1,4 +1,4 @@
-from ragline.answering.selection import Source, answer_kind, select
+from ragline.answering.selection import Source, Weights, answer_kind, select
 
 TEA = Source(
     "c1",
@@ -55,3 +55,43 @@ def test_a_similarity_model_lets_a_paraphrase_answer():
     chosen = select("How far can it go on one battery?", [rover], similarity=similarity)
     assert chosen.found
     assert "range of 65 kilometres" in chosen.best[0].text
+
+
+def test_the_bar_counts_whole_chinese_words_not_their_parts():
+    """jieba's search cut gives 澳大利亚 and its parts; a sentence holding the word once does not cover a
+    question about the capital (首都), which it lacks."""
+    botany = Source(
+        "c1", "以至于1998年劳瑞处理了一部分他的澳大利亚北部种类的修订。这些植物生长在沿海地区。", "植物学家"
+    )
+    others = [Source(f"c{i + 2}", f"第{i}号标本保存在博物馆的第{i}个柜子里。") for i in range(150)]
+    assert not select("澳大利亚的首都是哪座城市？", [botany, *others]).found
+    answered = select("劳瑞在哪一年修订了澳大利亚北部的种类？", [botany])
+    assert answered.found
+    assert "1998年" in answered.best[0].text
+
+
+def test_a_second_short_sentence_close_in_score_joins_the_answer():
+    """Chinese sentences are short: the two best together stay under the length a quote may have."""
+    source = Source("c1", "范廷颂于1940年晋铎。1963年他被任为主教。1990年他被擢升为枢机。", "范廷颂")
+    chosen = select("范廷颂是什么时候被任为主教的？", [source], weights=Weights(companion=0.0, companion_chars=110))
+    assert len(chosen.best) == 2
+    assert chosen.best[0].text == "1963年他被任为主教。"
+    alone = select("范廷颂是什么时候被任为主教的？", [source], weights=Weights(companion=0.0, companion_chars=10))
+    assert [c.text for c in alone.best] == ["1963年他被任为主教。"]
+
+
+def test_words_without_the_meaning_do_not_clear_the_bar_when_a_sentence_model_disagrees():
+    capital = Source(
+        "c1", "In the 1880s, Helena (the current state capital) had more millionaires per capita than any city."
+    )
+    weights = Weights(min_coverage=0.45, agree_similarity=0.3, min_similarity=0.5)
+
+    def unrelated(question: str, sentences: list[str]) -> list[float]:
+        return [0.15 for _ in sentences]
+
+    def related(question: str, sentences: list[str]) -> list[float]:
+        return [0.6 for _ in sentences]
+
+    question = "What is the state capital?"
+    assert select(question, [capital], weights=weights, similarity=related).found
+    assert not select(question, [capital], weights=weights, similarity=unrelated).found
