@@ -256,7 +256,7 @@ def score(
 # Trimming a long quote to the clauses that answer ------------------------------------------------------
 _CLAUSE_BREAK = re.compile(r"(?<=[,;:，；：、])\s*|\s+(?=\()|\s[-–—]\s")
 ELLIPSIS = "…"
-TRIM_ABOVE = 200  # a sentence this long is trimmed to its answering clauses
+TRIM_ABOVE = 250  # a sentence this long is trimmed to its answering clauses
 MIN_QUOTE = 90  # ... never shorter than this
 
 

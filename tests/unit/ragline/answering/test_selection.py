@@ -1,4 +1,4 @@
-from ragline.answering.selection import Source, Weights, answer_kind, select
+from ragline.answering.selection import TRIM_ABOVE, Source, Weights, answer_kind, select, trim
 
 TEA = Source(
     "c1",
@@ -95,3 +95,25 @@ def test_words_without_the_meaning_do_not_clear_the_bar_when_a_sentence_model_di
     question = "What is the state capital?"
     assert select(question, [capital], weights=weights, similarity=related).found
     assert not select(question, [capital], weights=weights, similarity=unrelated).found
+
+
+def test_only_a_long_quote_is_trimmed_and_the_trim_keeps_what_is_asked():
+    clauses = [
+        "In 1827, soon after the death of his youngest sister Emilia, the family moved to lodgings across the street",
+        "in a building that later housed the Academy of Fine Arts",
+        "where the young composer wrote most of the works of his Warsaw years",
+        "and where he received friends from the conservatory every Sunday afternoon",
+        "until he departed for Vienna in 1830",
+    ]
+    sentence = ", ".join(clauses) + "."
+    assert len(sentence) > TRIM_ABOVE
+    question = "When did he depart for Vienna?"
+    chosen = select(question, [Source("c1", sentence)])
+    quote = trim(chosen.best[0], question, chosen.question_terms)
+    assert "1830" in quote
+    assert quote.startswith("…")
+    assert len(quote) < len(sentence)
+    short = ", ".join(clauses[:2]) + "."
+    assert len(short) <= TRIM_ABOVE
+    kept = select("When did the family move across the street?", [Source("c1", short)])
+    assert trim(kept.best[0], "When did the family move across the street?", kept.question_terms) == short
