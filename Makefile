@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM ?=
 
-.PHONY: install run test unit lint asl bench clean browser engines pytest office
+.PHONY: install run test unit lint asl bench clean browser engines pytest office axe
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,18 @@ browser:
 		|| echo "browser: could not install chromium; the browser tests will be skipped"; \
 	fi
 
+# The browser tests run axe-core (Deque's accessibility engine, MPL-2.0) inside the page: installed from the npm
+# registry into build/axe once (never fetched while the tests run); `npm` comes with Node.js.
+AXE_VERSION ?= 4.10.3
+AXE_JS := build/axe/node_modules/axe-core/axe.min.js
+$(AXE_JS):
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --silent --no-save --no-audit --no-fund --prefix build/axe axe-core@$(AXE_VERSION); \
+	else \
+		echo "axe: no npm (install Node.js); the browser tests will fail their accessibility checks"; \
+	fi
+axe: $(AXE_JS)
+
 # The document-extraction tests convert ODT and DOCX to PDF with LibreOffice (Debian's nogui Writer), installed
 # the same way when missing; without it those tests skip with one line saying so.
 LIBREOFFICE ?= /usr/bin/libreoffice
@@ -74,7 +86,7 @@ office:
 # Lint and the whole suite, with a real OpenSearch (k-NN) and Neo4j started in the background meanwhile
 # (scripts/engines/engines.py: jars from Maven Central, cached in ~/.m2 and build/engines/; stopped when
 # the command ends, however it ends). The live tests wait until their engine is ready.
-test: install browser office
+test: install browser office axe
 	$(BIN)/python scripts/engines/engines.py run -- $(MAKE) --no-print-directory lint pytest
 
 pytest: install

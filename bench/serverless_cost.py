@@ -1,37 +1,43 @@
-"""What one RAG turn costs on the serverless runtime: writes, invocations, transitions, and dollars.
+"""What one RAG turn costs on AWS, measured on the stack as deployed: writes, reads, invocations, transitions,
+search requests, and dollars.
 
 Run from the repository root::
 
     .venv/bin/python bench/serverless_cost.py [--turns 5] [--tokens 300] [--token-delay-ms 10]
 
-What runs where (one process):
+What runs where (the deployed-stack harness of the AWS tests, ``tests/support/serverless.py``):
 
+* the search engine: a real OpenSearch 2.19 with the k-NN plugin on 127.0.0.1, started by
+  ``scripts/engines/engines.py`` as ``make test`` starts it;
 * the model: ``tests/support/scripted_model.py`` behind uvicorn, streaming an answer of ``--tokens`` word
   pieces (one piece per chunk, ``--token-delay-ms`` apart) plus a citation;
-* the workflow: ``tests/support/serverless.py`` — moto executes the real generated state machine
-  (``statemachine/pipeline.asl.json``), its Lambda tasks run the real ``pipeline_step`` code in-process, and
-  DynamoDB, S3 and Step Functions are moto's;
-* the API: the AWS runtime's FastAPI app (ingest_turn and stream_reader routes) behind uvicorn; a real SSE
-  client (httpx + httpx-sse) asks each question and follows the turn to its ``complete`` frame.
+* the stack: ``template.yaml`` transformed by SAM and created in a moto server (tables, bucket, roles, state
+  machine), one stack per workflow type (the ``WorkflowType`` parameter). Every function runs from
+  ``functions/*/app.py`` in sandboxes of its own, with the environment the template gives it, and every AWS
+  call it makes is checked against its role and logged with what it wrote or read. The question goes through
+  the HTTP API (payload 2.0) to ``ingest_turn``; Step Functions (moto) executes the workflow, whose tasks
+  invoke ``pipeline_step``; a real SSE client (httpx + httpx-sse) follows the turn from ``stream_reader``'s
+  function URL to its ``complete`` frame. Documents are indexed by ``index_document`` into OpenSearch first.
 
-For each workflow type (STANDARD, EXPRESS) the script asks one warm-up question in a new session, then
-``--turns`` measured turns with the configured batching (``config.stream.batch_max_delay_ms``) alternating
-with ``--turns`` turns with batching off (``batch_max_delay_ms = 0``: one log write per answer token, the
-counterfactual), all in that session. Per turn it counts:
+For each workflow type (STANDARD, EXPRESS) and each batching mode — the configured batching
+(``config.stream.batch_max_delay_ms``) and batching off (``0``: one log write per answer token, the
+counterfactual; the config layer is rewritten and pipeline_step's sandboxes restarted) — the script asks one
+warm-up question in a new session, then ``--turns`` measured turns in that session. Per turn it counts:
 
 * event-log items (the turn's stream key in the events table) and state transitions (``*StateEntered``
   events of the execution history: what STANDARD bills);
-* Lambda invocations and their wall time: pipeline_step (timed around each dispatched task), ingest_turn
-  (the POST) and stream_reader (the SSE response, which a streaming function URL bills for its whole length);
-* every DynamoDB, S3 and Step Functions call of the runtime, through botocore ``before-call``/``after-call``
-  hooks installed in ``botocore.handlers.BUILTIN_HANDLERS`` (so every client the runtime creates has them):
-  write request units (1 KB per unit, 2 per KB in a transaction; an UpdateItem by the stored item's size)
-  and read request units (4 KB per unit, half for eventually consistent reads) from the request and
-  response bodies.
+* Lambda invocations per function and their duration: from the invocation handed to a warm sandbox to its
+  result (pipeline_step, ingest_turn), and for stream_reader the whole streamed response, which a streaming
+  function URL bills for;
+* from the stack's call log, every DynamoDB, S3, Step Functions and OpenSearch request each sandbox made:
+  DynamoDB write units (1 KB per unit, twice in a transaction) and read units (4 KB per unit, half when
+  eventually consistent) from the item sizes on the wire; an UpdateItem, which DynamoDB bills by the larger of
+  the item before and after, by the stored item's size after the turn (its floor, the key and values it sets,
+  when the item is gone); S3 object requests; Step Functions API calls; OpenSearch HTTP requests.
 
-Then append → client latency on the moto-server path: a ThreadedMotoServer on 127.0.0.1, the AWS app behind
-uvicorn against it, a writer thread appending timestamped events, a real SSE client (as in
-``tests/integration/test_stream_reader.py``).
+Then append → client latency on the deployed path: events appended to the stack's events table (PutItem
+over HTTP to the moto server, as pipeline_step appends them), read by a real SSE client from stream_reader's
+function URL.
 
 Prints a compact table and a Markdown table; writes the Markdown to ``bench/results/serverless_cost.md``
 and the raw per-turn figures to ``bench/results/serverless_cost.json``. Figures, not assertions.
@@ -40,11 +46,7 @@ and the raw per-turn figures to ``bench/results/serverless_cost.json``. Figures,
 from __future__ import annotations
 
 import argparse
-import base64
-import contextlib
-import contextvars
 import json
-import logging
 import math
 import os
 import platform
@@ -53,10 +55,8 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,7 +69,6 @@ from bench.stats import percentile  # noqa: E402
 
 RESULTS_DIR = ROOT / "bench" / "results"
 TEMPLATE = ROOT / "template.yaml"
-REGION = "us-east-1"
 
 # Public prices, us-east-1, on-demand, no free tier. Checked 2026-11 against the AWS pricing pages
 # (aws.amazon.com/{step-functions,lambda,dynamodb,s3,api-gateway,cloudwatch}/pricing) and summaries dated up
@@ -89,12 +88,18 @@ S3_PER_PUT = 0.005 / 1000
 S3_PER_GET = 0.0004 / 1000
 HTTP_API_PER_REQUEST = 1.00 / 1e6  # the POST that asks goes through the HTTP API; SSE uses the function URL
 CLOUDWATCH_LOGS_PER_GB = 0.50  # ingestion; EXPRESS logs every state event with its data (template: ALL)
+XRAY_PER_TRACE = 5.00 / 1e6  # traces recorded; Tracing: Active samples 1 a second + 5%: a sweep run is one
+SWEEPS_PER_MONTH = 12 * 24 * 30  # the sweep's schedule, rate(5 minutes)
+LAMBDA_REPORT_BYTES = 400  # START, END and REPORT lines of one invocation in its CloudWatch log
 
 FUNCTIONS = {
     "ingest_turn": "IngestTurnFunction",
     "pipeline_step": "PipelineStepFunction",
     "stream_reader": "StreamReaderFunction",
 }
+BY_LOGICAL_ID = {logical_id: name for name, logical_id in FUNCTIONS.items()}
+DYNAMODB_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+DYNAMODB_READS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
 
 DOCS = {
     "Coffee brewing": (
@@ -129,236 +134,6 @@ ANSWER_TEXT = (
     "grams per litre adjusting the grind finer for espresso and coarser for a french press"
 )
 
-# Which function an AWS call belongs to: set by the ASGI wrapper (ingest_turn, stream_reader), around each
-# dispatched Lambda task (pipeline_step) and for the benchmark's own bookkeeping (bench, not counted).
-# asyncio.to_thread and new tasks copy the context, so the runtime's calls inherit it.
-COMPONENT: contextvars.ContextVar[str] = contextvars.ContextVar("bench_component", default="unattributed")
-
-
-# Counting AWS calls ---------------------------------------------------------------------------------------
-
-
-def _number_size(text: str) -> int:
-    digits = text.lstrip("-").replace(".", "").strip("0") or "0"
-    return (len(digits) + 1) // 2 + 1
-
-
-def value_size(value: dict[str, Any]) -> int:
-    """The DynamoDB size of one typed attribute value (``{"S": "..."}``), as the service bills it."""
-    ((kind, inner),) = value.items()
-    if kind == "S":
-        return len(inner.encode("utf-8"))
-    if kind == "N":
-        return _number_size(inner)
-    if kind == "B":
-        return len(base64.b64decode(inner))
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "SS":
-        return sum(len(s.encode("utf-8")) for s in inner)
-    if kind == "NS":
-        return sum(_number_size(n) for n in inner)
-    if kind == "BS":
-        return sum(len(base64.b64decode(b)) for b in inner)
-    if kind == "L":
-        return 3 + sum(value_size(v) + 1 for v in inner)
-    if kind == "M":
-        return 3 + sum(len(k.encode("utf-8")) + value_size(v) + 1 for k, v in inner.items())
-    return 0
-
-
-def item_size(item: dict[str, Any] | None) -> int:
-    return sum(len(name.encode("utf-8")) + value_size(v) for name, v in (item or {}).items())
-
-
-def write_units(size: int) -> int:
-    return max(1, math.ceil(size / 1024))
-
-
-def read_units(size: int, consistent: bool) -> float:
-    units = max(1, math.ceil(size / 4096))
-    return float(units) if consistent else units / 2
-
-
-def stored_item_size(table: str, key: dict[str, Any]) -> int | None:
-    """The size of an item as moto holds it now (UpdateItem bills the larger of before/after: after here)."""
-    try:
-        from moto.core import DEFAULT_ACCOUNT_ID
-        from moto.dynamodb.models import dynamodb_backends
-
-        item = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].get_item(table, key)
-    except Exception:
-        return None
-    return None if item is None else int(item.size())
-
-
-@dataclass
-class AwsCall:
-    component: str
-    service: str
-    operation: str
-    table: str = ""
-    wru: float = 0.0
-    rru: float = 0.0
-    status: int = 200
-    size: int = 0  # bytes of the item a PutItem wrote
-
-
-@dataclass
-class Invocation:
-    function: str  # ingest_turn | pipeline_step | stream_reader
-    name: str  # stage:phase, or the HTTP route
-    ms: float
-    ok: bool = True
-
-
-class Meter:
-    """Every DynamoDB, S3 and Step Functions call made by clients created while installed, and Lambda time."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.calls: list[AwsCall] = []
-        self.invocations: list[Invocation] = []
-        self._handlers = [
-            ("before-call.dynamodb", self._before),
-            ("after-call.dynamodb", self._after),
-            ("after-call.s3", self._after),
-            ("after-call.sfn", self._after),
-        ]
-
-    def install(self) -> None:
-        from botocore.handlers import BUILTIN_HANDLERS
-
-        BUILTIN_HANDLERS.extend(self._handlers)
-
-    def uninstall(self) -> None:
-        from botocore.handlers import BUILTIN_HANDLERS
-
-        for handler in self._handlers:
-            if handler in BUILTIN_HANDLERS:
-                BUILTIN_HANDLERS.remove(handler)
-
-    def mark(self) -> tuple[int, int]:
-        with self._lock:
-            return len(self.calls), len(self.invocations)
-
-    def since(self, mark: tuple[int, int]) -> tuple[list[AwsCall], list[Invocation]]:
-        with self._lock:
-            calls = [c for c in self.calls[mark[0] :] if c.component != "bench"]
-            return calls, list(self.invocations[mark[1] :])
-
-    def record(self, invocation: Invocation) -> None:
-        with self._lock:
-            self.invocations.append(invocation)
-
-    def _before(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
-        context["bench_request"] = params.get("body") or b""
-
-    def _after(self, http_response: Any, model: Any, context: dict[str, Any], **_: Any) -> None:
-        service = model.service_model.service_name
-        call = AwsCall(COMPONENT.get(), service, model.name, status=int(getattr(http_response, "status_code", 0)))
-        if service == "dynamodb":
-            try:
-                self._dynamodb_units(call, context.get("bench_request", b""), http_response.content)
-            except Exception as exc:  # a miscount must not break the run; the turn reports it as a problem
-                call.table = f"(uncounted: {type(exc).__name__})"
-        with self._lock:
-            self.calls.append(call)
-
-    @staticmethod
-    def _dynamodb_units(call: AwsCall, raw_request: bytes | str, raw_response: bytes) -> None:
-        request = json.loads(raw_request or b"{}")
-        response = json.loads(raw_response or b"{}")
-        op = call.operation
-        call.table = str(request.get("TableName", ""))
-        consistent = bool(request.get("ConsistentRead"))
-        if op == "PutItem":
-            call.size = item_size(request["Item"])
-            call.wru = write_units(call.size)
-        elif op in ("UpdateItem", "DeleteItem"):
-            size = stored_item_size(call.table, request["Key"]) if op == "UpdateItem" else None
-            call.wru = write_units(size if size is not None else item_size(request["Key"]))
-        elif op == "TransactWriteItems":
-            tables = set()
-            for entry in request.get("TransactItems", []):
-                ((kind, body),) = entry.items()
-                tables.add(body["TableName"])
-                if kind == "Put":
-                    size = item_size(body["Item"])
-                else:
-                    size = stored_item_size(body["TableName"], body["Key"]) or item_size(body["Key"])
-                call.wru += 2 * write_units(size)
-            call.table = ",".join(sorted(tables))
-        elif op == "BatchWriteItem":
-            tables = set()
-            for table, requests in request.get("RequestItems", {}).items():
-                tables.add(table)
-                for entry in requests:
-                    put = entry.get("PutRequest")
-                    call.wru += write_units(item_size(put["Item"])) if put else 1
-            call.table = ",".join(sorted(tables))
-        elif op == "GetItem":
-            call.rru = read_units(item_size(response.get("Item")), consistent)
-        elif op in ("Query", "Scan"):
-            call.rru = read_units(sum(item_size(i) for i in response.get("Items", [])), consistent)
-        elif op == "BatchGetItem":
-            tables = set()
-            for table, items in response.get("Responses", {}).items():
-                tables.add(table)
-                table_consistent = bool(request.get("RequestItems", {}).get(table, {}).get("ConsistentRead"))
-                call.rru += sum(read_units(item_size(i), table_consistent) for i in items)
-            call.table = ",".join(sorted(tables))
-        elif op == "TransactGetItems":
-            call.rru = sum(2 * read_units(item_size(r.get("Item")), True) for r in response.get("Responses", []))
-
-
-@contextmanager
-def component(name: str) -> Iterator[None]:
-    token = COMPONENT.set(name)
-    try:
-        yield
-    finally:
-        COMPONENT.reset(token)
-
-
-def labelled(app: Any, meter: Meter) -> Callable[..., Any]:
-    """The AWS app as the two functions that serve it: ``/events`` is stream_reader, the rest ingest_turn."""
-
-    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await app(scope, receive, send)
-            return
-        function = "stream_reader" if scope["path"].endswith("/events") else "ingest_turn"
-        token = COMPONENT.set(function)
-        started = time.perf_counter()
-        try:
-            await app(scope, receive, send)
-        finally:
-            COMPONENT.reset(token)
-            meter.record(
-                Invocation(function, f"{scope['method']} {scope['path']}", (time.perf_counter() - started) * 1000)
-            )
-
-    return wrapped
-
-
-def timed_steps(meter: Meter) -> Callable[[dict[str, Any], Callable[[], dict[str, Any]]], dict[str, Any]]:
-    """``ServerlessStack.intercept``: times each dispatched pipeline_step task, attributes its AWS calls."""
-
-    def intercept(event: dict[str, Any], run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        name = f"{event.get('stage', '')}:{event.get('phase', '')}"
-        started = time.perf_counter()
-        ok = False
-        try:
-            with component("pipeline_step"):
-                result = run()
-            ok = True
-            return result
-        finally:
-            meter.record(Invocation("pipeline_step", name, (time.perf_counter() - started) * 1000, ok))
-
-    return intercept
-
 
 # One turn -------------------------------------------------------------------------------------------------
 
@@ -381,14 +156,21 @@ class Turn:
     wru: float
     rru: float
     wru_by_table: dict[str, float]
+    wru_events: float
+    wru_state: float
     rru_by_function: dict[str, float]
     event_log_puts: int
     state_puts: int
     state_put_bytes: int
     ddb_requests: int
+    ddb_requests_by_function: dict[str, int]
     s3_puts: int
     s3_gets: int
     start_executions: int
+    sfn_calls: int
+    opensearch_requests: int
+    opensearch_by_function: dict[str, int]
+    opensearch_operations: dict[str, int]
     entered: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -400,37 +182,113 @@ def answer_pieces(count: int) -> list[str]:
     return pieces
 
 
+def _table_name(resource: str) -> str:
+    """``arn:…:table/NAME`` or ``…/NAME/index/I`` → NAME."""
+    return resource.split(":table/", 1)[-1].split("/", 1)[0]
+
+
+class StoredSizes:
+    """Sizes of the items UpdateItems touched, read once from the stack after a turn (an admin's reads, not
+    counted): DynamoDB bills an update by the larger of the item before and after."""
+
+    def __init__(self, stack: Any) -> None:
+        self._client = stack.client("dynamodb")
+        self._sizes: dict[tuple[str, str], int | None] = {}
+
+    def size(self, table: str, key: str) -> int | None:
+        from tests.support.grants import item_size
+
+        if (table, key) not in self._sizes:
+            item = self._client.get_item(TableName=table, Key=json.loads(key)).get("Item")
+            self._sizes[(table, key)] = None if item is None else item_size(item)
+        return self._sizes[(table, key)]
+
+
+def meter_calls(stack: Any, calls: list[Any], turn: dict[str, Any], problems: list[str]) -> None:
+    """DynamoDB units, S3, Step Functions and OpenSearch requests of one turn's calls, into ``turn``."""
+    from tests.support.grants import write_units
+
+    stored = StoredSizes(stack)
+    wru_by_table: dict[str, float] = {}
+    rru_by_function: dict[str, float] = {}
+    requests: dict[str, set[str]] = {}
+    events_table, state_table = stack.refs["EventsTable"], stack.refs["StateTable"]
+    state_puts = [0, 0]
+    event_log_puts = 0
+    for call in calls:
+        if call.bytes < 0:
+            problems.append(f"{call.function} {call.operation}: its usage could not be measured")
+        if not call.allowed:
+            problems.append(f"{call.function} was denied {call.action} on {call.resource}")
+        if not call.action.startswith("dynamodb:"):
+            continue
+        table = _table_name(call.resource)
+        requests.setdefault(call.function, set()).add(call.request)
+        if call.operation in DYNAMODB_WRITES:
+            units = call.units
+            if call.key:
+                size = stored.size(table, call.key)
+                factor = 2 if call.operation.startswith("Transact") else 1
+                units = max(units, factor * write_units(size)) if size is not None else units
+            wru_by_table[table] = wru_by_table.get(table, 0.0) + units
+            if call.operation == "PutItem" and table == events_table:
+                event_log_puts += 1
+            if call.operation == "PutItem" and table == state_table:
+                state_puts[0] += 1
+                state_puts[1] += call.bytes
+        elif call.operation in DYNAMODB_READS:
+            rru_by_function[call.function] = rru_by_function.get(call.function, 0.0) + call.units
+    opensearch = Counter(c.function for c in calls if c.action.startswith(("es:", "aoss:")))
+    turn.update(
+        wru=sum(wru_by_table.values()),
+        rru=sum(rru_by_function.values()),
+        wru_by_table=wru_by_table,
+        wru_events=wru_by_table.get(events_table, 0.0),
+        wru_state=wru_by_table.get(state_table, 0.0),
+        rru_by_function={BY_LOGICAL_ID.get(f, f): v for f, v in rru_by_function.items()},
+        event_log_puts=event_log_puts,
+        state_puts=state_puts[0],
+        state_put_bytes=state_puts[1],
+        ddb_requests=sum(len(r) for r in requests.values()),
+        ddb_requests_by_function={BY_LOGICAL_ID.get(f, f): len(r) for f, r in requests.items()},
+        s3_puts=sum(1 for c in calls if c.action == "s3:PutObject" and c.operation == "PutObject"),
+        s3_gets=sum(1 for c in calls if c.action == "s3:GetObject"),
+        start_executions=sum(1 for c in calls if c.action == "states:StartExecution"),
+        sfn_calls=sum(1 for c in calls if c.action.startswith("states:") and c.function in BY_LOGICAL_ID),
+        opensearch_requests=sum(opensearch.values()),
+        opensearch_by_function={BY_LOGICAL_ID.get(f, f): n for f, n in opensearch.items()},
+        opensearch_operations=dict(Counter(c.operation for c in calls if c.action.startswith(("es:", "aoss:")))),
+    )
+
+
 def run_turn(
     stack: Any,
     client: Any,
-    meter: Meter,
     scripted: Any,
     session_id: str,
     question: str,
     pieces: list[str],
     delay_s: float,
     memory_mb: dict[str, int],
+    workflow: str,
     mode: str,
 ) -> Turn:
     from httpx_sse import connect_sse
 
-    from ragline.stream.base import stream_key
+    from tests.support.polling import wait_until
     from tests.support.scripted_model import Script
     from tests.support.sse import Frame
 
     scripted.queue(Script.answer(*pieces, delay=delay_s))
     model_requests = len(scripted.received)
-    mark = meter.mark()
-    first_invocation = len(stack.invocations)
+    calls_mark, invocations_mark = len(stack.calls()), len(stack.lambdas.invocations)
     started = time.perf_counter()
-    reply = client.post(f"/api/v1/sessions/{session_id}/questions", json={"query": question})
-    if reply.status_code != 202:
-        raise RuntimeError(f"ask: {reply.status_code} {reply.text}")
-    ids = reply.json()["data"]
+    ids = client.ask(session_id, question)  # API Gateway → ingest_turn: 202
     first_answer: float | None = None
     frames = []
+    path = f"api/v1/sessions/{session_id}/messages/{ids['assistant_message_id']}/events"
     # The client of tests/support/sse.read_frames, with the first answer frame timed.
-    with connect_sse(client, "GET", ids["stream_url"]) as source:
+    with connect_sse(client.stream, "GET", path) as source:
         source.response.raise_for_status()
         for event in source.iter_sse():
             frame = Frame(int(event.id), json.loads(event.data))
@@ -439,24 +297,22 @@ def run_turn(
             frames.append(frame)
     client_s = time.perf_counter() - started
 
-    key = stream_key(session_id, ids["assistant_message_id"])
-    arn = stack.runtime.state.execution(key)
-    deadline = time.monotonic() + 60
-    while True:
-        execution = stack.sfn.describe_execution(executionArn=arn)
-        if execution["status"] != "RUNNING" or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
-    # The SSE response is recorded when uvicorn finishes it, a moment after the client's last frame.
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        _, invocations = meter.since(mark)
-        if Counter(i.function for i in invocations)["stream_reader"] >= 1:
-            break
-        time.sleep(0.02)
+    arn = stack.execution_of(session_id, ids["assistant_message_id"])
+    execution = stack.wait_for_execution(arn)
+
+    # stream_reader's invocation is recorded when the function URL closes the response, a moment after the
+    # client's last frame.
+    def streamed() -> bool:
+        return any(
+            i.function == "StreamReaderFunction" and str(i.event.get("path", "")).endswith(path)
+            for i in stack.lambdas.invocations[invocations_mark:]
+        )
+
+    wait_until(streamed, timeout=30, interval=0.02)
     history = stack.history(arn)
-    events = stack.runtime.log.events_sync(key)
-    calls, invocations = meter.since(mark)
+    events = client.log(ids)
+    calls = stack.calls()[calls_mark:]
+    invocations = stack.lambdas.invocations[invocations_mark:]
 
     problems = []
     # One streamed answer per turn; query understanding (and a first turn's title) ask the model too.
@@ -469,28 +325,25 @@ def run_turn(
         problems.append(f"last frame {frames[-1].type if frames else None}")
     if not any(f.type == "answer" and f.content for f in frames):
         problems.append("no answer text")
-    uncounted = [f"{c.operation} {c.table}" for c in calls if c.table.startswith("(uncounted")]
-    if uncounted:
-        problems.append(f"DynamoDB calls not counted: {uncounted}")
-    if not all(i.ok for i in stack.invocations[first_invocation:]):
-        problems.append("a pipeline_step invocation failed")
+    if not all(i.ok for i in invocations):
+        problems.append(
+            "an invocation failed: " + ", ".join(f"{i.function} {i.error}" for i in invocations if not i.ok)
+        )
 
     gb_s: dict[str, float] = {}
-    for inv in invocations:
-        gb_s[inv.function] = gb_s.get(inv.function, 0.0) + math.ceil(inv.ms) / 1000 * memory_mb[inv.function] / 1024
+    counted = Counter()
+    for invoked in invocations:
+        name = BY_LOGICAL_ID.get(invoked.function)
+        if name is None:
+            problems.append(f"an invocation of {invoked.function} during the turn")
+            continue
+        counted[name] += 1
+        gb_s[name] = gb_s.get(name, 0.0) + math.ceil(invoked.ms) / 1000 * memory_mb[name] / 1024
     entered = [e["stateEnteredEventDetails"]["name"] for e in history if e["type"].endswith("StateEntered")]
-    dynamo = [c for c in calls if c.service == "dynamodb"]
-    wru_by_table: dict[str, float] = {}
-    rru_by_function: dict[str, float] = {}
-    for c in dynamo:
-        if c.wru:
-            wru_by_table[c.table] = wru_by_table.get(c.table, 0.0) + c.wru
-        if c.rru:
-            rru_by_function[c.component] = rru_by_function.get(c.component, 0.0) + c.rru
-    events_table = stack.runtime.aws.events_table
-    state_puts = [c for c in dynamo if c.operation == "PutItem" and c.table == stack.runtime.aws.state_table]
+    figures: dict[str, Any] = {}
+    meter_calls(stack, calls, figures, problems)
     return Turn(
-        workflow=stack.runtime.aws.workflow_type,
+        workflow=workflow,
         mode=mode,
         answer_pieces=len(pieces),
         log_events=len(events),
@@ -502,88 +355,142 @@ def run_turn(
         history_bytes=len(json.dumps(history, default=str).encode()),
         client_s=client_s,
         first_answer_s=first_answer,
-        invocations=dict(Counter(i.function for i in invocations)),
+        invocations=dict(counted),
         gb_s=gb_s,
-        steps=[(i.name, i.ms) for i in invocations if i.function == "pipeline_step"],
-        wru=sum(c.wru for c in dynamo),
-        rru=sum(c.rru for c in dynamo),
-        wru_by_table=wru_by_table,
-        rru_by_function=rru_by_function,
-        event_log_puts=sum(1 for c in dynamo if c.operation == "PutItem" and c.table == events_table),
-        state_puts=len(state_puts),
-        state_put_bytes=sum(c.size for c in state_puts),
-        ddb_requests=len(dynamo),
-        s3_puts=sum(1 for c in calls if c.service == "s3" and c.operation == "PutObject"),
-        s3_gets=sum(1 for c in calls if c.service == "s3" and c.operation == "GetObject"),
-        start_executions=sum(1 for c in calls if c.service == "stepfunctions" and c.operation == "StartExecution"),
+        steps=[
+            (f"{i.event.get('stage', '')}:{i.event.get('phase', 'run')}", i.ms)
+            for i in invocations
+            if i.function == "PipelineStepFunction"
+        ],
         entered=entered,
         problems=problems,
+        **figures,
     )
 
 
-def run_workflow(
-    workflow: str, models: Any, scripted: Any, meter: Meter, args: argparse.Namespace, memory_mb: dict[str, int]
-) -> tuple[list[Turn], dict[str, Any]]:
-    import httpx
+def set_batching(stack: Any, batch_max_delay_ms: int) -> None:
+    """The config layer with another ``stream.batch_max_delay_ms``; pipeline_step's sandboxes restart on it."""
+    import yaml
 
-    from tests.support.serverless_inprocess import serverless_stack
-    from tests.support.servers import ServerThread
+    path = stack.work_dir / "opt" / "config.yaml"
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))
+    config["stream"]["batch_max_delay_ms"] = batch_max_delay_ms
+    path.unlink()
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    stack.lambdas.recycle("PipelineStepFunction")
+    stack.lambdas.warm("PipelineStepFunction")
+
+
+def run_workflow(
+    workflow: str,
+    opensearch: Any,
+    scripted: Any,
+    args: argparse.Namespace,
+    memory_mb: dict[str, int],
+    latency: Callable[[Any, Any], list[Latency]] | None,
+) -> tuple[list[Turn], dict[str, Any], list[Latency]]:
+
+    from ragline.config import load_config
+    from tests.support.serverless import CHAT_KEY_PARAMETER, deployed_stack, stack_client
 
     turns: list[Turn] = []
     info: dict[str, Any] = {}
+    latencies: list[Latency] = []
     pieces = answer_pieces(args.tokens)
     delay_s = args.token_delay_ms / 1000
-    with tempfile.TemporaryDirectory() as tmp, serverless_stack(Path(tmp), models, workflow_type=workflow) as stack:
-        stack.intercept = timed_steps(meter)
-        server = ServerThread(labelled(stack.runtime.app(), meter)).start()
-        try:
-            _, key = stack.create_tenant("bench")
-            with httpx.Client(base_url=server.url, headers={"X-API-Key": key}, timeout=120) as client:
-                reply = client.post("/api/v1/knowledge-bases", json={"name": "drinks"})
-                reply.raise_for_status()
-                kb_id = reply.json()["data"]["id"]
-                for title, content in DOCS.items():
-                    client.post(
-                        f"/api/v1/knowledge-bases/{kb_id}/documents", json={"title": title, "content": content}
-                    ).raise_for_status()
-                reply = client.post("/api/v1/sessions", json={"knowledge_base_ids": [kb_id]})
-                reply.raise_for_status()
-                session_id = reply.json()["data"]["id"]
-                machine = stack.sfn.describe_state_machine(stateMachineArn=stack.state_machine_arn)
-                info["machine_type"] = machine["type"]
-                stream = stack.container.config.stream
-                batch_ms = stream.batch_max_delay_ms
-                info["batch_max_delay_ms"], info["batch_max_chars"] = batch_ms, stream.batch_max_chars
-                info["poll"] = (stream.poll_min_wait_s, stream.poll_max_wait_s)
-                started = time.perf_counter()
+    stream = load_config()[0].stream
+    info["batch_max_delay_ms"], info["batch_max_chars"] = stream.batch_max_delay_ms, stream.batch_max_chars
+    info["poll"] = (stream.poll_min_wait_s, stream.poll_max_wait_s)
+    parameters = {
+        "WorkflowType": workflow,
+        "ChatBaseUrl": f"{scripted.url}/v1",
+        "ChatModel": "scripted",
+        "ChatApiKeyParameter": CHAT_KEY_PARAMETER,
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="serverless-cost-") as tmp,
+        deployed_stack(
+            Path(tmp), parameters, opensearch=opensearch, ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"}
+        ) as stack,
+    ):
+        started = time.perf_counter()
+        stack.warm()
+        info["warm_s"] = time.perf_counter() - started
+        machine = stack.client("stepfunctions").describe_state_machine(stateMachineArn=stack.state_machine_arn)
+        info["machine_type"] = machine["type"]
+        with stack_client(stack, "bench", timeout_s=120.0) as client:
+            started = time.perf_counter()
+            kb_id = client.kb(DOCS)  # indexed by index_document into OpenSearch
+            info["index_s"] = time.perf_counter() - started
+            info["warmup_problems"] = []
+            for mode, delay_ms in (("batched", stream.batch_max_delay_ms), ("per-token", 0)):
+                if delay_ms != stream.batch_max_delay_ms:
+                    set_batching(stack, delay_ms)
+                # Each mode in a new session asked the same questions: both see the same conversation history
+                # (it enters every state save, up to conversation.max_rounds).
+                session_id = client.session([kb_id])
                 warm = run_turn(
-                    stack, client, meter, scripted, session_id, QUESTIONS[0], pieces, delay_s, memory_mb, "warm-up"
+                    stack, client, scripted, session_id, QUESTIONS[0], pieces, delay_s, memory_mb, workflow, "warm-up"
                 )
-                info["warmup_s"] = time.perf_counter() - started
-                info["warmup_problems"] = warm.problems
-                # Batched and per-token turns alternate, so both see the same conversation history (it enters
-                # every state save, up to conversation.max_rounds).
-                for number in range(2 * args.turns):
-                    mode, delay_ms = ("batched", batch_ms) if number % 2 == 0 else ("per-token", 0)
-                    stream.batch_max_delay_ms = delay_ms
-                    question = QUESTIONS[(number // 2 + 1) % len(QUESTIONS)]
+                info["warmup_problems"] += warm.problems
+                for number in range(args.turns):
+                    question = QUESTIONS[(number + 1) % len(QUESTIONS)]
                     turn = run_turn(
-                        stack, client, meter, scripted, session_id, question, pieces, delay_s, memory_mb, mode
+                        stack, client, scripted, session_id, question, pieces, delay_s, memory_mb, workflow, mode
                     )
                     turns.append(turn)
                     print(
                         f"  {workflow:<8} {mode:<9} log {turn.log_events:>3} events, {turn.transitions} transitions, "
                         f"{sum(turn.invocations.values())} invocations, {turn.wru:.0f} WRU / {turn.rru:.1f} RRU, "
-                        f"turn {turn.client_s:.2f} s" + (f"  PROBLEMS: {turn.problems}" if turn.problems else ""),
+                        f"{turn.opensearch_requests} OpenSearch requests, turn {turn.client_s:.2f} s"
+                        + (f"  PROBLEMS: {turn.problems}" if turn.problems else ""),
                         flush=True,
                     )
-                stream.batch_max_delay_ms = batch_ms
-        finally:
-            server.stop()
-    return turns, info
+            if latency is not None:
+                # Every turn has ended and every document is indexed: the sweep finds nothing, as when idle.
+                info["sweep"] = measure_sweep(stack, args.sweeps)
+                set_batching(stack, stream.batch_max_delay_ms)
+                latencies = latency(stack, client)
+        stack.assert_no_denials()
+    return turns, info, latencies
 
 
-# Append → client latency on the moto-server path ----------------------------------------------------------
+def measure_sweep(stack: Any, runs: int) -> dict[str, float]:
+    """The one thing the stack does while nobody uses it: the sweep, every 5 minutes (with no open turn and
+    no pending document, as when idle). Per run: duration, requests, capacity units; and the month's cost."""
+    stack.lambdas.warm("SweepFunction")
+    durations, rru, requests = [], [], []
+    for _ in range(runs):
+        calls_mark, invocations_mark = len(stack.calls()), len(stack.lambdas.invocations)
+        result = stack.run_schedule("SweepFunctionEvery5Minutes")
+        if result.function_error is not None:
+            raise RuntimeError(f"the sweep failed: {result.payload!r}")
+        (invoked,) = [i for i in stack.lambdas.invocations[invocations_mark:] if i.function == "SweepFunction"]
+        calls = [c for c in stack.calls()[calls_mark:] if c.function == "SweepFunction"]
+        durations.append(invoked.ms)
+        rru.append(sum(c.units for c in calls if c.operation in DYNAMODB_READS))
+        requests.append(len({c.request for c in calls}))
+    memory_mb, _ = function_setting("SweepFunction")
+    ms = statistics.median(durations)
+    month = {
+        "Lambda": SWEEPS_PER_MONTH
+        * (LAMBDA_PER_REQUEST + math.ceil(ms) / 1000 * memory_mb / 1024 * LAMBDA_ARM_PER_GB_S),
+        "DynamoDB reads": SWEEPS_PER_MONTH * mean(rru) * DDB_PER_RRU,
+        "X-Ray traces": SWEEPS_PER_MONTH * XRAY_PER_TRACE,
+        "CloudWatch Logs": SWEEPS_PER_MONTH * LAMBDA_REPORT_BYTES / 1e9 * CLOUDWATCH_LOGS_PER_GB,
+    }
+    return {
+        "runs": runs,
+        "ms_median": ms,
+        "memory_mb": memory_mb,
+        "rru": mean(rru),
+        "requests": mean(requests),
+        **{f"month_{k}": v for k, v in month.items()},
+        "month_total": sum(month.values()),
+    }
+
+
+# Append → client latency on the deployed path --------------------------------------------------------------
 
 
 @dataclass
@@ -595,135 +502,86 @@ class Latency:
     put_ms: list[float]
 
 
-def measure_latency(models: Any, meter: Meter, scenarios: list[tuple[str, int, float]]) -> list[Latency]:
-    import boto3
-    import httpx
-    from httpx_sse import connect_sse
-    from moto.server import ThreadedMotoServer
+def latency_runner(scenarios: list[tuple[str, int, float]]) -> Callable[[Any, Any], list[Latency]]:
+    def measure(stack: Any, client: Any) -> list[Latency]:
+        from httpx_sse import connect_sse
 
-    from ragline.retrieval.embedded import EmbeddedEngine
-    from ragline.serverless.aws import build_aws_runtime
-    from ragline.serverless.settings import AwsSettings
-    from ragline.store.db import Database
-    from ragline.store.knowledge import SqliteKnowledgeStore
-    from ragline.stream.base import stream_key
-    from ragline.types import ResponseType, StreamEvent
-    from tests.support.aws import create_tables_from_template
-    from tests.support.servers import ServerThread, free_port
+        from ragline.store.dynamodb import DynamoSessionStore
+        from ragline.stream.base import stream_key
+        from ragline.stream.dynamodb import DynamoDBStreamManager
+        from ragline.types import ResponseType, StreamEvent
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the moto server's access log
-    port = free_port()
-    moto_server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    moto_server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    results: list[Latency] = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            session = boto3.Session(region_name=REGION)
-            tables = create_tables_from_template(session.client("dynamodb", endpoint_url=endpoint))
-            aws = AwsSettings(
-                events_table=tables["EventsTable"],
-                sessions_table=tables["SessionsTable"],
-                messages_table=tables["MessagesTable"],
-                state_table=tables["StateTable"],
-                tenants_table=tables["TenantsTable"],
-                aws_endpoint_url=endpoint,
-                stream_max_seconds=300,
-            )
-            db = Database(Path(tmp) / "k.db")
-            runtime = build_aws_runtime(
-                aws, session=session, knowledge=SqliteKnowledgeStore(db), engine=EmbeddedEngine(db), models=models
-            )
-            app_server = ServerThread(labelled(runtime.app(), meter)).start()
-            try:
-                container = runtime.container
-                tenant, api_key = container.tenants.create("bench")
-                for label, count, spacing_s in scenarios:
-                    chat = container.sessions.create_session(tenant.id, [])
-                    _, assistant = container.sessions.create_turn(chat, f"req-{label}", "How does it work?")
-                    key = stream_key(chat.id, assistant.id)
-                    url = f"/api/v1/sessions/{chat.id}/messages/{assistant.id}/events"
-                    received: list[tuple[int, dict[str, Any]]] = []
-                    first = threading.Event()
+        sessions = DynamoSessionStore(stack.table("SessionsTable"), stack.table("MessagesTable"))
+        log = DynamoDBStreamManager(stack.table("EventsTable"), 3600)
+        results = []
+        for label, count, spacing_s in scenarios:
+            chat = sessions.create_session(client.tenant.id, [])
+            _, assistant = sessions.create_turn(chat, f"req-{label}", "How does it work?")
+            key = stream_key(chat.id, assistant.id)
+            path = f"api/v1/sessions/{chat.id}/messages/{assistant.id}/events"
+            received: list[tuple[int, dict[str, Any]]] = []
+            first = threading.Event()
 
-                    def follow(
-                        url: str = url,
-                        received: list[tuple[int, dict[str, Any]]] = received,
-                        first: threading.Event = first,
-                    ) -> None:
-                        with (
-                            httpx.Client(base_url=app_server.url, headers={"X-API-Key": api_key}, timeout=120) as c,
-                            connect_sse(c, "GET", url) as source,
-                        ):
-                            for event in source.iter_sse():
-                                received.append((time.monotonic_ns(), json.loads(event.data)))
-                                first.set()
-                                if received[-1][1]["response_type"] == "complete":
-                                    return
+            def follow(
+                path: str = path,
+                received: list[tuple[int, dict[str, Any]]] = received,
+                first: threading.Event = first,
+            ) -> None:
+                with connect_sse(client.stream, "GET", path) as source:
+                    for event in source.iter_sse():
+                        received.append((time.monotonic_ns(), json.loads(event.data)))
+                        first.set()
+                        if received[-1][1]["response_type"] == "complete":
+                            return
 
-                    reader = threading.Thread(target=follow, name=f"sse-{label}", daemon=True)
-                    runtime.log.append_sync(
-                        key, StreamEvent(id="req", type=ResponseType.AGENT_QUERY, content="q", done=True)
-                    )
-                    reader.start()
-                    if not first.wait(30):
-                        raise RuntimeError("the SSE reader received nothing")
-                    put_ms: list[float] = []
+            log.append_sync(key, StreamEvent(id="req", type=ResponseType.AGENT_QUERY, content="q", done=True))
+            reader = threading.Thread(target=follow, name=f"sse-{label}", daemon=True)
+            reader.start()
+            if not first.wait(60):
+                raise RuntimeError("the SSE reader received nothing")
+            put_ms: list[float] = []
+            for i in range(count):
+                time.sleep(spacing_s)
+                sent = time.monotonic_ns()
+                event = StreamEvent(
+                    id=f"lat-{i}",
+                    type=ResponseType.ANSWER,
+                    content=f"chunk {i} of the answer. ",
+                    done=True,  # distinct done answers: replay coalescing never joins two
+                    data={"t_send_ns": sent},
+                )
+                log.append_sync(key, event)
+                put_ms.append((time.monotonic_ns() - sent) / 1e6)
+            log.append_sync(key, StreamEvent(id="end", type=ResponseType.COMPLETE, done=True))
+            reader.join(timeout=60)
+            latencies = [
+                (recv - data["data"]["t_send_ns"]) / 1e6
+                for recv, data in received
+                if isinstance(data.get("data"), dict) and "t_send_ns" in data["data"]
+            ]
+            results.append(Latency(label, count, spacing_s * 1000, latencies, put_ms))
+        return results
 
-                    def write(
-                        key: str = key, count: int = count, spacing_s: float = spacing_s, put_ms: list[float] = put_ms
-                    ) -> None:
-                        for i in range(count):
-                            time.sleep(spacing_s)
-                            sent = time.monotonic_ns()
-                            event = StreamEvent(
-                                id=f"lat-{i}",
-                                type=ResponseType.ANSWER,
-                                content=f"chunk {i} of the answer. ",
-                                done=True,  # distinct done answers: replay coalescing never joins two
-                                data={"t_send_ns": sent},
-                            )
-                            runtime.log.append_sync(key, event)
-                            put_ms.append((time.monotonic_ns() - sent) / 1e6)
-                        runtime.log.append_sync(key, StreamEvent(id="end", type=ResponseType.COMPLETE, done=True))
-
-                    writer = threading.Thread(target=write, name=f"writer-{label}", daemon=True)
-                    with component("bench"):
-                        writer.start()
-                        writer.join(timeout=count * spacing_s * 5 + 60)
-                    reader.join(timeout=60)
-                    latencies = [
-                        (recv - data["data"]["t_send_ns"]) / 1e6
-                        for recv, data in received
-                        if isinstance(data.get("data"), dict) and "t_send_ns" in data["data"]
-                    ]
-                    results.append(Latency(label, count, spacing_s * 1000, latencies, put_ms))
-            finally:
-                app_server.stop()
-                db.close()
-    finally:
-        with contextlib.suppress(Exception):
-            httpx.post(f"{endpoint}/moto-api/reset", timeout=10)
-        moto_server.stop()
-    return results
+    return measure
 
 
 # Cost -----------------------------------------------------------------------------------------------------
 
 
-def function_settings() -> dict[str, tuple[int, str]]:
-    """(MemorySize MB, architecture) per function, from template.yaml (the function's own, else Globals)."""
+def function_setting(logical_id: str) -> tuple[int, str]:
+    """(MemorySize MB, architecture) of one function, from template.yaml (the function's own, else Globals)."""
     from ragline.serverless.template_tables import load_template
 
     template = load_template(TEMPLATE)
     globals_ = template.get("Globals", {}).get("Function", {})
-    settings = {}
-    for name, logical_id in FUNCTIONS.items():
-        props = template["Resources"][logical_id].get("Properties", {})
-        memory = int(props.get("MemorySize", globals_.get("MemorySize", 128)))
-        arch = (props.get("Architectures") or globals_.get("Architectures") or ["x86_64"])[0]
-        settings[name] = (memory, str(arch))
-    return settings
+    props = template["Resources"][logical_id].get("Properties", {})
+    memory = int(props.get("MemorySize", globals_.get("MemorySize", 128)))
+    arch = (props.get("Architectures") or globals_.get("Architectures") or ["x86_64"])[0]
+    return memory, str(arch)
+
+
+def function_settings() -> dict[str, tuple[int, str]]:
+    return {name: function_setting(logical_id) for name, logical_id in FUNCTIONS.items()}
 
 
 def mean(values: list[float]) -> float:
@@ -753,12 +611,14 @@ def summarize(column: Column, functions: dict[str, tuple[int, str]]) -> None:
     f["invocations"] = sum(f[f"inv_{n}"] for n in FUNCTIONS)
     f["gb_s"] = sum(f[f"gb_s_{n}"] for n in FUNCTIONS)
     f["wru"] = mean([x.wru for x in t])
-    f["wru_events"] = mean([sum(v for k, v in x.wru_by_table.items() if "events" in k) for x in t])
-    f["wru_state"] = mean([sum(v for k, v in x.wru_by_table.items() if k.endswith("-state")) for x in t])
+    f["wru_events"] = mean([x.wru_events for x in t])
+    f["wru_state"] = mean([x.wru_state for x in t])
     f["state_puts"] = mean([x.state_puts for x in t])
     f["state_kb"] = mean([x.state_put_bytes / 1024 for x in t])
     f["rru"] = mean([x.rru for x in t])
     f["ddb_requests"] = mean([x.ddb_requests for x in t])
+    f["opensearch_requests"] = mean([x.opensearch_requests for x in t])
+    f["sfn_calls"] = mean([x.sfn_calls for x in t])
     f["s3_puts"] = mean([x.s3_puts for x in t])
     f["s3_gets"] = mean([x.s3_gets for x in t])
     f["start_executions"] = mean([x.start_executions for x in t])
@@ -791,6 +651,17 @@ def summarize(column: Column, functions: dict[str, tuple[int, str]]) -> None:
 
 
 # Output ---------------------------------------------------------------------------------------------------
+
+
+def sweep_note(sweep: dict[str, float]) -> str:
+    return (
+        f"Idle: the only thing the stack runs by itself is the sweep, every 5 minutes ({SWEEPS_PER_MONTH:,} runs a "
+        f"month). With nothing to sweep a run takes {sweep['ms_median']:.0f} ms here (median of {sweep['runs']:.0f}; "
+        f"{sweep['memory_mb']:.0f} MB), {sweep['requests']:.0f} requests and {sweep['rru']:.1f} read units: "
+        f"{dollars(sweep['month_total'])} a month (Lambda {dollars(sweep['month_Lambda'])}, DynamoDB reads "
+        f"{dollars(sweep['month_DynamoDB reads'])}, X-Ray {dollars(sweep['month_X-Ray traces'])} if every run is "
+        f"traced, its log lines {dollars(sweep['month_CloudWatch Logs'])}), beside the OpenSearch domain's hours."
+    )
 
 
 def machine_state() -> dict[str, Any]:
@@ -841,6 +712,8 @@ ROWS: list[tuple[str, str, Callable[[float], str]]] = [
     ("DynamoDB read units", "rru", lambda v: f"{v:.1f}"),
     ("DynamoDB requests", "ddb_requests", lambda v: f"{v:.0f}"),
     ("S3 PUTs", "s3_puts", lambda v: f"{v:.1f}"),
+    ("Step Functions API calls by the functions", "sfn_calls", lambda v: f"{v:.1f}"),
+    ("OpenSearch requests", "opensearch_requests", lambda v: f"{v:.1f}"),
     ("workflow duration, s (moto)", "execution_s", lambda v: f"{v:.2f}"),
     ("ask → first answer text at the client, s", "first_answer_s", lambda v: f"{v:.2f}"),
     ("ask → complete at the client, s", "client_s", lambda v: f"{v:.2f}"),
@@ -879,7 +752,10 @@ def table_rows(columns: list[Column]) -> tuple[list[str], list[list[str]]]:
     for line in COST_LINES:
         rows.append([f"  {line}", *(dollars(c.costs[line] * 1000) for c in columns)])
     rows.append(
-        ["**total (excl. model tokens, OpenSearch)**", *(f"**{dollars(c.costs['total'] * 1000)}**" for c in columns)]
+        [
+            "**total (excl. model tokens, the OpenSearch domain)**",
+            *(f"**{dollars(c.costs['total'] * 1000)}**" for c in columns),
+        ]
     )
     return header, rows
 
@@ -927,54 +803,47 @@ def main() -> None:
     parser.add_argument("--latency-spacing-ms", type=float, default=100.0, help="pause between them")
     parser.add_argument("--idle-events", type=int, default=10, help="events after idle gaps (0: skip)")
     parser.add_argument("--idle-spacing-ms", type=float, default=1000.0, help="the idle gap")
+    parser.add_argument("--sweeps", type=int, default=5, help="runs of the idle sweep measured")
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "serverless_cost.md")
     args = parser.parse_args()
 
-    warnings.filterwarnings("ignore", message="Couldn't determine the remaining time left")
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    }.items():
-        os.environ.setdefault(name, value)
-
-    from ragline.config import Settings, load_config
-    from ragline.container import build_models
+    from scripts.engines import engines as launcher
     from tests.support.scripted_model import ScriptedModel
+    from tests.support.serverless import OpenSearchTarget
     from tests.support.servers import ServerThread
 
     begun = time.perf_counter()
     machine_before = machine_state()
     functions = function_settings()
     memory_mb = {name: memory for name, (memory, _) in functions.items()}
-    meter = Meter()
-    meter.install()
-    COMPONENT.set("bench")
     scripted = ScriptedModel()
     model_server = ServerThread(scripted.app).start()
+    scripted.url = model_server.url  # type: ignore[attr-defined]
+    scenarios = [("answer cadence", args.latency_events, args.latency_spacing_ms / 1000)]
+    if args.idle_events:
+        scenarios.append(("after idle gaps", args.idle_events, args.idle_spacing_ms / 1000))
+    all_turns: dict[str, list[Turn]] = {}
+    infos: dict[str, dict[str, Any]] = {}
+    latencies: list[Latency] = []
     try:
-        config, _ = load_config()
-        models = build_models(
-            Settings(chat_base_url=f"{model_server.url}/v1", chat_model="scripted", chat_api_key="test"), config
-        )
-        print(
-            f"{args.tokens} answer chunks, {args.token_delay_ms:g} ms apart; {args.turns} turns per column "
-            f"(after one warm-up turn per workflow type)",
-            flush=True,
-        )
-        all_turns: dict[str, list[Turn]] = {}
-        infos: dict[str, dict[str, Any]] = {}
-        for workflow in ("STANDARD", "EXPRESS"):
-            all_turns[workflow], infos[workflow] = run_workflow(workflow, models, scripted, meter, args, memory_mb)
-        scenarios = [("answer cadence", args.latency_events, args.latency_spacing_ms / 1000)]
-        if args.idle_events:
-            scenarios.append(("after idle gaps", args.idle_events, args.idle_spacing_ms / 1000))
-        print("append → client latency on the moto-server path ...", flush=True)
-        latencies = measure_latency(models, meter, scenarios)
+        with launcher.Engines(only=["opensearch"]) as engines:
+            state = engines.state["opensearch"]
+            if "url" not in state:
+                raise SystemExit(f"OpenSearch did not start: {state}")
+            opensearch = OpenSearchTarget(str(state["url"]), knn_engine=str(state.get("knn_engine", "lucene")))
+            print(
+                f"{args.tokens} answer chunks, {args.token_delay_ms:g} ms apart; {args.turns} turns per column "
+                f"(after one warm-up turn per column); OpenSearch at {opensearch.url}",
+                flush=True,
+            )
+            for workflow in ("STANDARD", "EXPRESS"):
+                measure = latency_runner(scenarios) if workflow == "STANDARD" else None
+                all_turns[workflow], infos[workflow], found = run_workflow(
+                    workflow, opensearch, scripted, args, memory_mb, measure
+                )
+                latencies += found
     finally:
         model_server.stop()
-        meter.uninstall()
     machine_after = machine_state()
 
     columns = []
@@ -999,7 +868,7 @@ def main() -> None:
         + (1000 / info["batch_max_delay_ms"]) * DDB_PER_WRU
     ) * 1000
 
-    state_wru = [sum(v for k, v in t.wru_by_table.items() if k.endswith("-state")) for t in standard.turns]
+    state_wru = [t.wru_state for t in standard.turns]
     state_note = (
         f"Pipeline state (one ChatManage version per stage, with the conversation history and the retrieved "
         f"chunks) is most of the DynamoDB writes; it grows with the session's history (conversation.max_rounds): "
@@ -1016,7 +885,8 @@ def main() -> None:
             lat_lines.append(f"| {lat.label} | no samples | | | |")
     latency_md = "\n".join(
         [
-            "| append → SSE client (moto server, 127.0.0.1) | p50 ms | p99 ms | max ms | PutItem p50 ms |",
+            "| append → SSE client (deployed stack: moto server, stream_reader's function URL) | p50 ms | p99 ms "
+            "| max ms | PutItem p50 ms |",
             "|---|---:|---:|---:|---:|",
             *lat_lines,
         ]
@@ -1026,7 +896,10 @@ def main() -> None:
         f"Measured with `.venv/bin/python bench/serverless_cost.py --turns {args.turns} --tokens {args.tokens} "
         f"--token-delay-ms {args.token_delay_ms:g}`: {args.tokens} answer chunks {args.token_delay_ms:g} ms apart "
         f"(~{stream_s:.1f} s of generation) plus a citation, {args.turns} turns per column after a warm-up, one "
-        f"session, {len(DOCS)} documents; batching {info['batch_max_delay_ms']} ms / {info['batch_max_chars']} chars.",
+        f"session per column, {len(DOCS)} documents in OpenSearch; batching {info['batch_max_delay_ms']} ms / "
+        f"{info['batch_max_chars']} chars. The stack as deployed: template.yaml in a moto server, each function in "
+        "sandboxes of its own with its template environment and role (every call checked, none denied), the "
+        "real OpenSearch 2.19.",
         f"Prices: {PRICE_SOURCE}. Step Functions STANDARD ${SFN_STANDARD_PER_TRANSITION * 1e6:.0f}/M transitions; "
         f"EXPRESS ${SFN_EXPRESS_PER_REQUEST * 1e6:.2f}/M requests + ${SFN_EXPRESS_PER_GB_S}/GB-s "
         f"({SFN_EXPRESS_MEMORY_MB} MB, duration rounded up to 100 ms); Lambda arm64 ${LAMBDA_PER_REQUEST * 1e6:.2f}/M "
@@ -1036,12 +909,15 @@ def main() -> None:
         f"CloudWatch Logs ${CLOUDWATCH_LOGS_PER_GB:.2f}/GB ingested.",
         "Memory from template.yaml: "
         + ", ".join(f"{n} {functions[n][0]} MB {functions[n][1]}" for n in FUNCTIONS)
-        + ". Lambda time is the wall time measured here (in-process moto calls take ~1 ms where AWS takes a few), "
-        "on warm containers (cold-start INIT time is billed too and is not counted); stream_reader is billed for "
-        "the whole SSE response.",
-        f"Not counted: model tokens, OpenSearch (the embedded engine stands in), X-Ray traces (Tracing: Active; "
-        f"$5/M traces, sampled), the functions' own CloudWatch Logs, storage. State transitions per STANDARD turn: "
-        f"{' → '.join(transitions)}.",
+        + ". Lambda time is each invocation's wall time in its sandbox here (a moto call over HTTP on 127.0.0.1 "
+        "takes a few ms, as DynamoDB does from Lambda; the grant check and metering run inside it), on warm "
+        "sandboxes (cold-start INIT time is billed too and is not counted); stream_reader is billed for the whole "
+        "SSE response. An UpdateItem is billed here by the stored item's size after the turn (the larger of before "
+        "and after is what DynamoDB bills).",
+        "OpenSearch requests are counted (index and search calls of every function, signed with its role) but not "
+        "billed per request: the domain costs by the hour (the idle cost, in the README). Not counted either: "
+        "model tokens, X-Ray traces (Tracing: Active; $5/M traces, sampled), the functions' own CloudWatch Logs, "
+        f"storage. State transitions per STANDARD turn: {' → '.join(transitions)}.",
         f"EXPRESS: moto {'creates the state machine as ' + express_type + ' and runs its executions, but' if express_type == 'EXPRESS' else 'does not run EXPRESS executions;'} "
         "with STANDARD semantics (an execution: ARN, ListExecutions, DescribeExecution and a full history, none of "
         "which AWS offers for EXPRESS; exactly-once, no at-least-once redelivery), so its counts are those of the "
@@ -1056,8 +932,10 @@ def main() -> None:
         f"{dollars(standard.costs['Step Functions'] * 1000)}.",
         f"Latency: the DynamoDB log cannot wake a reader in another process, so stream_reader polls — at once "
         f"after an event, then waits from {poll_min:g} s doubling to {poll_max:g} s while idle "
-        f"(config.stream.poll_min_wait_s / poll_max_wait_s); the latency includes the writer's PutItem over HTTP.",
+        f"(config.stream.poll_min_wait_s / poll_max_wait_s); the latency includes the writer's PutItem over HTTP "
+        "and the function URL's hop.",
         state_note,
+        sweep_note(info["sweep"]),
         machine_note(machine_before, machine_after),
         *(["PROBLEMS: " + "; ".join(problems)] if problems else []),
     ]

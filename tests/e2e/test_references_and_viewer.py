@@ -62,6 +62,7 @@ def test_one_card_per_document_chips_numbered_by_document_and_the_viewer_highlig
     # Numbered by document: the same number exactly when the two chips cite the same document.
     assert numbers[0] == "1"
     assert (numbers[0] == numbers[1]) == (chip_documents[0] == chip_documents[1])
+    page.click(".turn .references .ref-toggle")  # collapsed until opened
     cards = page.locator(".turn .references li.ref-card")
     assert cards.count() == len(documents)  # one card per document, not per passage
     cited_cards = page.locator(".turn .references li.ref-card.cited")

@@ -81,6 +81,93 @@ def test_an_upload_answers_202_and_the_indexing_function_computes_its_vectors(aw
     assert waited.json()["data"]["status"] == "indexed"
 
 
+def _xlsx(rows: list[list[object]]) -> bytes:
+    from io import BytesIO
+
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    for row in rows:
+        sheet.append(row)
+    out = BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def _docx(heading: str, text: str) -> bytes:
+    from io import BytesIO
+
+    from docx import Document as WordDocument
+
+    document = WordDocument()
+    document.add_heading(heading, 1)
+    document.add_paragraph(text)
+    out = BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _search(aws, kb: str, query: str) -> list[dict]:
+    reply = aws.api.post("/api/v1/knowledge-search", json={"query": query, "knowledge_base_ids": [kb]})
+    assert reply.status_code == 200, reply.text
+    return list(reply.json()["data"])
+
+
+def test_pdf_html_word_and_excel_uploads_are_read_on_aws_and_found_by_search(aws, aws_search):
+    """The CoreLayer carries PDFium, trafilatura and openpyxl (Word is read with the standard library): each file
+    type is read by ingest_turn, indexed by the indexing function and found in the real OpenSearch, through the
+    deployed handlers and their grants."""
+    from tests.support.documents import HTML, make_pdf
+
+    since_calls = len(aws.stack.calls())
+    kb = aws.kb()
+    files = {
+        "pdf": (
+            "grinder.pdf",
+            make_pdf(["Burr grinders crush the beans evenly.", "Blade grinders chop them."]),
+            "application/pdf",
+        ),
+        "html": ("guide.html", HTML.encode(), "text/html"),
+        "docx": (
+            "roasting.docx",
+            _docx("Roasting", "A light roast keeps the acidity and the floral notes of the bean."),
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ),
+        "xlsx": (
+            "roasts.xlsx",
+            _xlsx([["roast", "origin"], ["Kilimanjaro peaberry", "Tanzania"], ["Sidamo", "Ethiopia"]]),
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        ),
+    }
+    documents = {}
+    for kind, file in files.items():
+        added = aws.api.post(f"/api/v1/knowledge-bases/{kb}/documents", files={"file": file})
+        # A table becomes a table document, indexed at once (as in the embedded runtime): 201.
+        assert added.status_code == (201 if kind == "xlsx" else 202), (kind, added.text)
+        documents[kind] = aws.wait_indexed(kb, added.json()["data"]["id"])
+        assert documents[kind]["status"] == "indexed", documents[kind]
+    assert documents["pdf"]["file_type"] == "pdf"
+    assert documents["pdf"]["pages"] == 2
+    assert documents["html"]["file_type"] == "html"
+    assert documents["docx"]["file_type"] == "docx"
+
+    for kind, query, text in (
+        ("pdf", "burr grinders crush beans", "Burr grinders crush the beans evenly."),
+        ("html", "water temperature boiling bitter compounds", "between 90 and 96 degrees"),
+        ("docx", "light roast acidity floral notes", "A light roast keeps the acidity"),
+        ("xlsx", "Kilimanjaro peaberry", "Kilimanjaro peaberry"),
+    ):
+        hits = _search(aws, kb, query)
+        assert hits, kind
+        assert hits[0]["knowledge_id"] == documents[kind]["id"], (kind, hits[:2])
+        assert text in hits[0]["content"], (kind, hits[0]["content"])
+    assert "Copyright" not in " ".join(h["content"] for h in _search(aws, kb, "brewing guide grind"))
+    # Read by ingest_turn, indexed by the indexing function, searched in OpenSearch: each under its own role.
+    searched = {c.function for c in aws.stack.calls()[since_calls:] if c.action.startswith("es:")}
+    assert {"IndexDocumentFunction", "IngestTurnFunction"} <= searched
+
+
 def test_a_delivery_that_fails_after_indexing_is_retried_and_does_the_work_once(aws, aws_search):
     """The indexing ran, then Lambda reported a failure: the retried delivery finds the document indexed."""
     failed: list[str] = []
@@ -112,12 +199,15 @@ def test_a_delivery_that_fails_after_indexing_is_retried_and_does_the_work_once(
 def test_a_file_sent_through_a_presigned_upload_url_is_read_and_indexed_by_the_indexing_function(aws, aws_search):
     kb = aws.kb()
     text = COFFEE.encode("utf-8")
-    # A type the layers cannot read is refused before anything is sent.
+    # A type that cannot be read is refused before anything is sent, naming it; a PDF is taken.
     refused = aws.api.post(
-        f"/api/v1/knowledge-bases/{kb}/uploads", json={"filename": "guide.pdf", "size_bytes": 10_000_000}
+        f"/api/v1/knowledge-bases/{kb}/uploads", json={"filename": "guide.odt", "size_bytes": 10_000_000}
     )
     assert refused.status_code == 415, refused.text
     assert refused.json()["error"]["field"] == "filename"
+    assert ".odt" in refused.json()["error"]["message"]
+    taken = aws.api.post(f"/api/v1/knowledge-bases/{kb}/uploads", json={"filename": "guide.pdf", "size_bytes": 10_000})
+    assert taken.status_code == 201, taken.text
     too_large = aws.api.post(f"/api/v1/knowledge-bases/{kb}/uploads", json={"filename": "big.md", "size_bytes": 10**12})
     assert too_large.status_code == 413, too_large.text
     assert too_large.json()["error"]["field"] == "size_bytes"

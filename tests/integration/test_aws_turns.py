@@ -6,7 +6,7 @@ nothing (tests/integration/test_aws_knowledge.py searches the real OpenSearch).
 
 from __future__ import annotations
 
-import time
+import hashlib
 
 import httpx
 import pytest
@@ -14,6 +14,7 @@ import pytest
 from tests.support.lambdas import Result, ServiceError
 from tests.support.polling import wait_until
 from tests.support.scripted_model import Script
+from tests.support.serverless import failing_steps
 from tests.support.sse import answer_text
 
 
@@ -42,6 +43,7 @@ def _steps(aws, ids, with_errors=False):
 def test_a_turn_runs_through_the_deployed_functions(aws, scripted):
     session = aws.session()
     scripted.queue(Script.answer("Hello ", "from ", "AWS."))
+    since, invoked_since = len(aws.stack.calls()), len(aws.stack.lambdas.invocations)
     ids = aws.ask(session, "Say hello?")
     assert ids["stream_url"].startswith(aws.stack.stream_url)  # the function URL, from ingest_turn's environment
     frames = aws.frames(ids)
@@ -59,6 +61,18 @@ def test_a_turn_runs_through_the_deployed_functions(aws, scripted):
     calls = [c for c in aws.stack.calls() if c.action == "ssm:GetParameter"]
     assert {c.function for c in calls} >= {"PipelineStepFunction"}
     assert all(c.resource.endswith("parameter/ragtest/chat-api-key") for c in calls)
+    # The call log says what each call wrote and read (what the cost benchmark bills), and every function's
+    # invocations are timed, stream_reader's whole streamed response included.
+    events = aws.stack.refs["EventsTable"]
+    turn = aws.stack.calls()[since:]
+    puts = [c for c in turn if c.action == "dynamodb:PutItem" and c.resource.endswith(f"/{events}")]
+    assert puts
+    assert all(c.bytes > 0 and c.units >= 1 for c in puts)
+    reads = [c for c in turn if c.action in ("dynamodb:Query", "dynamodb:GetItem")]
+    assert reads
+    assert all(c.units >= 0.5 and c.bytes >= 0 for c in reads)
+    timed = {i.function for i in aws.stack.lambdas.invocations[invoked_since:] if i.ms > 0}
+    assert timed >= {"IngestTurnFunction", "PipelineStepFunction", "StreamReaderFunction"}
 
 
 def test_stop_sent_to_the_stream_url_ends_the_turn_with_stop(aws, scripted):
@@ -87,6 +101,50 @@ def test_stop_sent_to_the_stream_url_ends_the_turn_with_stop(aws, scripted):
     wait_until(lambda: aws.assistant(ids)["content"] == partial)
     frames = aws.frames(ids)
     assert frames[-1].type == "stop"
+
+
+def test_a_question_asked_again_after_its_accept_died_before_the_start_is_answered(aws, scripted):
+    """ingest_turn stored the turn and its ``agent_query``, then StartExecution failed (the accept died
+    between the two); the client asks again with the same request id: the same turn, now started."""
+    session = aws.session()
+    body = {"query": "Are you there?", "request_id": "asked-twice"}
+    with aws.stack.fault("IngestTurnFunction", "states:StartExecution", effect="error:ServiceUnavailable"):
+        first = aws.api.post(f"/api/v1/sessions/{session}/questions", json=body)
+    assert first.status_code >= 500, first.text
+    scripted.queue(Script.answer("Here ", "I am."))
+    ids = aws.ask(session, "Are you there?", request_id="asked-twice")
+    frames = aws.frames(ids)
+    assert [f.type for f in frames].count("agent_query") == 1
+    assert frames[-1].type == "complete"
+    assert answer_text(frames) == "Here I am."
+    assert aws.wait(ids)["status"] == "SUCCEEDED"
+    again = aws.ask(session, "Are you there?", request_id="asked-twice")
+    assert again["assistant_message_id"] == ids["assistant_message_id"]
+    name = "turn-" + hashlib.sha1(f"{session}:asked-twice".encode()).hexdigest()[:40]
+    assert [e["name"] for e in aws.stack.executions()].count(name) == 1
+    assert _types(aws.log(ids)).count("complete") == 1
+
+
+def test_a_stop_with_no_reader_closes_the_model_stream_in_the_deployed_step(aws, scripted):
+    """Nobody reads the turn; the model pauses 15 s before each piece after the fifth. The stop, sent during
+    a pause, reaches the model through the flag the running pipeline_step polls, without waiting for the
+    model's next piece (a running Lambda cannot be interrupted from outside)."""
+    session = aws.session()
+    words = [f"word{i} " for i in range(25)]
+    script = Script.answer(*words, delay=0.05)
+    for piece in script.pieces[5:]:
+        piece.delay = 15.0
+    scripted.queue(script)
+    ids = aws.ask(session, "Count slowly?")
+    wait_until(lambda: scripted.answers and scripted.answers[-1].pieces_sent >= 5, timeout=60)
+    answer = scripted.answers[-1]
+    reply = aws.stream.post(f"api/v1/sessions/{session}/stop", json={"message_id": ids["assistant_message_id"]})
+    assert reply.json()["data"]["status"] == "stopped"
+    wait_until(lambda: answer.closed_early, timeout=10)  # within the pause: the next piece is 15 s away
+    assert not answer.completed
+    assert answer.pieces_sent < len(words)
+    aws.wait(ids)
+    assert [e.type.value for e in aws.log(ids) if e.is_terminal] == ["stop"]
 
 
 def test_a_failing_model_ends_with_one_error_event(aws, scripted):
@@ -247,22 +305,19 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     notices the execution's status and serves one terminal error (reason interrupted) within its check."""
     session = aws.session()
 
-    def everything_fails(event, run):
-        if event["stage"] in ("into_chat_message", "fail"):
-            return Result(b'{"errorType": "RuntimeError", "errorMessage": "lost"}', "Unhandled")
-        return run()
-
-    aws.stack.lambdas.around("PipelineStepFunction", everything_fails)
+    aws.stack.lambdas.around("PipelineStepFunction", failing_steps("into_chat_message", "fail"))
     ids = aws.ask(session, "Will anyone notice?")
     assert aws.wait(ids)["status"] == "FAILED"
     assert "error" not in _types(aws.log(ids))  # nothing wrote the end
-    started = time.monotonic()
+    # The reader ends the stream by itself (the client's read timeout, 60 s, would fail the test otherwise):
+    # after one idle interval it asks the workflow (DescribeExecution, below) and serves the end.
     frames = aws.frames(ids)
-    waited = time.monotonic() - started
     assert frames[-1].type == "error"
-    assert frames[-1].extra["reason"] == "interrupted"
-    check = float(aws.stack.environment("StreamReaderFunction").get("RAGLINE_EXECUTION_CHECK_S", "10"))
-    assert waited < check + 20  # bounded: one idle interval, then the check
+    # The same interrupted error as the sweep's and the embedded server's: reason, cause, partial.
+    assert frames[-1].extra["reason"] == frames[-1].extra["error_type"] == "interrupted"
+    assert frames[-1].extra["cause"] == "runner_lost"
+    assert frames[-1].extra["partial"] is False
+    assert frames[-1].extra["execution_status"] == "FAILED"
     types = _types(aws.log(ids))
     assert types.count("error") == 1
     assert aws.assistant(ids)["is_completed"] is True
@@ -272,21 +327,30 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     )
 
 
-def test_a_file_type_the_layers_cannot_parse_answers_415_naming_it(aws):
-    """The layers leave pypdfium2 out (size): a PDF upload is refused as a type, with the reason, not a 500."""
-    from tests.support.documents import make_pdf
+def test_a_reader_ends_a_turn_whose_execution_was_stopped_between_two_steps(aws, scripted):
+    """A StopExecution that lands between two steps, with no stop in the log (stopped from the console, or a
+    stop whose own write was lost): the execution is ABORTED, nothing writes the end. The reader notices the
+    status and serves one terminal error."""
+    session = aws.session()
+    stopped: list[str] = []
 
-    kb = aws.kb()
-    reply = aws.api.post(
-        f"/api/v1/knowledge-bases/{kb}/documents",
-        files={"file": ("guide.pdf", make_pdf(["Espresso needs a fine grind."]), "application/pdf")},
-    )
-    assert reply.status_code == 415, reply.text
-    error = reply.json()["error"]
-    assert error["field"] == "file"
-    assert "PDF" in error["message"]
-    assert "pypdfium2" in error["message"]
-    assert "not installed" in error["message"]
+    def stop_before_the_answer(event, run):
+        if event["stage"] == "into_chat_message" and not stopped:
+            arn = aws.stack.execution_of(session, event["turn"]["assistant_message_id"])
+            aws.stack.client("stepfunctions").stop_execution(executionArn=arn, cause="operator")
+            stopped.append(arn)
+        return run()  # the step ends well; the workflow goes no further
+
+    aws.stack.lambdas.around("PipelineStepFunction", stop_before_the_answer)
+    ids = aws.ask(session, "Will the stop be noticed?")
+    assert aws.wait(ids)["status"] == "ABORTED"
+    assert not {"stop", "error", "complete"} & set(_types(aws.log(ids)))  # nothing wrote the end
+    frames = aws.frames(ids)
+    assert frames[-1].type == "error"
+    assert frames[-1].extra["reason"] == "interrupted"
+    assert (frames[-1].extra["cause"], frames[-1].extra["execution_status"]) == ("runner_lost", "ABORTED")
+    assert _types(aws.log(ids)).count("error") == 1
+    assert aws.assistant(ids)["is_completed"] is True
 
 
 def test_stream_reader_serves_the_stream_routes_alone_and_uses_every_grant_of_its_role(aws, scripted):
@@ -335,12 +399,7 @@ def test_stream_reader_serves_the_stream_routes_alone_and_uses_every_grant_of_it
     aws.wait(slow)
 
     # A third whose workflow dies without an end: the reader asks the workflow, and ends it.
-    def everything_fails(event, run):
-        if event["stage"] in ("into_chat_message", "fail"):
-            return Result(b'{"errorType": "RuntimeError", "errorMessage": "lost"}', "Unhandled")
-        return run()
-
-    aws.stack.lambdas.around("PipelineStepFunction", everything_fails)
+    aws.stack.lambdas.around("PipelineStepFunction", failing_steps("into_chat_message", "fail"))
     lost = aws.ask(session, "Lost?")
     assert aws.wait(lost)["status"] == "FAILED"
     assert aws.frames(lost)[-1].extra["reason"] == "interrupted"

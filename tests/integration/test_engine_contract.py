@@ -341,6 +341,48 @@ def test_a_deleted_document_is_no_longer_found(backend: Backend) -> None:
     assert document.id not in {r.knowledge_id for r in gone}
 
 
+def test_an_accepted_document_is_found_by_keyword_before_its_vectors_exist(backend: Backend) -> None:
+    """Ingestion in two steps, as both runtimes run it: accepted (chunks stored, keywords indexed) and found
+    by keyword search at once; found by vector search once its vectors are written."""
+    c = backend.corpus
+    text = "## Lighthouses\n\nThe Fastnet lighthouse stands on a rock eleven kilometres off the coast of Cork."
+    accepted = backend.container.ingest.accept_many(c.kb_second, [DocumentInput(content=text, title="Coasts")])[0]
+    document = accepted.document
+    assert document.status == "pending"
+    query = "Fastnet lighthouse"
+    params = backend.params(query, [c.kb_second.id])
+    keyword = backend.engine.keyword_search(params, top_k=10)
+    assert document.id in {r.knowledge_id for r in keyword}
+    hit = next(r for r in keyword if r.knowledge_id == document.id)
+    assert (hit.knowledge_title, hit.header) == ("Coasts", "Lighthouses")
+    assert document.id not in {r.knowledge_id for r in backend.engine.vector_search(params, top_k=10)}
+    indexed = backend.container.ingest.index_document(document.tenant_id, document.id)
+    assert indexed is not None
+    assert indexed.status == "indexed"
+    vector = backend.engine.vector_search(backend.params(query, [c.kb_second.id]), top_k=10)
+    assert vector[0].knowledge_id == document.id
+    assert (vector[0].knowledge_title, vector[0].header) == ("Coasts", "Lighthouses")
+    assert backend.hybrid(query, [c.kb_second.id])[0].knowledge_id == document.id
+    backend.delete(document)
+
+
+def test_a_document_deleted_while_its_vectors_are_computed_stays_deleted(backend: Backend) -> None:
+    """The indexing of a document races its deletion (or its parsing again): vectors that arrive after the
+    chunks are gone must not bring them back."""
+    c = backend.corpus
+    text = "## Glaciers\n\nA glacier carves a U-shaped valley as it grinds downhill over centuries."
+    document = backend.container.ingest.accept_many(c.kb_second, [DocumentInput(content=text, title="Ice")])[0].document
+    chunks = [ch for ch in backend.container.knowledge.chunks_of_document(c.tenant, document.id) if ch.searchable]
+    vectors = backend.embedder.embed_documents([embedding_text("Ice", ch.header, ch.content) for ch in chunks])
+    backend.delete(document)
+    missing = backend.engine.add_vectors(c.kb_second.id, c.kb_second.embedding_model, chunks, vectors)  # type: ignore[attr-defined]
+    assert set(missing or []) <= {ch.id for ch in chunks}
+    query = "glacier carving a valley"
+    found = [*backend.engine.vector_search(backend.params(query, [c.kb_second.id]), top_k=10)]
+    found += backend.engine.keyword_search(backend.params(query, [c.kb_second.id]), top_k=10)
+    assert document.id not in {r.knowledge_id for r in found}
+
+
 def _ids(backend: Backend, query: str, kb_id: str) -> set[str]:
     params = backend.params(query, [kb_id])
     return {

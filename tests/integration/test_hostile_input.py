@@ -79,6 +79,52 @@ def test_document_titles_and_tags_with_controls_are_refused_as_json_and_as_multi
     assert [d["title"] for d in listed] == ["Doc"]
 
 
+# FAQ questions are questions and tags are names: the same characters are refused there, on every route.
+@pytest.mark.parametrize(
+    ("route", "body", "field"),
+    [
+        ("faq/entry", {"standard_question": f"apples{NUL}?", "answers": ["a"]}, "standard_question"),
+        (
+            "faq/entry",
+            {"standard_question": "ok?", "similar_questions": [f"{RLO}x"], "answers": ["a"]},
+            "similar_questions.0",
+        ),
+        (
+            "faq/entry",
+            {"standard_question": "ok?", "negative_questions": [f"n{LRI}"], "answers": ["a"]},
+            "negative_questions.0",
+        ),
+        ("faq/entry", {"standard_question": "ok?", "answers": ["a"], "tag_name": f"t{RLO}"}, "tag_name"),
+        (
+            "faq/entries",
+            {"mode": "append", "entries": [{"standard_question": f"q{RLO}", "answers": ["a"]}]},
+            "entries.0.standard_question",
+        ),
+        ("faq", {"entries": [{"standard_question": f"q{NUL}", "answers": ["a"]}]}, "entries"),
+        ("faq/search", {"query_text": f"apples{NUL}"}, "query_text"),
+        ("faq/search", {"query_text": f"{RLO}apples"}, "query_text"),
+    ],
+)
+def test_faq_questions_tags_and_searches_with_controls_are_refused(ragline, kb, route, body, field):
+    reply = ragline.client.post(f"/api/v1/knowledge-bases/{kb}/{route}", json=body)
+    error = error_of(reply, 422)
+    assert error["field"] == field, error
+    assert "must not contain" in error["message"], error
+    entries = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/faq/entries").json()["data"]["data"]
+    assert entries == []
+
+
+def test_similar_questions_added_to_an_entry_are_checked_too(ragline, kb):
+    url = f"/api/v1/knowledge-bases/{kb}/faq/entry"
+    entry = ragline.client.post(url, json={"standard_question": "Do pears ripen?", "answers": ["Off the tree."]})
+    assert entry.status_code == 200, entry.text
+    added = ragline.client.post(
+        f"/api/v1/knowledge-bases/{kb}/faq/entries/{entry.json()['data']['id']}/similar-questions",
+        json={"similar_questions": [f"pears{RLO}?"]},
+    )
+    assert error_of(added, 422)["field"] == "similar_questions.0"
+
+
 @pytest.mark.parametrize(
     ("sent", "stored"),
     [("../../etc/passwd.md", "passwd.md"), ("..\\..\\boot.ini.txt", "boot.ini.txt"), (f"x{RLO}dm.txt", "xdm.txt")],

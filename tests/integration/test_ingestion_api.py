@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -122,6 +123,34 @@ def test_the_api_answers_while_a_document_is_being_accepted(ragline, monkeypatch
     answered.set()
     worker.join(timeout=60)
     assert replies == [202]
+
+
+def test_an_upload_whose_client_goes_away_is_cancelled_and_stores_nothing(ragline, monkeypatch):
+    """While the accept step runs, the server watches its client: one that disconnects cancels it (the
+    ingestion stops at its next check) and nothing of the document is stored."""
+    kb = ragline.create_kb("gone")
+    accepting = threading.Event()
+    cancelled: list[bool] = []
+    original = ragline.container.ingest.accept_many
+
+    def held_accept(target_kb, items, cancel=None):
+        accepting.set()
+        cancelled.append(cancel.wait(timeout=30))  # held until the server has noticed the client is gone
+        return original(target_kb, items, cancel=cancel)
+
+    monkeypatch.setattr(ragline.container.ingest, "accept_many", held_accept)
+    host, port = ragline.url.removeprefix("http://").split(":")
+    body = json.dumps({"title": "Gone", "content": NOTE}).encode()
+    head = (
+        f"POST /api/v1/knowledge-bases/{kb}/documents HTTP/1.1\r\nHost: {host}\r\nX-API-Key: {ragline.key}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection((host, int(port))) as client:
+        client.sendall(head + body)
+        assert accepting.wait(timeout=30)
+    wait_until(lambda: cancelled, timeout=30)
+    assert cancelled == [True]
+    assert ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents").json()["data"] == []
 
 
 def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -188,7 +188,12 @@ def test_clean_and_heuristic_titles():
 
     assert clean_title('Title: "Brewing **coffee** at altitude."\nextra') == "Brewing coffee at altitude"
     assert clean_title("  \n标题：咖啡的水温。") == "咖啡的水温"
-    assert len(clean_title("word " * 40)) <= 60
+    # A title cut short says so: at a word, with an ellipsis (never mid-word, never silently).
+    long = clean_title("word " * 40)
+    assert len(long) <= 60
+    assert long.endswith("word…")
+    assert clean_title("Brewing coffee at altitude") == "Brewing coffee at altitude"
     assert heuristic_title("what water temperature should I use for brewing coffee at home?") == (
-        "What water temperature should I use for brewing"
+        "What water temperature should I use for brewing…"
     )
+    assert heuristic_title("how hot should green tea water be?") == "How hot should green tea water be"

@@ -130,3 +130,33 @@ def test_only_the_owning_tenant_may_stop(ragline, scripted):
     assert reply.status_code == 404
     frames = ragline.events(session, ids["assistant_message_id"])
     assert frames[-1].type == "complete"
+
+
+def test_a_question_asked_again_after_its_accept_died_before_the_start_is_answered(ragline, scripted, monkeypatch):
+    """The accept stored the turn (and its ``agent_query``) and died before the turn started (a crash between
+    the two); the client asks again with the same request id: the same turn, now started, answered once."""
+    from ragline.runtime.embedded import LocalRunner
+
+    session = ragline.session([])
+    launch = LocalRunner.launch
+
+    async def dies(self, turn):
+        raise RuntimeError("the process died before the turn started")
+
+    monkeypatch.setattr(LocalRunner, "launch", dies)
+    body = {"query": "Are you there?", "request_id": "asked-twice"}
+    first = ragline.client.post(f"/api/v1/sessions/{session}/questions", json=body)
+    assert first.status_code == 500
+    monkeypatch.setattr(LocalRunner, "launch", launch)
+
+    scripted.queue(Script.answer("Here ", "I am."))
+    again = ragline.ask(session, "Are you there?", request_id="asked-twice")
+    frames = ragline.events(session, again["assistant_message_id"])
+    assert [f.type for f in frames].count("agent_query") == 1
+    assert frames[-1].type == "complete"
+    assert answer_text(frames) == "Here I am."
+    # Asked a third time: the same turn, finished; nothing runs again.
+    third = ragline.ask(session, "Are you there?", request_id="asked-twice")
+    assert third["assistant_message_id"] == again["assistant_message_id"]
+    assert ragline.events(session, again["assistant_message_id"]) == frames
+    assert len(scripted.answers) == 1

@@ -9,9 +9,6 @@ runtime by cancelling the turn's task, in the serverless one through the stop fl
 
 from __future__ import annotations
 
-import pytest
-
-from ragline.stream.base import stream_key
 from tests.support.polling import wait_until
 from tests.support.scripted_model import Script
 from tests.support.sse import answer_text
@@ -47,37 +44,21 @@ def test_embedded_stop_without_a_reader_closes_the_model_stream(ragline, scripte
     assert ragline.messages(session)[1]["content"] == answer_text(frames)
 
 
-@pytest.fixture
-def stack(tmp_path, shared_models):
-    from tests.support.serverless_inprocess import serverless_stack
-
-    with serverless_stack(tmp_path, shared_models) as stack:
-        yield stack
-
-
-def test_serverless_stop_without_a_reader_closes_the_model_stream(stack, scripted):
-    from fastapi.testclient import TestClient
-
-    _, key = stack.create_tenant("acme")
-    http = TestClient(stack.runtime.app(), headers={"X-API-Key": key})
-    kb = http.post("/api/v1/knowledge-bases", json={"name": "kb"}).json()["data"]["id"]
-    for title, content in DOCS.items():
-        assert http.post(
-            f"/api/v1/knowledge-bases/{kb}/documents", json={"title": title, "content": content}
-        ).is_success
-    session = http.post("/api/v1/sessions", json={"knowledge_base_ids": [kb]}).json()["data"]["id"]
+def test_serverless_stop_without_a_reader_closes_the_model_stream(aws, aws_search, scripted):
+    """On the deployed stack: the stop goes to stream_reader's function URL, the pipeline_step sandbox streaming
+    the answer sees the flag at its next poll and closes the model's stream at once."""
+    session = aws.session([aws.kb(DOCS)])
     scripted.queue(_slow_answer())
-    ids = http.post(f"/api/v1/sessions/{session}/questions", json={"query": "How does the reactor cool?"}).json()[
-        "data"
-    ]
+    ids = aws.ask(session, "How does the reactor cool?")
     wait_until(lambda: _answering(scripted), timeout=60)
-    reply = http.post(f"/api/v1/sessions/{session}/stop", json={"message_id": ids["assistant_message_id"]})
+    reply = aws.stream.post(f"api/v1/sessions/{session}/stop", json={"message_id": ids["assistant_message_id"]})
+    assert reply.status_code == 200, reply.text
     assert reply.json()["data"]["status"] == "stopped"
     answer = scripted.answers[-1]
     # The running step sees the flag at its next poll and closes the model's stream at once.
     wait_until(lambda: answer.closed_early, timeout=10)
     assert not answer.completed
     assert answer.pieces_sent < len(WORDS)
-    stack.wait_for_execution()
-    events = stack.runtime.log.events_sync(stream_key(session, ids["assistant_message_id"]))
+    aws.wait(ids)
+    events = aws.log(ids)
     assert [e.type.value for e in events if e.is_terminal] == ["stop"]

@@ -210,6 +210,83 @@ def _get_knowledge(w: World) -> None:
     w.owner("GET", f"/api/v1/knowledge/{w.document}", 200)
 
 
+def _search_knowledge(w: World) -> None:
+    # Across knowledge bases by title: B finds none of A's documents, whatever it asks for.
+    reply = w.other("GET", "/api/v1/knowledge/search", params={"keyword": "guide"})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["data"] == []
+    owner = w.owner("GET", "/api/v1/knowledge/search", 200, params={"keyword": "guide"})
+    assert w.document in [d["id"] for d in owner.json()["data"]]
+
+
+def _update_knowledge(w: World) -> None:
+    w.denied("PUT", f"/api/v1/knowledge/{w.document}", json={"title": "Hijacked"})
+    assert w.owner("GET", f"/api/v1/knowledge/{w.document}", 200).json()["data"]["title"] == "Guide"
+    w.owner("PUT", f"/api/v1/knowledge/{w.document}", 200, json={"description": "How the reactor cools"})
+
+
+def _update_knowledge_tags(w: World) -> None:
+    # The ids are in the body: another tenant's documents are not found, and none is changed.
+    reply = w.other("PUT", "/api/v1/knowledge/tags", json={"updates": {w.document: "stolen"}})
+    assert reply.status_code == 404, reply.text
+    reply = w.other("PUT", "/api/v1/knowledge/tags", json={"updates": {w.document: None}, "kb_id": w.kb})
+    assert reply.status_code == 404, reply.text
+    assert w.owner("GET", f"/api/v1/knowledge/{w.document}", 200).json()["data"]["tags"] == []
+    w.owner("PUT", "/api/v1/knowledge/tags", 200, json={"updates": {w.document: None}})
+
+
+def _pin_knowledge_base(w: World) -> None:
+    w.denied("PUT", f"/api/v1/knowledge-bases/{w.kb}/pin")
+    assert w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}", 200).json()["data"]["is_pinned"] is False
+    assert w.owner("PUT", f"/api/v1/knowledge-bases/{w.kb}/pin", 200).json()["data"]["is_pinned"] is True
+    assert w.owner("PUT", f"/api/v1/knowledge-bases/{w.kb}/pin", 200).json()["data"]["is_pinned"] is False
+
+
+def _duplicate_knowledge_base(w: World) -> None:
+    w.denied("POST", f"/api/v1/knowledge-bases/{w.kb}/duplicate")
+    names = [kb["name"] for kb in w.b.get("/api/v1/knowledge-bases").json()["data"]]
+    assert not any(name.startswith("guide ") for name in names)
+    copy = w.owner("POST", f"/api/v1/knowledge-bases/{w.kb}/duplicate", 201).json()["data"]
+    w.owner("DELETE", f"/api/v1/knowledge-bases/{copy['target_id']}", 200)
+
+
+def _move_targets(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/move-targets")
+    # B's own knowledge base lists its own targets only: never A's.
+    mine = w.other("GET", f"/api/v1/knowledge-bases/{w.b_kb}/move-targets")
+    assert mine.status_code == 200, mine.text
+    assert w.kb not in [kb["id"] for kb in mine.json()["data"]]
+    w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/move-targets", 200)
+
+
+def _download_knowledge(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge/{w.document}/download")
+    assert b"heavy water" in w.owner("GET", f"/api/v1/knowledge/{w.document}/download", 200).content
+
+
+def _preview_knowledge(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge/{w.document}/preview")
+    assert b"heavy water" in w.owner("GET", f"/api/v1/knowledge/{w.document}/preview", 200).content
+
+
+def _reparse_knowledge(w: World) -> None:
+    w.denied("POST", f"/api/v1/knowledge/{w.document}/reparse")
+    before = w.owner("GET", f"/api/v1/knowledge/{w.document}", 200).json()["data"]["updated_at"]
+    assert w.owner("GET", f"/api/v1/knowledge/{w.document}", 200).json()["data"]["updated_at"] == before
+
+
+def _batch_reparse_knowledge(w: World) -> None:
+    # B names A's document in its own knowledge base, and A's knowledge base: neither is found.
+    reply = w.other("POST", "/api/v1/knowledge/batch-reparse", json={"kb_id": w.b_kb, "ids": [w.document]})
+    assert reply.status_code == 422, reply.text
+    w.denied("POST", "/api/v1/knowledge/batch-reparse", json={"kb_id": w.kb, "ids": [w.document]})
+
+
+def _update_manual_knowledge(w: World) -> None:
+    w.denied("PUT", f"/api/v1/knowledge/manual/{w.document}", json={"content": "Hijacked."})
+    assert b"heavy water" in w.owner("GET", f"/api/v1/knowledge/{w.document}/download", 200).content
+
+
 def _get_knowledge_batch(w: World) -> None:
     # A batch names ids in the query: another tenant's ids are left out, never shown.
     reply = w.other("GET", "/api/v1/knowledge/batch", params={"ids": [w.document]})
@@ -542,6 +619,51 @@ def _generate_title(w: World) -> None:
     w.owner("POST", f"/api/v1/sessions/{w.a.session([w.kb])}/generate_title", 200, json=body)
 
 
+def _fork_session(w: World) -> None:
+    body = {"message_id": w.message}
+    w.denied("POST", f"/api/v1/sessions/{w.session}/fork", json=body)
+    w.denied("POST", f"/api/v1/sessions/{w.b_session}/fork", json=body)  # A's message, B's session
+    assert not [s for s in w.b.get("/api/v1/sessions").json()["data"] if s["id"] != w.b_session]
+    fork = w.owner("POST", f"/api/v1/sessions/{w.session}/fork", 201, json=body).json()["data"]["id"]
+    w.owner("DELETE", f"/api/v1/sessions/{fork}", 200)
+
+
+def _rewind_session(w: World) -> None:
+    before = [m["id"] for m in w.a.messages(w.session)]
+    w.denied("POST", f"/api/v1/sessions/{w.session}/rewind", json={"message_id": w.user_message})
+    w.denied("POST", f"/api/v1/sessions/{w.b_session}/rewind", json={"message_id": w.user_message})
+    assert [m["id"] for m in w.a.messages(w.session)] == before
+    scratch = w.a.session([w.kb])
+    read_frames(w.a.client, "POST", f"/api/v1/knowledge-chat/{scratch}", json={"query": "How does it cool?"})
+    first = w.a.messages(scratch)[0]["id"]
+    w.owner("POST", f"/api/v1/sessions/{scratch}/rewind", 200, json={"message_id": first})
+
+
+def _message_feedback(w: World) -> None:
+    body = {"rating": "down", "comment": "Hijacked"}
+    w.denied("PUT", f"/api/v1/sessions/{w.session}/messages/{w.message}/feedback", json=body)
+    w.denied("PUT", f"/api/v1/sessions/{w.b_session}/messages/{w.message}/feedback", json=body)
+    mine = next(m for m in w.a.messages(w.session) if m["id"] == w.message)
+    assert (mine["feedback"], mine["feedback_comment"]) == ("", "")
+    url = f"/api/v1/sessions/{w.session}/messages/{w.message}/feedback"
+    w.owner("PUT", url, 200, json={"rating": "up"})
+    w.owner("PUT", url, 200, json={"rating": "none"})
+
+
+def _suggested_questions(w: World) -> None:
+    w.denied("GET", f"/api/v1/knowledge-bases/{w.kb}/suggested-questions")
+    assert w.other("GET", f"/api/v1/knowledge-bases/{w.b_kb}/suggested-questions").json()["data"] == []
+    assert w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}/suggested-questions", 200).json()["data"]
+
+
+def _list_models(w: World) -> None:
+    # The deployment's models, the same for every tenant: nothing of A's in B's reply.
+    theirs = w.other("GET", "/api/v1/models")
+    assert theirs.status_code == 200
+    assert theirs.json()["data"] == w.owner("GET", "/api/v1/models", 200).json()["data"]
+    assert w.kb not in theirs.text
+
+
 def _knowledge_search(w: World) -> None:
     body = {"query": "heavy water", "knowledge_base_ids": [w.kb]}
     w.denied("POST", "/api/v1/knowledge-search", json=body)
@@ -655,6 +777,17 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/file"): _create_knowledge_from_file,
     ("POST", "/api/v1/knowledge-bases/{kb_id}/knowledge/manual"): _create_manual_knowledge,
     ("GET", "/api/v1/knowledge/batch"): _get_knowledge_batch,
+    ("GET", "/api/v1/knowledge/search"): _search_knowledge,
+    ("GET", "/api/v1/knowledge/{knowledge_id}/download"): _download_knowledge,
+    ("GET", "/api/v1/knowledge/{knowledge_id}/preview"): _preview_knowledge,
+    ("POST", "/api/v1/knowledge/{knowledge_id}/reparse"): _reparse_knowledge,
+    ("POST", "/api/v1/knowledge/batch-reparse"): _batch_reparse_knowledge,
+    ("PUT", "/api/v1/knowledge/manual/{knowledge_id}"): _update_manual_knowledge,
+    ("PUT", "/api/v1/knowledge/{knowledge_id}"): _update_knowledge,
+    ("PUT", "/api/v1/knowledge/tags"): _update_knowledge_tags,
+    ("PUT", "/api/v1/knowledge-bases/{kb_id}/pin"): _pin_knowledge_base,
+    ("POST", "/api/v1/knowledge-bases/{kb_id}/duplicate"): _duplicate_knowledge_base,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/move-targets"): _move_targets,
     ("GET", "/api/v1/knowledge/{knowledge_id}"): _get_knowledge,
     ("GET", "/api/v1/messages/{session_id}/load"): _load_messages,
     ("DELETE", "/api/v1/messages/{session_id}/{message_id}"): _delete_message,
@@ -696,6 +829,11 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("DELETE", "/api/v1/sessions/{session_id}/pin"): _unpin_session,
     ("POST", "/api/v1/sessions/{session_id}/generate_title"): _generate_title,
     ("POST", "/api/v1/knowledge-search"): _knowledge_search,
+    ("POST", "/api/v1/sessions/{session_id}/fork"): _fork_session,
+    ("POST", "/api/v1/sessions/{session_id}/rewind"): _rewind_session,
+    ("PUT", "/api/v1/sessions/{session_id}/messages/{message_id}/feedback"): _message_feedback,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/suggested-questions"): _suggested_questions,
+    ("GET", "/api/v1/models"): _list_models,
     ("POST", "/api/v1/sessions/{session_id}/questions"): _ask,
     ("POST", "/api/v1/knowledge-chat/{session_id}"): _knowledge_chat,
     ("POST", "/api/v1/agent-chat/{session_id}"): _agent_chat,
@@ -711,12 +849,16 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
 NO_ID_ROUTES = {
     ("GET", "/api/v1/faq/import/progress/{task_id}"),
     ("POST", "/api/v1/knowledge/batch-delete"),
+    ("GET", "/api/v1/knowledge/search"),
+    ("PUT", "/api/v1/knowledge/tags"),
+    ("POST", "/api/v1/knowledge/batch-reparse"),
     ("POST", "/api/v1/knowledge-bases"),
     ("GET", "/api/v1/knowledge-bases"),
     ("POST", "/api/v1/sessions"),
     ("GET", "/api/v1/sessions"),
     ("DELETE", "/api/v1/sessions/batch"),
     ("POST", "/api/v1/knowledge-search"),
+    ("GET", "/api/v1/models"),
     ("GET", "/api/v1/memories"),
     ("DELETE", "/api/v1/memories"),
 }

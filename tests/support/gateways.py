@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl
 
 import httpx
 
-from tests.support.lambdas import LambdaService, ServiceError
+from tests.support.lambdas import Invoked, LambdaService, Result, ServiceError
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -195,6 +195,7 @@ class FunctionUrl:
         spec = self.lambdas.spec(self.function)
         sandbox = await asyncio.to_thread(self.lambdas.acquire, spec)
         started = time.monotonic()
+        response: httpx.Response | None = None
         try:
             headers = [(k, v) for k, v in scope["headers"] if k.lower() not in (b"host", b"content-length")]
             query = scope.get("query_string", b"").decode("latin-1")
@@ -227,3 +228,8 @@ class FunctionUrl:
                     await response.aclose()
         finally:
             self.lambdas.release(sandbox)
+            event = {"method": scope["method"], "path": scope["path"]}
+            status = response.status_code if response is not None else 502
+            self.lambdas.record(
+                Invoked(spec.logical_id, event, Result(str(status).encode()), None, (time.monotonic() - started) * 1000)
+            )

@@ -10,12 +10,17 @@ so a call the checker cannot judge fails loudly instead of passing.
 ``install`` runs inside a function's process (the sandbox's ``sitecustomize`` loads this file by path:
 stdlib and botocore only): every botocore client, and the OpenSearch client's connection, checks each call
 before it is sent. A denied call is recorded (function, action, resource) and answered as AWS answers it,
-``AccessDeniedException``, so the code meets the failure it would meet when deployed.
+``AccessDeniedException``, so the code meets the failure it would meet when deployed. An allowed call is
+recorded once answered, with what it wrote or read (``usage``: DynamoDB item bytes and capacity units, S3
+object bytes), which is what the cost benchmark bills.
 """
 
 from __future__ import annotations
 
+import base64
+import itertools
 import json
+import math
 import os
 import re
 import threading
@@ -257,6 +262,154 @@ def opensearch_requests(method: str, path: str, target: Mapping[str, str]) -> li
     return [IamRequest(f"es:ESHttp{method.capitalize()}", f"{target['arn']}/{path.lstrip('/')}")]
 
 
+# ---------------------------------------------------------------------------------------------- metering
+@dataclass(frozen=True)
+class Usage:
+    """What one IAM request of a call wrote or read: item (or object) bytes and DynamoDB capacity units.
+
+    An UpdateItem is billed by the larger of the item before and after; the request alone shows neither, so
+    its units here are a floor (the key and the values it sets) and ``key`` names the item, for a reader that
+    can look the stored item up.
+    """
+
+    bytes: int = 0
+    units: float = 0.0
+    key: str = ""
+
+
+def _number_size(text: str) -> int:
+    digits = text.lstrip("-").replace(".", "").strip("0") or "0"
+    return (len(digits) + 1) // 2 + 1
+
+
+def value_size(value: Mapping[str, Any]) -> int:
+    """The DynamoDB size of one typed attribute value (``{"S": "..."}``), as the service bills it."""
+    ((kind, inner),) = value.items()
+    if kind == "S":
+        return len(inner.encode("utf-8"))
+    if kind == "N":
+        return _number_size(inner)
+    if kind == "B":
+        return len(base64.b64decode(inner))
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(v.encode("utf-8")) for v in inner)
+    if kind == "NS":
+        return sum(_number_size(v) for v in inner)
+    if kind == "BS":
+        return sum(len(base64.b64decode(v)) for v in inner)
+    if kind == "L":
+        return 3 + sum(value_size(v) + 1 for v in inner)
+    if kind == "M":
+        return 3 + sum(len(k.encode("utf-8")) + value_size(v) + 1 for k, v in inner.items())
+    return 0
+
+
+def item_size(item: Mapping[str, Any] | None) -> int:
+    return sum(len(name.encode("utf-8")) + value_size(v) for name, v in (item or {}).items())
+
+
+def write_units(size: int) -> float:
+    return float(max(1, math.ceil(size / 1024)))
+
+
+def read_units(size: int, consistent: bool) -> float:
+    units = max(1, math.ceil(size / 4096))
+    return float(units) if consistent else units / 2
+
+
+def _update_floor(body: Mapping[str, Any]) -> int:
+    return item_size(body.get("Key")) + sum(
+        value_size(v) for v in (body.get("ExpressionAttributeValues") or {}).values()
+    )
+
+
+def dynamodb_usage(operation: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> list[Usage]:
+    """One Usage per IAM request of the call, in ``requests_for``'s order, from the wire bodies (typed JSON):
+    writes by the item's size (1 KB a unit), reads by the size returned (4 KB a unit, half when eventually
+    consistent), transactions twice."""
+    consistent = bool(request.get("ConsistentRead"))
+    if operation == "PutItem":
+        size = item_size(request.get("Item"))
+        return [Usage(size, write_units(size))]
+    if operation == "UpdateItem":
+        size = _update_floor(request)
+        return [Usage(size, write_units(size), json.dumps(request.get("Key"), sort_keys=True))]
+    if operation == "DeleteItem":
+        return [Usage(0, write_units(item_size(request.get("Key"))))]
+    if operation == "GetItem":
+        size = item_size(response.get("Item"))
+        return [Usage(size, read_units(size, consistent))]
+    if operation in ("Query", "Scan"):
+        size = sum(item_size(i) for i in response.get("Items", []))
+        return [Usage(size, read_units(size, consistent))]
+    if operation == "BatchWriteItem":
+        found = []
+        for entries in request.get("RequestItems", {}).values():
+            sizes = [item_size(e["PutRequest"]["Item"]) if "PutRequest" in e else 0 for e in entries]
+            found.append(Usage(sum(sizes), sum((write_units(size) for size in sizes), 0.0)))
+        return found
+    if operation == "BatchGetItem":
+        found = []
+        for table, body in request.get("RequestItems", {}).items():
+            sizes = [item_size(i) for i in response.get("Responses", {}).get(table, [])]
+            consistent = bool(body.get("ConsistentRead"))
+            found.append(Usage(sum(sizes), sum((read_units(size, consistent) for size in sizes), 0.0)))
+        return found
+    if operation == "TransactWriteItems":
+        found = []
+        for entry in request.get("TransactItems", []):
+            ((kind, body),) = entry.items()
+            if kind == "Put":
+                size = item_size(body.get("Item"))
+                found.append(Usage(size, 2 * write_units(size)))
+            elif kind == "Update":
+                size = _update_floor(body)
+                found.append(Usage(size, 2 * write_units(size), json.dumps(body.get("Key"), sort_keys=True)))
+            else:
+                found.append(Usage(0, 2 * write_units(item_size(body.get("Key")))))
+        return found
+    if operation == "TransactGetItems":
+        responses = response.get("Responses", [])
+        sizes = [item_size(r.get("Item")) for r in responses] or [0] * len(request.get("TransactItems", []))
+        return [Usage(size, 2 * read_units(size, True)) for size in sizes]
+    return []
+
+
+def usage_of(
+    service: str, operation: str, body: bytes | str | None, headers: Mapping[str, Any], response: Any
+) -> list[Usage]:
+    """What a call wrote or read, per IAM request, from its request body and headers and its HTTP response."""
+    if service == "dynamodb":
+        raw = response.content or b"{}"
+        return dynamodb_usage(operation, json.loads(body or b"{}"), json.loads(raw) if raw[:1] == b"{" else {})
+    if service == "s3" and operation in _S3_OBJECT:
+        if operation in ("PutObject", "UploadPart"):
+            return [Usage(int(headers.get(_OBJECT_LENGTH) or 0))]
+        length = response.headers.get("content-length", 0) if operation == "GetObject" else 0
+        return [Usage(int(length or 0))]
+    return []
+
+
+_OBJECT_LENGTH = "x-sandbox-object-length"
+
+
+def _object_length(params: Mapping[str, Any]) -> int:
+    """The bytes an S3 upload sends: its Body (bytes, text or a seekable file) or its ContentLength."""
+    body = params.get("Body")
+    if isinstance(body, (bytes, bytearray)):
+        return len(body)
+    if isinstance(body, str):
+        return len(body.encode("utf-8"))
+    if body is not None and hasattr(body, "seek") and hasattr(body, "tell"):
+        start = body.tell()
+        end = body.seek(0, os.SEEK_END)
+        body.seek(start)
+        return int(end - start)
+    return int(params.get("ContentLength") or 0)
+
+
 # ---------------------------------------------------------------------------------------------- policies
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
@@ -358,6 +511,12 @@ class Call:
     at: float
     # The sandbox (execution environment) that made the call.
     sandbox: str = ""
+    # The API call this IAM request is part of (a batch names several tables), within its sandbox.
+    request: str = ""
+    # What it wrote or read (``Usage``); -1 bytes when the answer could not be measured.
+    bytes: int = 0
+    units: float = 0.0
+    key: str = ""
 
 
 class Checker:
@@ -373,11 +532,19 @@ class Checker:
         self.faults = Faults(str(config.get("faults") or ""))
         self._log_path = str(config["log"])
         self._lock = threading.Lock()
+        self._numbers = itertools.count(1)
 
     def check(self, requests: Iterable[IamRequest], operation: str) -> IamRequest | None:
-        """The first request the role denies (None when all are allowed); every request is logged."""
+        """The first request the role denies (None when all are allowed); every request is logged now."""
+        calls, denied = self.evaluate(requests, operation)
+        self.log(calls)
+        return denied
+
+    def evaluate(self, requests: Iterable[IamRequest], operation: str) -> tuple[list[Call], IamRequest | None]:
+        """Each request as a call to log, and the first one the role denies (None when all are allowed)."""
         denied: IamRequest | None = None
-        lines = []
+        calls = []
+        number = f"{os.environ.get('AWS_LAMBDA_LOG_STREAM_NAME', '')}:{next(self._numbers)}"
         for request in requests:
             request = IamRequest(
                 request.action,
@@ -387,20 +554,25 @@ class Checker:
             allowed = self.policy.allows(request)
             if not allowed and denied is None:
                 denied = request
-            call = Call(
-                self.function,
-                request.action,
-                request.resource,
-                allowed,
-                operation,
-                time.time(),
-                os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", ""),
+            calls.append(
+                Call(
+                    self.function,
+                    request.action,
+                    request.resource,
+                    allowed,
+                    operation,
+                    time.time(),
+                    os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", ""),
+                    number,
+                )
             )
-            lines.append(json.dumps(asdict(call)))
+        return calls, denied
+
+    def log(self, calls: Iterable[Call]) -> None:
+        lines = [json.dumps(asdict(call)) for call in calls]
         if lines:
             with self._lock, open(self._log_path, "a", encoding="utf-8") as log:
                 log.write("\n".join(lines) + "\n")
-        return denied
 
     def message(self, request: IamRequest) -> str:
         return (
@@ -453,6 +625,10 @@ class Faults:
         return None
 
 
+_PENDING = "sandbox_calls"
+_SENT = "sandbox_sent"
+
+
 def _botocore_hook(checker: Checker) -> None:
     from botocore.exceptions import ClientError
     from botocore.session import Session
@@ -464,14 +640,20 @@ def _botocore_hook(checker: Checker) -> None:
         service = client.meta.service_model.signing_name
         region = client.meta.region_name or checker.region
 
-        def before(params: Mapping[str, Any], model: Any, **_: Any) -> None:
+        def before(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
             try:
                 requests = requests_for(service, model.name, params, region, checker.account, checker.partitions)
             except UnknownOperation as error:
                 # Logged as a denial too, so the test fails even when the code swallows the error.
                 checker.check([IamRequest(f"{service}:{model.name}", f"unmapped ({error})")], model.name)
                 raise
-            denied = checker.check(requests, model.name)
+            calls, denied = checker.evaluate(requests, model.name)
+            if denied is not None or context.get("is_presign_request"):
+                checker.log(calls)  # refused here, or a URL signed for someone else to use
+            else:
+                context[_PENDING] = calls  # logged once answered, with what the call wrote or read
+                if service == "s3":
+                    context[_SENT] = (b"", {_OBJECT_LENGTH: _object_length(params)})
             if denied is not None:
                 raise ClientError(
                     {
@@ -482,6 +664,8 @@ def _botocore_hook(checker: Checker) -> None:
                 )
             for request in requests:
                 effect = checker.faults.fire(request, params)
+                if effect is not None:
+                    checker.log(context.pop(_PENDING, []))  # made, whatever happens to it now
                 if effect == "timeout":
                     marker = os.path.join(os.environ.get("TMPDIR", "/tmp"), ".timed-out")
                     open(marker, "w").close()
@@ -496,7 +680,30 @@ def _botocore_hook(checker: Checker) -> None:
                         model.name,
                     )
 
+        def sent(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+            if _PENDING in context and service != "s3":
+                context[_SENT] = (params.get("body"), {})
+
+        def answered(http_response: Any, model: Any, context: dict[str, Any], **_: Any) -> None:
+            calls: list[Call] | None = context.pop(_PENDING, None)
+            if calls is None:
+                return
+            body, headers = context.pop(_SENT, (b"", {}))
+            try:
+                usage = usage_of(service, model.name, body, headers, http_response)
+            except Exception:  # measuring must never break the function: marked unmeasured instead
+                usage = [Usage(-1)] * len(calls)
+            for call, used in zip(calls, usage, strict=False):
+                call.bytes, call.units, call.key = used.bytes, used.units, used.key
+            checker.log(calls)
+
+        def failed(context: dict[str, Any], **_: Any) -> None:
+            checker.log(context.pop(_PENDING, []))  # sent, never answered (a connection error)
+
         client.meta.events.register("before-parameter-build", before)
+        client.meta.events.register("before-call", sent)
+        client.meta.events.register("after-call", answered)
+        client.meta.events.register("after-call-error", failed)
         return client
 
     Session.create_client = create_client  # type: ignore[method-assign]

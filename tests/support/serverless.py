@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from io import BytesIO
@@ -206,6 +206,22 @@ class DeployedStack:
         """Start one sandbox of every function now (INIT), so a test's timing starts from warm functions."""
         for function_id in list(self.lambdas.functions.values()):
             self.lambdas.warm(function_id.logical_id)
+
+    @contextmanager
+    def function_environment(self, function_id: str, **overrides: str) -> Iterator[None]:
+        """Run a function with some of its variables set otherwise, as a redeploy with other values would (its
+        sandboxes restart with them, then again with the template's when the block ends)."""
+        spec = self.lambdas.spec(function_id)
+        original = spec.environment
+        unknown = set(overrides) - set(original)
+        assert not unknown, f"{function_id} has no variables {sorted(unknown)} in the template"
+        spec.environment = {**original, **overrides}
+        self.lambdas.recycle(function_id)
+        try:
+            yield
+        finally:
+            spec.environment = original
+            self.lambdas.recycle(function_id)
 
     @contextmanager
     def role_statements(self, function_id: str, statements: list[dict[str, Any]]) -> Iterator[None]:
@@ -667,20 +683,16 @@ class StackClient:
         return self.stack.wait_for_execution(self.execution(ids), timeout)
 
 
-@pytest.fixture(scope="module")
-def aws_stack(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, scripted: Any
+@contextmanager
+def scripted_stack(
+    request: pytest.FixtureRequest, work_dir: Path, scripted: Any, **parameters: str
 ) -> Iterator[DeployedStack]:
-    """template.yaml deployed in moto for one test module, chat answered by the scripted model, searching the
-    live OpenSearch when one runs."""
-    parameters = {
-        "ChatBaseUrl": f"{scripted.url}/v1",
-        "ChatModel": "scripted",
-        "ChatApiKeyParameter": CHAT_KEY_PARAMETER,
-    }
+    """template.yaml deployed in moto with ``parameters``, chat answered by the scripted model (its key an SSM
+    parameter), searching the live OpenSearch when one runs; one sandbox of each function started."""
     with deployed_stack(
-        tmp_path_factory.mktemp("aws-stack"),
-        parameters,
+        work_dir,
+        {"ChatBaseUrl": f"{scripted.url}/v1", "ChatModel": "scripted", "ChatApiKeyParameter": CHAT_KEY_PARAMETER}
+        | parameters,
         opensearch=opensearch_target(request),
         ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"},
     ) as stack:
@@ -688,23 +700,64 @@ def aws_stack(
         yield stack
 
 
+def failing_steps(
+    *stages: str, error_type: str = "RuntimeError"
+) -> Callable[[dict[str, Any], Callable[[], Result]], Result]:
+    """An invocation wrapper for pipeline_step: the given stages fail as an unhandled error, the others run."""
+
+    def wrapper(event: dict[str, Any], run: Callable[[], Result]) -> Result:
+        if event.get("stage") in stages:
+            return Result(json.dumps({"errorType": error_type, "errorMessage": "lost"}).encode(), "Unhandled")
+        return run()
+
+    return wrapper
+
+
+@pytest.fixture(scope="module")
+def aws_stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, scripted: Any
+) -> Iterator[DeployedStack]:
+    """template.yaml deployed in moto for one test module, chat answered by the scripted model, searching the
+    live OpenSearch when one runs."""
+    with scripted_stack(request, tmp_path_factory.mktemp("aws-stack"), scripted) as stack:
+        yield stack
+
+
+@contextmanager
+def stack_client(stack: DeployedStack, name: str = "", timeout_s: float = 60.0) -> Iterator[StackClient]:
+    """A fresh tenant on a deployed stack, with HTTP clients for its API and its stream URL."""
+    tenant, key = stack.create_tenant(name or f"tenant-{_suffix(8).lower()}")
+    headers = {"X-API-Key": key}
+    timeout = httpx.Timeout(timeout_s)
+    with (
+        httpx.Client(base_url=stack.api_url, headers=headers, timeout=timeout) as api,
+        httpx.Client(base_url=stack.stream_url, headers=headers, timeout=timeout) as stream,
+    ):
+        yield StackClient(stack, tenant, key, api, stream)
+
+
+@contextmanager
+def checked_client(stack: DeployedStack) -> Iterator[StackClient]:
+    """``stack_client`` for one test: no invocation wrapper outlives it, and it fails if any function made a
+    call its role refuses meanwhile."""
+    since = len(stack.calls())
+    with stack_client(stack) as client:
+        try:
+            yield client
+        finally:
+            # What the test set off asynchronously (an upload's indexing) ends within it: nothing of one test
+            # runs into the next, or into the stack's teardown.
+            stack.lambdas.drain(timeout=180.0)
+            for function_id in list(stack.lambdas.functions):
+                stack.lambdas.around(function_id, None)
+    stack.assert_no_denials(since)
+
+
 @pytest.fixture
 def aws(aws_stack: DeployedStack) -> Iterator[StackClient]:
     """A fresh tenant on the module's stack; the test fails if any function made a call its role refuses."""
-    since = len(aws_stack.calls())
-    tenant, key = aws_stack.create_tenant(f"tenant-{_suffix(8).lower()}")
-    headers = {"X-API-Key": key}
-    timeout = httpx.Timeout(60.0)
-    with (
-        httpx.Client(base_url=aws_stack.api_url, headers=headers, timeout=timeout) as api,
-        httpx.Client(base_url=aws_stack.stream_url, headers=headers, timeout=timeout) as stream,
-    ):
-        try:
-            yield StackClient(aws_stack, tenant, key, api, stream)
-        finally:
-            for function_id in list(aws_stack.lambdas.functions):
-                aws_stack.lambdas.around(function_id, None)
-    aws_stack.assert_no_denials(since)
+    with checked_client(aws_stack) as client:
+        yield client
 
 
 @pytest.fixture

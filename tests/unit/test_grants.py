@@ -199,3 +199,102 @@ def test_the_template_roles_resolve_to_statements_on_the_deployed_names():
     assert env["RAGLINE_EVENTS_TABLE"] == "phys-EventsTable"
     assert env["RAGLINE_CHAT_API_KEY_PARAMETER"] == "/ragline/chat"
     assert env["RAGLINE_STREAM_BASE_URL"] == "https://reader.lambda-url.us-east-1.on.aws/"
+
+
+# --------------------------------------------------------------------------------------------- metering
+def test_item_sizes_and_capacity_units_as_dynamodb_bills_them():
+    from tests.support.grants import Usage, dynamodb_usage, item_size
+
+    # Attribute names count; a number takes (significant digits + 1) / 2 + 1 bytes.
+    assert item_size({"pk": {"S": "abc"}, "n": {"N": "123"}}) == 2 + 3 + 1 + 3
+    assert item_size({"m": {"M": {"a": {"BOOL": True}}}, "l": {"L": [{"S": "xy"}]}}) == (1 + 3 + 1 + 1 + 1) + (
+        1 + 3 + 2 + 1
+    )
+    big = {"pk": {"S": "k"}, "body": {"S": "x" * 1100}}
+    assert dynamodb_usage("PutItem", {"Item": big}, {}) == [Usage(item_size(big), 2.0)]
+    # Reads: 4 KB a unit on the sum returned, half when eventually consistent; an empty answer still costs one.
+    items = [{"pk": {"S": "k"}, "body": {"S": "x" * 3000}}] * 2
+    assert dynamodb_usage("Query", {}, {"Items": items})[0].units == 1.0
+    assert dynamodb_usage("Query", {"ConsistentRead": True}, {"Items": items})[0].units == 2.0
+    assert dynamodb_usage("GetItem", {}, {}) == [Usage(0, 0.5)]
+    # An update is a floor (key and values) naming its item; a transaction costs twice, item by item.
+    [update] = dynamodb_usage(
+        "UpdateItem", {"Key": {"pk": {"S": "k"}}, "ExpressionAttributeValues": {":v": {"S": "abc"}}}, {}
+    )
+    assert (update.bytes, update.units, update.key) == (2 + 1 + 3, 1.0, '{"pk": {"S": "k"}}')
+    transaction = dynamodb_usage(
+        "TransactWriteItems",
+        {
+            "TransactItems": [
+                {"Put": {"TableName": "a", "Item": big}},
+                {"ConditionCheck": {"TableName": "c", "Key": {}}},
+            ]
+        },
+        {},
+    )
+    assert [u.units for u in transaction] == [4.0, 2.0]
+    # A batch: one usage per table, in the order of its IAM requests.
+    batch = {"RequestItems": {"a": [{"PutRequest": {"Item": big}}, {"DeleteRequest": {"Key": {}}}], "b": []}}
+    assert [u.units for u in dynamodb_usage("BatchWriteItem", batch, {})] == [2.0 + 1.0, 0.0]
+    assert len(_requests("dynamodb", "BatchWriteItem", batch)) == 2
+
+
+def test_the_sandbox_hook_logs_each_allowed_call_once_answered_with_what_it_wrote_or_read(tmp_path, monkeypatch):
+    """Installed as in a sandbox (against moto in this process): puts, reads and S3 objects carry their sizes;
+    a denied call is logged at once, unsent."""
+    import json
+
+    import boto3
+    from botocore.session import Session
+    from moto import mock_aws
+
+    from tests.support import grants
+
+    config = tmp_path / "grants.json"
+    config.write_text(
+        json.dumps(
+            {
+                "function": "F",
+                "region": REGION,
+                "account": ACCOUNT,
+                "log": str(tmp_path / "calls.jsonl"),
+                "statements": [
+                    {"Effect": "Allow", "Action": ["dynamodb:*", "s3:*"], "Resource": "*"},
+                    {"Effect": "Deny", "Action": "dynamodb:DeleteItem", "Resource": "*"},
+                ],
+            }
+        )
+    )
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setattr(Session, "create_client", Session.create_client)  # restored after the test
+    with mock_aws():
+        admin = boto3.client("dynamodb", region_name=REGION)
+        admin.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        boto3.client("s3", region_name=REGION).create_bucket(Bucket="bucket-b")
+        grants.install(str(config))
+        table = boto3.resource("dynamodb", region_name=REGION).Table("t")
+        table.put_item(Item={"pk": "a", "body": "x" * 2000})
+        table.get_item(Key={"pk": "a"})
+        table.update_item(Key={"pk": "a"}, UpdateExpression="SET n = :n", ExpressionAttributeValues={":n": 7})
+        with pytest.raises(Exception, match="AccessDenied"):
+            table.delete_item(Key={"pk": "a"})
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.put_object(Bucket="bucket-b", Key="k", Body=b"y" * 300)
+        s3.get_object(Bucket="bucket-b", Key="k")["Body"].read()
+    calls = grants.read_calls(str(tmp_path / "calls.jsonl"))
+    by_operation = {c.operation: c for c in calls}
+    assert [c.operation for c in calls] == ["PutItem", "GetItem", "UpdateItem", "DeleteItem", "PutObject", "GetObject"]
+    assert (by_operation["PutItem"].bytes, by_operation["PutItem"].units) == (2 + 1 + 4 + 2000, 2.0)
+    assert (by_operation["GetItem"].bytes, by_operation["GetItem"].units) == (2 + 1 + 4 + 2000, 0.5)
+    assert by_operation["UpdateItem"].key == '{"pk": {"S": "a"}}'
+    assert not by_operation["DeleteItem"].allowed
+    assert by_operation["DeleteItem"].units == 0
+    assert by_operation["PutObject"].bytes == 300
+    assert by_operation["GetObject"].bytes == 300
+    assert len({c.request for c in calls}) == len(calls)

@@ -285,7 +285,9 @@ def test_functions_runtime_architecture_and_code(template: dict[str, Any]) -> No
     sam_functions = resources_of(template, "AWS::Serverless::Function")
     for function_id, code_uri in FUNCTIONS.items():
         assert sam_functions[function_id]["Properties"]["CodeUri"] == code_uri
-        assert (ROOT / code_uri / "requirements.txt").is_file()
+        # No requirements.txt of its own (the CoreLayer holds every dependency): with one, sam build runs pip
+        # for the function and refuses to build without a python3.12 on the PATH, even for an empty list.
+        assert not (ROOT / code_uri / "requirements.txt").exists(), code_uri
     assert sam_functions["IngestTurnFunction"]["Properties"]["Handler"] == "app.handler"
     assert sam_functions["PipelineStepFunction"]["Properties"]["Handler"] == "app.lambda_handler"
     assert sam_functions["StreamReaderFunction"]["Properties"]["Handler"] == "run.sh"
@@ -408,9 +410,23 @@ def test_state_bucket(template: dict[str, Any]) -> None:
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
     assert all(props["PublicAccessBlockConfiguration"].values())
     assert len(props["PublicAccessBlockConfiguration"]) == 4
-    (rule,) = props["LifecycleConfiguration"]["Rules"]
-    assert rule["Status"] == "Enabled"
-    assert rule["ExpirationInDays"] == 7
+    rules = props["LifecycleConfiguration"]["Rules"]
+    assert all(rule["Status"] == "Enabled" and rule["ExpirationInDays"] == 7 for rule in rules)
+    # Only what is temporary expires: a rule without a prefix would take the tables and originals with it
+    # (a table document would lose its rows, a document its original, after a week).
+    expiring = [rule["Prefix"] for rule in rules]
+    assert all(expiring)
+    assert sorted(expiring) == ["branch/", "state/", "uploads/"]
+    from ragline.serverless.uploads import LargeUploads
+    from ragline.store.originals import DEFAULT_PREFIX as ORIGINALS
+    from ragline.tables.s3 import DEFAULT_PREFIX as TABLES
+
+    for kept in (f"{TABLES}doc.csv", f"{ORIGINALS}tenant/doc"):
+        assert not any(kept.startswith(prefix) for prefix in expiring), kept
+    import inspect
+
+    # Where abandoned uploads wait: what the uploads/ rule expires.
+    assert inspect.signature(LargeUploads).parameters["prefix"].default == "uploads/"
 
 
 def test_state_machine_definition_and_substitutions(template: dict[str, Any]) -> None:

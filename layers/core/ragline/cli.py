@@ -36,6 +36,18 @@ def _container(settings: Settings | None = None) -> Any:
     return Container.embedded(settings)
 
 
+def start_banner(host: str, port: int, key: str) -> list[str]:
+    """What ``ragline serve`` prints: where it serves, the key, and commands to paste, each on one line."""
+    url = f"http://{host}:{port}"
+    return [
+        f"[bold]ragline[/] serving on {url}  (the chat page: {url}/ · API docs: {url}/docs)",
+        f"API key: [bold]{key}[/]",
+        "Try, in another terminal:",
+        '  [cyan]ragline ask "How do I resume a stream?"[/]',
+        f"  [cyan]curl -H 'X-API-Key: {key}' {url}/api/v1/knowledge-bases[/]",
+    ]
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
@@ -60,12 +72,9 @@ def serve(
             console.print(f"Loading the sample knowledge base from {sample_dir} ...")
             load_sample_kb(container, tenant, sample_dir)
     bind_host, bind_port = host or settings.host, port or settings.port
-    console.print(f"[bold]ragline[/] serving on http://{bind_host}:{bind_port}  (API docs: /docs)")
-    console.print(f"API key: [bold]{key}[/]")
-    console.print(
-        'Try:  [cyan]ragline ask "How do I resume a stream?"[/]\n'
-        f"  or:  curl -H 'X-API-Key: {key}' http://{bind_host}:{bind_port}/api/v1/knowledge-bases"
-    )
+    for line in start_banner(bind_host, bind_port, key):
+        # soft_wrap: a command is never broken over two lines, so it pastes as it is whatever the terminal.
+        console.print(line, soft_wrap=True, highlight=False)
     serve_embedded(container, bind_host, bind_port)
 
 

@@ -57,6 +57,7 @@ from ragline.store.base import KnowledgeStore, SessionStore, TagStore, TenantSto
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
 from ragline.store.models import Document, DocumentStatus, KnowledgeBase
+from ragline.store.originals import FileOriginalStore, OriginalStore
 from ragline.store.sessions import SqliteSessionStore
 from ragline.store.tags import SqliteTagStore
 from ragline.store.tenants import SqliteTenantStore
@@ -324,6 +325,8 @@ class Container:
     memories: MemoryStore
     graph: GraphStore | None = None
     graph_indexer: GraphIndexer | None = None
+    # The files documents were made from (downloads, previews, parsing again); None: not kept.
+    originals: OriginalStore | None = None
     db: Database | None = None
     # The embedded runtime's indexing thread (vectors off the request path); None elsewhere.
     indexer: BackgroundIndexer | None = None
@@ -351,6 +354,7 @@ class Container:
         memories: MemoryStore,
         graph: GraphStore | None = None,
         tables: TableStore | None = None,
+        originals: OriginalStore | None = None,
         rerank_models: RerankModelRegistry | None = None,
         db: Database | None = None,
     ) -> Container:
@@ -367,8 +371,9 @@ class Container:
             models,
             config.ingestion,
             tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
+            originals=originals,
         )
-        removal = KnowledgeRemoval(knowledge, engine, graph, tables)
+        removal = KnowledgeRemoval(knowledge, engine, graph, tables, originals)
         chunk_edits = ChunkEditor(knowledge, engine, models)
         return cls(
             settings=settings,
@@ -398,6 +403,7 @@ class Container:
             memories=memories,
             graph=graph,
             graph_indexer=GraphIndexer(GraphExtractor(models, templates), graph) if graph is not None else None,
+            originals=originals,
             db=db,
         )
 
@@ -430,6 +436,7 @@ class Container:
             memories=SqliteMemoryStore(db),
             graph=build_graph(settings, db),
             tables=FileTableStore(settings.data_dir / "tables"),
+            originals=FileOriginalStore(settings.data_dir / "originals"),
             db=db,
         )
         container.indexer = BackgroundIndexer(container.ingest, container.knowledge)
@@ -463,6 +470,11 @@ class Container:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.25)
+
+    def request_stop_indexing(self) -> None:
+        """The background indexing stops after its current batch (shutdown begins; :meth:`stop_indexing` waits)."""
+        if self.indexer is not None:
+            self.indexer.request_stop()
 
     def stop_indexing(self, timeout: float = 10.0) -> bool:
         if self.indexer is None:

@@ -5,15 +5,17 @@ Uploads return once a document is stored and keyword-searchable; this thread the
 share batches. On start it picks up documents left ``pending`` by a stopped process (or by
 ``ragline ingest --no-wait``), and while idle it looks again for pending work nobody has reported progress
 on for a while. Stopping sets a flag the work checks between batches: the thread ends within one batch,
-and unfinished documents stay ``pending`` with their progress, resumed by the next start.
+and unfinished documents stay ``pending`` with their progress, resumed by the next start. Shutdown waits for
+that batch no longer than its grace period, counted from SIGTERM.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from ragline.ingest.service import IngestCancelled, IngestService
@@ -40,6 +42,7 @@ class BackgroundIndexer:
         *,
         idle_scan_s: float = 30.0,
         abandoned_after_s: float = 120.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ingest = ingest
         self._knowledge = knowledge
@@ -52,24 +55,40 @@ class BackgroundIndexer:
         self._busy = False
         self._running: set[str] = set()
         self._scan_all = True  # the first pass takes every pending document: the process that had them is gone
+        self._clock = clock
+        self._stop_requested_at: float | None = None
 
     # Control ----------------------------------------------------------------------------------------------
     def start(self) -> None:
         if self._thread is not None:
             return
         self._stopping.clear()
+        self._stop_requested_at = None
         self._thread = threading.Thread(target=self._run, name="ragline-indexer", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> bool:
-        """Asks the work to stop after its current batch and waits up to ``timeout``; True once stopped."""
+    def request_stop(self) -> None:
+        """Asks the work to stop after its current batch, without waiting (:meth:`stop` waits)."""
+        if self._stop_requested_at is None:
+            self._stop_requested_at = self._clock()
         self._stopping.set()
         with self._condition:
             self._condition.notify_all()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Asks the work to stop after its current batch and waits until ``timeout`` seconds after the stop
+        was first asked for (here or by :meth:`request_stop`); True once stopped. A batch still running
+        then is left to the daemon thread: its documents stay ``pending`` at their last recorded progress."""
+        self.request_stop()
+        assert self._stop_requested_at is not None
         thread, self._thread = self._thread, None
         if thread is None:
             return True
-        thread.join(timeout)
+        thread.join(max(0.0, self._stop_requested_at + timeout - self._clock()))
         return not thread.is_alive()
 
     def submit(self, documents: Sequence[Document]) -> None:

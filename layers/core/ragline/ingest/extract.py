@@ -37,15 +37,14 @@ class UnsupportedFileType(UnsupportedFile):
 
 
 def require_parser(module: str, file_kind: str) -> None:
-    """A file type whose parser this installation leaves out (an AWS Lambda layer held to its size limit)
-    is refused as a type, naming the type and why, instead of failing as an internal error."""
+    """A file type whose parser this installation leaves out (a slimmed install, or a Lambda layer held to its
+    size limit) is refused as a type, naming the type and why, instead of failing as an internal error."""
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
         raise UnsupportedFileType(
             f"{file_kind} files are not accepted by this deployment: their parser ({module}) is not installed "
-            "here (the AWS Lambda layers leave it out to stay within Lambda's size limit); upload the text "
-            "instead, or use the embedded runtime"
+            "here; upload the text instead, or install it"
         )
 
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType, decode_text
 from ragline.store.models import FAQEntry
+from ragline.types.text import forbidden_characters
 
 _LIST_COLUMNS = ("similar_questions", "negative_questions", "answers")
 _SPLIT = ("|", "\n")
@@ -33,15 +34,30 @@ def _split(cell: str) -> list[str]:
     return [v.strip() for v in values if v.strip()]
 
 
+def _check_questions(entry: FAQEntry, where: str) -> None:
+    """Questions are refused with NUL or bidi controls, as any question is (``ragline.types.text``)."""
+    for field, questions in (
+        ("standard_question", [entry.standard_question]),
+        ("similar_questions", entry.similar_questions),
+        ("negative_questions", entry.negative_questions),
+    ):
+        for question in questions:
+            found = forbidden_characters(question, allow_line_breaks=True)
+            if found is not None:
+                raise InvalidFAQ(f"{where}: {field}: must not contain {found}")
+
+
 def parse_entries(items: list[Any], where: str = "entry") -> list[FAQEntry]:
     entries: list[FAQEntry] = []
     for index, item in enumerate(items, start=1):
         try:
-            entries.append(FAQEntry.model_validate(item))
+            entry = FAQEntry.model_validate(item)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "entry"
             raise InvalidFAQ(f"{where} {index}: {field}: {first['msg']}") from None
+        _check_questions(entry, f"{where} {index}")
+        entries.append(entry)
     if not entries:
         raise InvalidFAQ("no FAQ entries")
     return entries

@@ -9,6 +9,7 @@ from ragline.graph.store import GraphNamespace, GraphStore
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Document
+from ragline.store.originals import OriginalStore
 from ragline.tables.store import TableStore
 
 logger = logging.getLogger(__name__)
@@ -21,11 +22,13 @@ class KnowledgeRemoval:
         engine: RetrieveEngine,
         graph: GraphStore | None = None,
         tables: TableStore | None = None,
+        originals: OriginalStore | None = None,
     ) -> None:
         self._knowledge = knowledge
         self._engine = engine
         self._graph = graph
         self._tables = tables
+        self._originals = originals
 
     def delete_document(self, tenant_id: str, document_id: str) -> Document | None:
         """The document removed (None: not this tenant's). The index goes first: a document half deleted
@@ -42,8 +45,17 @@ class KnowledgeRemoval:
             self._tables.delete(document.id)
         if not self._knowledge.delete_document(tenant_id, document.id):
             return None
+        if self._originals is not None:
+            self._originals.delete(tenant_id, document.id)
         logger.info("document deleted", extra={"document_id": document.id})
         return document
+
+    def forget_graph(self, document: Document) -> None:
+        """The entities and relations extracted from a document (before it is parsed again)."""
+        if self._graph is not None:
+            self._graph.delete_document(
+                GraphNamespace(knowledge_base_id=document.knowledge_base_id, knowledge_id=document.id)
+            )
 
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
         """One chunk, from the index first, then the store."""

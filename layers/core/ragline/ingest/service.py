@@ -42,6 +42,7 @@ from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
 from ragline.store.ids import new_id
 from ragline.store.models import Chunk, Document, DocumentStatus, FAQEntry, KnowledgeBase
+from ragline.store.originals import OriginalStore
 from ragline.tables.parse import TABLE_SUFFIXES, is_table_file
 from ragline.types import ChunkType
 
@@ -56,6 +57,8 @@ __all__ = [
     "IngestCancelled",
     "IngestResult",
     "IngestService",
+    "NoOriginal",
+    "StillIndexing",
     "TooManyChunks",
     "UnsupportedFile",
 ]
@@ -69,6 +72,16 @@ _KEYWORD_BATCH = 2000
 class IngestCancelled(Exception):
     """The caller went away or the process is stopping: nothing of the document was stored (accept), or it
     stays ``pending`` with its progress, to be resumed (index)."""
+
+
+class NoOriginal(LookupError):
+    """The document's original is not kept (documents stored before originals were, FAQ documents): it cannot
+    be downloaded or parsed again."""
+
+
+class StillIndexing(RuntimeError):
+    """The document's vectors are being computed: parsing it again now would race the running indexing (its
+    progress and its end would be recorded on the new chunks). Parse it again once it is indexed or failed."""
 
 
 class TooManyChunks(ValueError):
@@ -98,7 +111,9 @@ class KeywordFirstEngine(Protocol):
         embedding_model: str,
         chunks: Sequence[Chunk],
         vectors: npt.NDArray[np.float32],
-    ) -> None: ...
+    ) -> list[str] | None:
+        """Returns the ids of chunks it did not find (None or empty: every vector was written)."""
+        ...
 
 
 @dataclass
@@ -115,6 +130,8 @@ class DocumentInput:
     chunk_type: str = ChunkType.TEXT
     # Bytes received (the file, or the text as UTF-8); 0 means the text's UTF-8 length.
     size_bytes: int = 0
+    # The file as received, kept as the document's original (None: the text itself, as UTF-8).
+    original: bytes | None = None
 
 
 @dataclass
@@ -197,8 +214,10 @@ class IngestService:
         models: ModelRegistry,
         config: IngestionConfig,
         tables: TableIngestor | None = None,
+        originals: OriginalStore | None = None,
     ) -> None:
         self._tables = tables
+        self._originals = originals
         self._knowledge = knowledge
         self._engine = engine
         self._models = models
@@ -262,15 +281,21 @@ class IngestService:
             document = item_prepared.document
             document.embedding_model = kb.embedding_model
             chunks = [*item_prepared.parents, *item_prepared.children]
-            with self._knowledge.atomic():
-                self._knowledge.insert_document(document, chunks)
-                if keyword_first:
-                    searchable = [c for c in item_prepared.children if c.searchable]
-                    for start in range(0, len(searchable), _KEYWORD_BATCH):
-                        _check(cancel)  # raising here rolls the document back: nothing half-stored
-                        self._engine.index_keywords(  # type: ignore[attr-defined]
-                            kb.id, searchable[start : start + _KEYWORD_BATCH], document=document
-                        )
+            self._keep_original(document, items[item_prepared.position])
+            try:
+                with self._knowledge.atomic():
+                    self._knowledge.insert_document(document, chunks)
+                    if keyword_first:
+                        searchable = [c for c in item_prepared.children if c.searchable]
+                        for start in range(0, len(searchable), _KEYWORD_BATCH):
+                            _check(cancel)  # raising here rolls the document back: nothing half-stored
+                            self._engine.index_keywords(  # type: ignore[attr-defined]
+                                kb.id, searchable[start : start + _KEYWORD_BATCH], document=document
+                            )
+            except BaseException:
+                if self._originals is not None:
+                    self._originals.delete(document.tenant_id, document.id)
+                raise
             document.chunk_count = len(item_prepared.children)
             results[item_prepared.position] = IngestResult(document, document.chunk_count)
         for index in range(len(items)):
@@ -295,7 +320,12 @@ class IngestService:
         """An uploaded file: text extracted by its type (PDF pages are remembered per chunk) and accepted;
         tables (CSV, TSV, Excel) become table documents, indexed at once (the first sheet's result)."""
         if self._tables is not None and is_table_file(filename):
-            return self._tables.ingest_table(kb, filename, raw, title=title, source=source, tags=tags)[0]
+            results = self._tables.ingest_table(kb, filename, raw, title=title, source=source, tags=tags)
+            if self._originals is not None:
+                for table in results:
+                    if not table.duplicate:
+                        self._originals.save(table.document.tenant_id, table.document.id, raw)
+            return results[0]
         extracted = extract(filename, raw)
         if not extracted.text.strip():
             raise UnsupportedFile("the file has no text")
@@ -310,10 +340,22 @@ class IngestService:
             tags=list(tags),
             chunk_type=chunk_type,
             size_bytes=len(raw),
+            original=raw,
         )
         return self.accept_many(kb, [item], cancel=cancel)[0]
 
-    def _prepare(self, kb: KnowledgeBase, item: DocumentInput, content_hash: str, position: int) -> _Prepared:
+    def _keep_original(self, document: Document, item: DocumentInput) -> None:
+        """The received bytes, kept before the document is stored: a stored document always has its original
+        (a failure here stores nothing)."""
+        if self._originals is not None:
+            original = item.original if item.original is not None else item.content.encode("utf-8")
+            self._originals.save(document.tenant_id, document.id, original)
+
+    def _prepare(
+        self, kb: KnowledgeBase, item: DocumentInput, content_hash: str, position: int, keep: Document | None = None
+    ) -> _Prepared:
+        """The document and its chunks, not stored yet; ``keep``: a stored document parsed again, whose id,
+        creation time and state (enabled) the new record keeps."""
         content = item.content
         fallback_title = item.title or (Path(item.filename).stem if item.filename else "") or "Untitled"
         plan = plan_chunks(
@@ -327,7 +369,8 @@ class IngestService:
         if len(plan.children) > self._config.max_chunks_per_document:
             raise TooManyChunks(len(plan.children), self._config.max_chunks_per_document)
         document = Document(
-            id=new_id(),
+            id=keep.id if keep is not None else new_id(),
+            **({"created_at": keep.created_at, "enabled": keep.enabled} if keep is not None else {}),
             tenant_id=kb.tenant_id,
             knowledge_base_id=kb.id,
             title=item.title or plan.title,
@@ -450,6 +493,92 @@ class IngestService:
                     documents.append(updated)
         if documents:
             self.schedule([IngestResult(d, d.chunk_count) for d in documents])
+
+    def reindex(self, document: Document) -> Document:
+        """A stored document whose title or description changed: its keyword entries written again at once
+        (the title is searched with every chunk, and shown with every hit), then its vectors computed again
+        by the scheduler (the title is embedded with every passage): ``pending`` until they are all in.
+        Returns the document as stored."""
+        chunks = searchable_in_order(self._knowledge.chunks_of_document(document.tenant_id, document.id))
+        if not chunks:
+            return document
+        if isinstance(self._engine, KeywordFirstEngine):
+            for start in range(0, len(chunks), _KEYWORD_BATCH):
+                self._engine.index_keywords(
+                    document.knowledge_base_id, chunks[start : start + _KEYWORD_BATCH], document=document
+                )
+        updated = self._knowledge.set_document_status(
+            document.tenant_id, document.id, DocumentStatus.PENDING, embedded_count=0
+        )
+        if updated is None:
+            return document
+        self.schedule([IngestResult(updated, updated.chunk_count)])
+        return self._knowledge.document(document.tenant_id, document.id) or updated
+
+    def reparse(self, document: Document, *, content: str | None = None, title: str | None = None) -> Document:
+        """Parses a stored document again from its original — or from ``content``, a manual document's new
+        text, which becomes its original — with today's extraction and chunking: its chunks are replaced under
+        the same id (its creation time, tags and enabled state kept), keyword-searchable again on return and
+        ``pending`` until the scheduler has computed the new vectors. Raises :class:`NoOriginal` when nothing
+        was kept to parse, :class:`UnsupportedFile` for FAQ and table documents (imported again, not parsed)."""
+        if document.file_type == "faq" or (document.filename and is_table_file(document.filename)):
+            raise UnsupportedFile("FAQ and table documents are imported again, not parsed again")
+        stored = self._knowledge.document(document.tenant_id, document.id)
+        if stored is None:
+            raise LookupError(document.id)
+        if stored.status == DocumentStatus.PENDING:
+            raise StillIndexing(f"document {document.id} is being indexed: parse it again once it is indexed")
+        kb = self._knowledge.knowledge_base(document.tenant_id, document.knowledge_base_id)
+        if kb is None:
+            raise LookupError(document.knowledge_base_id)
+        raw = content.encode("utf-8") if content is not None else self.original(document)
+        if raw is None:
+            raise NoOriginal(f"no original is kept for document {document.id}")
+        text, file_type, page_starts = raw.decode("utf-8", errors="replace"), document.file_type, []
+        if content is None and document.filename:
+            extracted = extract(document.filename, raw)
+            text, file_type, page_starts = extracted.text, extracted.file_type, extracted.page_starts
+        if not text.strip():
+            raise UnsupportedFile("the document has no text")
+        current = self._knowledge.chunks_of_document(document.tenant_id, document.id)
+        chunk_type = next((c.chunk_type for c in current if c.searchable), ChunkType.TEXT)
+        item = DocumentInput(
+            content=text,
+            title=title or document.title,
+            filename=document.filename,
+            file_type=file_type,
+            source=document.source,
+            description=document.description,
+            page_starts=page_starts,
+            tags=document.tags,
+            chunk_type=chunk_type,
+            size_bytes=len(raw),
+            original=raw,
+        )
+        prepared = self._prepare(kb, item, hashlib.sha256(text.encode("utf-8")).hexdigest(), 0, keep=document)
+        kb = self._settle_model(kb, [prepared])
+        new = prepared.document
+        new.embedding_model = kb.embedding_model
+        if content is not None:
+            self._keep_original(new, item)
+        # The old index entries go first: no search finds chunks the store no longer has.
+        self._engine.delete_document(document.id)
+        with self._knowledge.atomic():
+            if not self._knowledge.replace_document(new, [*prepared.parents, *prepared.children]):
+                raise LookupError(document.id)
+            if isinstance(self._engine, KeywordFirstEngine):
+                searchable = [c for c in prepared.children if c.searchable]
+                for start in range(0, len(searchable), _KEYWORD_BATCH):
+                    self._engine.index_keywords(kb.id, searchable[start : start + _KEYWORD_BATCH], document=new)
+        new.chunk_count = len(prepared.children)
+        self.schedule([IngestResult(new, new.chunk_count)])
+        return self._knowledge.document(document.tenant_id, document.id) or new
+
+    def original(self, document: Document) -> bytes | None:
+        """The bytes the document was made from, as received; None when none are kept."""
+        if self._originals is None:
+            return None
+        return self._originals.load(document.tenant_id, document.id)
 
     # Step 2: index --------------------------------------------------------------------------------------
     def index_document(
@@ -584,9 +713,27 @@ class IngestService:
                 document, kb = batch[indexes[rows[0]]][0], batch[indexes[rows[0]]][1]
                 chunks = [batch[indexes[r]][2] for r in rows]
                 if isinstance(self._engine, KeywordFirstEngine):
-                    self._engine.add_vectors(kb.id, model, chunks, vectors[rows])
+                    missing = self._engine.add_vectors(kb.id, model, chunks, vectors[rows])
+                    if missing:
+                        self._index_missing(kb, model, document, chunks, vectors[rows], set(missing))
                 else:
                     self._engine.index_chunks(kb.id, model, chunks, vectors[rows], document=document)
+
+    def _index_missing(
+        self,
+        kb: KnowledgeBase,
+        model: str,
+        document: Document,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+        missing: set[str],
+    ) -> None:
+        """Chunks the engine did not hold when their vectors came: the ones the store still has (accepted
+        before their keywords were indexed) are indexed whole; the others were deleted meanwhile and stay so."""
+        still = {c.id for c in self._knowledge.chunks(document.tenant_id, sorted(missing))}
+        rows = [i for i, chunk in enumerate(chunks) if chunk.id in still]
+        if rows:
+            self._engine.index_chunks(kb.id, model, [chunks[i] for i in rows], vectors[rows], document=document)
 
     def _finish(self, document: Document, kb: KnowledgeBase, embedded: int) -> Document:
         finished = self._knowledge.set_document_status(

@@ -35,6 +35,9 @@ class ModelRegistry:
     def embedder_ids(self) -> list[str]:
         return self._embedders.ids()
 
+    def chat_model_ids(self) -> list[str]:
+        return self._chat_models.ids()
+
     def has_embedder(self, model_id: str) -> bool:
         return self._embedders.has(model_id)
 
@@ -50,3 +53,17 @@ class ModelRegistry:
     async def release_loop(self) -> None:
         """Let chat adapters close what they bound to the running event loop (connection pools)."""
         await self._chat_models.release_loop()
+
+
+def describe_chat_model(model_id: str) -> tuple[str, str, str]:
+    """What a chat model id says about the model, for people: (kind, name, description). Kinds:
+    ``extractive`` (no generative model: answers quote the documents), ``gguf`` (a local file run by
+    llama.cpp), ``bedrock`` (Amazon Bedrock) and ``endpoint`` (an OpenAI-compatible server)."""
+    if model_id == "local:extractive":
+        return "extractive", "Extractive answers", "No generative model is configured: answers quote the documents."
+    if model_id.startswith("local:"):
+        return "gguf", model_id.removeprefix("local:"), "A local GGUF model run by llama.cpp in this process."
+    if model_id.startswith("bedrock:"):
+        return "bedrock", model_id.removeprefix("bedrock:"), "Amazon Bedrock."
+    name, _, base_url = model_id.partition("@")
+    return "endpoint", name, f"An OpenAI-compatible endpoint ({base_url})." if base_url else "A chat model."

@@ -25,17 +25,29 @@ def strip_think_tags(text: str) -> str:
 def pair_rounds(messages: Iterable[Message], max_rounds: int, exclude_request_id: str = "") -> list[History]:
     """Pair user and assistant messages by request id; keep the newest ``max_rounds`` in chronological order.
 
-    A round needs both halves and a completed answer with text; the current request is excluded.
+    A round needs both halves and a completed answer with text; the current request is excluded. Of turns that
+    are alternatives of one another (regenerated or edited: ``alternative_of``), the newest alone counts, and
+    none when the current request is itself one of them (it replaces them).
     """
     by_request: dict[str, dict[str, Message]] = {}
+    replaced = ""
     for message in messages:
         if message.request_id == exclude_request_id:
+            replaced = replaced or message.alternative_of
             continue
         by_request.setdefault(message.request_id, {})[message.role] = message
+    newest: dict[str, str] = {}  # alternative group → the created_at of its newest turn
+    for pair in by_request.values():
+        if "assistant" in pair:
+            group = pair["assistant"].alternative_of or pair["assistant"].id
+            newest[group] = max(newest.get(group, ""), pair["assistant"].created_at)
     rounds: list[tuple[str, History]] = []
     for request_id, pair in by_request.items():
         user, assistant = pair.get("user"), pair.get("assistant")
         if user is None or assistant is None or not assistant.is_completed:
+            continue
+        group = assistant.alternative_of or assistant.id
+        if group == replaced or assistant.created_at < newest[group]:
             continue
         answer = strip_think_tags(assistant.content)
         if not answer:

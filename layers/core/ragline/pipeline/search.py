@@ -11,6 +11,8 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from ragline.config import RetrievalConfig
@@ -25,6 +27,10 @@ from ragline.store.models import KnowledgeBase
 from ragline.types import ChatManage, ChunkType, EventType, SearchResult, SearchTarget, SearchTargetType
 
 logger = logging.getLogger(__name__)
+
+# The expansion variants' searches, shared by every request (a pool per request cost a thread start per
+# variant; most requests have one variant).
+_VARIANT_THREADS = ThreadPoolExecutor(max_workers=MAX_CONCURRENCY, thread_name_prefix="query-expansion")
 
 
 class TargetGroup(BaseModel):
@@ -153,19 +159,18 @@ class PluginSearch:
     def _search_group(self, cm: ChatManage, group: TargetGroup) -> list[SearchResult]:
         request = cm.request
         query = cm.search_query
-        embedding = None
-        try:
-            if request.vector_search_enabled:
-                embedding = self._models.embedder(group.embedding_model).embed_query(query)
-        except UnknownModel:
-            # The knowledge base was indexed with a model this process does not have: keyword search still
-            # answers, and a query vector from another model would compare nothing meaningful.
-            logger.warning("embedding model %s unavailable; keyword search only", group.embedding_model)
+        embedded: list[npt.NDArray[np.float32] | None] = []
+
+        def embedding() -> npt.NDArray[np.float32] | None:
+            """The query vector, computed once (while the first keyword search runs)."""
+            if not embedded:
+                embedded.append(self._query_embedding(group, query) if request.vector_search_enabled else None)
+            return embedded[0]
+
         base = RetrieveParams(
             query=query,
             knowledge_base_ids=[],
             tenant_id=request.tenant_id,
-            query_embedding=embedding,
             embedding_model=group.embedding_model,
             match_count=request.embedding_top_k,
             vector_threshold=request.vector_threshold,
@@ -176,7 +181,7 @@ class PluginSearch:
         results: list[SearchResult] = []
         if group.whole_bases:
             base.knowledge_base_ids = list(group.whole_bases)
-            results.extend(hybrid_search(self._engine, base, self._config))
+            results.extend(hybrid_search(self._engine, base, self._config, query_embedding=embedding))
         for target in group.constrained:
             knowledge_ids = target_documents(self._knowledge, cm.request.tenant_id, target)
             if not knowledge_ids:
@@ -185,7 +190,7 @@ class PluginSearch:
                 query=query,
                 knowledge_base_ids=[target.knowledge_base_id],
                 tenant_id=request.tenant_id,
-                query_embedding=embedding,
+                query_embedding=embedding(),
                 embedding_model=group.embedding_model,
                 knowledge_ids=knowledge_ids,
                 tag_ids=list(target.tag_ids),
@@ -203,6 +208,15 @@ class PluginSearch:
         ):
             results = self._expand(cm, group, results)
         return drop_negative_faq(results, [request.query, query])
+
+    def _query_embedding(self, group: TargetGroup, query: str) -> npt.NDArray[np.float32] | None:
+        try:
+            return self._models.embedder(group.embedding_model).embed_query(query)
+        except UnknownModel:
+            # The knowledge base was indexed with a model this process does not have: keyword search still
+            # answers, and a query vector from another model would compare nothing meaningful.
+            logger.warning("embedding model %s unavailable; keyword search only", group.embedding_model)
+            return None
 
     def _expand(self, cm: ChatManage, group: TargetGroup, first: list[SearchResult]) -> list[SearchResult]:
         """Keyword-only searches for the query's local variants, to fill a short first recall.
@@ -228,8 +242,10 @@ class PluginSearch:
         match_count = max(2 * request.embedding_top_k, 2 * request.rerank_top_k)
         for p in params:
             p.match_count = match_count
-        with ThreadPoolExecutor(max_workers=min(len(params), MAX_CONCURRENCY)) as pool:
-            batches = list(pool.map(lambda p: hybrid_search(self._engine, p, self._config), params))
+        if len(params) == 1:
+            batches = [hybrid_search(self._engine, params[0], self._config)]
+        else:
+            batches = list(_VARIANT_THREADS.map(lambda p: hybrid_search(self._engine, p, self._config), params))
         known = {r.id for r in first}
         ceiling = min((r.score for r in first), default=None)
         extra: dict[str, SearchResult] = {}

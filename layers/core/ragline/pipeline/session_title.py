@@ -33,31 +33,36 @@ _EDGE = re.compile(r"^[\s\"'“”‘’`*#>\-]+|[\s\"'“”‘’`*.。!！?�
 _THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
 _MARKDOWN = re.compile(r"(\*\*|__|`)")
+# Numbered citation markers an answer-style reply carries: [1], [1, 2], [^3].
+_CITATION = re.compile(r"\[\^?\d+(?:\s*[,，]\s*\d+)*\]")
 # Control characters (Cc) and the bidirectional controls, which could reorder what the page shows.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def plain_text(text: str) -> str:
-    """``text`` without tags, emphasis marks or control characters: what a title may hold."""
+    """``text`` without tags, citation markers, emphasis marks or control characters: what a title may hold."""
     text = _CONTROL.sub("", _THINKING.sub("", text))
-    return _MARKDOWN.sub("", _TAG.sub("", text))
+    return _CITATION.sub("", _MARKDOWN.sub("", _TAG.sub("", text)))
 
 
 def clean_title(text: str, max_chars: int = TITLE_MAX_CHARS) -> str:
     """The first non-empty line of plain text (no tags, quotes, markup, "Title:" prefix or final
-    punctuation), cut at a word."""
+    punctuation), cut at a word with "…" when longer than ``max_chars``."""
     line = next((line for line in plain_text(text).splitlines() if line.strip()), "")
     title = _EDGE.sub("", _PREFIX.sub("", _EDGE.sub("", line)))
     title = " ".join(title.split())
     if len(title) > max_chars:
         cut = title.rfind(" ", 0, max_chars)
-        title = title[: cut if cut > max_chars // 2 else max_chars].rstrip()
+        title = _EDGE.sub("", title[: cut if cut > max_chars // 2 else max_chars - 1]) + "…"
     return title
 
 
 def heuristic_title(query: str) -> str:
-    words = " ".join(query.split()).split(" ")
+    """The question's first words (``TITLE_MAX_WORDS``), cut at a word with "…" when there are more."""
+    words = " ".join(plain_text(query).split()).split(" ")
     title = clean_title(" ".join(words[:TITLE_MAX_WORDS]))
+    if len(words) > TITLE_MAX_WORDS and not title.endswith("…"):
+        title += "…"
     return title[:1].upper() + title[1:]
 
 
@@ -71,7 +76,7 @@ class SessionTitler:
         if not cm.request.title_enabled:
             return False
         session = self._sessions.session(cm.request.tenant_id, cm.request.session_id)
-        return session is not None and not session.title
+        return session is not None and (not session.title or session.title_provisional)
 
     async def generate(self, cm: ChatManage) -> str:
         return await self.title_for(

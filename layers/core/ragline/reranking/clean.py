@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # A top-level fence: at most three leading spaces (four make indented code), then three or more backticks
 # or tildes. Lines inside quotes or list items start with ">" or a marker and never match.
@@ -149,6 +150,7 @@ def _clean_prose(text: str) -> str:
     return _WHITESPACE_RUN.sub(_collapse_whitespace, text)
 
 
+@lru_cache(maxsize=4096)
 def clean_passage(text: str) -> str:
     """The passage a rerank model scores for ``text``.
 

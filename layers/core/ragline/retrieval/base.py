@@ -30,9 +30,20 @@ class RetrieveParams:
     keyword_enabled: bool = True
 
 
+def keyword_divisor(best: float) -> float:
+    """What a keyword list's scores are divided by so its best hit scores 1: the best score, unless it is not
+    positive or already 1 (see :func:`ragline.retrieval.hybrid.normalize_keyword_scores`)."""
+    return best if best > 0 and best != 1 else 1.0
+
+
 class RetrieveEngine(Protocol):
     """Returns hits best first. Vector scores are cosine similarities; keyword scores are raw engine scores
-    (higher is better) that fusion normalises."""
+    (higher is better) that fusion normalises.
+
+    An engine may leave out hits that hybrid search drops anyway, before building them: vector hits scoring
+    below ``params.vector_threshold``, and keyword hits whose score divided by :func:`keyword_divisor` of the
+    best returned hit's is below ``params.keyword_threshold``.
+    """
 
     def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]: ...
 

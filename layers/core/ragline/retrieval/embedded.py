@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ragline.retrieval.base import RetrieveParams
+from ragline.retrieval.base import RetrieveParams, keyword_divisor
+from ragline.retrieval.keyword_index import KeywordIndex
 from ragline.retrieval.text import segment_for_index
 from ragline.store.db import Database
+from ragline.store.keyword_changes import ChangeKind, record_keyword_reset, record_keyword_rows
 from ragline.store.knowledge import bump_index_version
 from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
@@ -210,15 +214,37 @@ def fts_query(text: str) -> str:
     return fts_match(query_terms(text)[:_MAX_QUERY_TERMS])
 
 
+@cache
+def single_threaded_blas() -> None:
+    """BLAS (the exact vector search's matrix product) on one thread, for the whole process.
+
+    A search's matrix-vector product over 50,000 × 384 floats is bound by memory, not arithmetic; OpenBLAS
+    splits it over both cores of a 2-core machine anyway, and its threads spin while they wait. On the busy
+    machine this runs on, one thread took 4.2 ms (p50) against 15.9 ms with two, and it leaves the other core
+    to the query embedding and keyword search running beside it. Searches run side by side on their own
+    threads instead. Without threadpoolctl installed, BLAS keeps its own setting.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=1, user_api="blas")
+
+
 class EmbeddedEngine:
     """Keyword and vector retrieval over the chunks of one SQLite database."""
 
     def __init__(self, db: Database) -> None:
+        single_threaded_blas()
         self._db = db
         self._lock = threading.Lock()
         self._blocks: dict[tuple[str, str], _VectorBlock] = {}
         self._df: dict[str, int] = {}
         self._df_rows = -1
+        self._keywords = KeywordIndex(db, _BM25_WEIGHTS)
+        self._hit_lock = threading.Lock()
+        self._hit_cache: OrderedDict[int, SearchResult] = OrderedDict()
+        self._hit_seq = -1
 
     # Indexing -------------------------------------------------------------------------------------------
     def index_chunks(
@@ -267,6 +293,7 @@ class EmbeddedEngine:
                 row = conn.execute("SELECT title FROM documents WHERE id = ?", (knowledge_id,)).fetchone()
                 titles[knowledge_id] = row["title"] if row else ""
             segmented_titles = {k: segment_for_index(t) for k, t in titles.items()}
+            record_keyword_rows(conn, [rowids[c.id][0] for c in searchable if c.id in rowids])
             conn.executemany(
                 "INSERT OR REPLACE INTO chunks_fts (rowid, content, title) VALUES (?, ?, ?)",
                 [
@@ -337,6 +364,7 @@ class EmbeddedEngine:
     ) -> None:
         """The chunks' keyword rows and vectors replaced (in one transaction with the new ones)."""
         with self._db.transaction() as conn:
+            record_keyword_reset(conn)
             for chunk in chunks:
                 conn.execute(
                     "DELETE FROM chunks_fts WHERE rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk.id,)
@@ -354,6 +382,14 @@ class EmbeddedEngine:
         """Nothing to do here: the keyword rows and vectors live in the knowledge store's database and
         its ``delete_document`` removes them with the chunks (and bumps the index version)."""
         return 0
+
+    def warm(self, knowledge_base_ids: Sequence[str], embedding_model: str, timeout: float | None = None) -> bool:
+        """Loads what the first searches of these knowledge bases would: their vectors, the keyword index and
+        (waited for up to ``timeout``) its postings; True when all of it is in memory."""
+        for kb_id in knowledge_base_ids:
+            self._block(kb_id, embedding_model)
+        self._keywords.rank(["warm"], list(knowledge_base_ids))
+        return self._keywords.wait_preloaded(timeout)
 
     # Vector search --------------------------------------------------------------------------------------
     def _counters(self, kb_id: str) -> tuple[int, int]:
@@ -438,10 +474,12 @@ class EmbeddedEngine:
             if wanted:
                 scores = np.where(np.isin(knowledge_ids, list(wanted)), scores, -np.inf)
             take = min(top_k, len(scores))
-            best = np.argpartition(-scores, take - 1)[:take]
-            scored.extend((float(scores[i]), int(rowids[i])) for i in best if np.isfinite(scores[i]))
+            best = np.argpartition(scores, len(scores) - take)[len(scores) - take :]
+            found = np.isfinite(scores[best])
+            scored.extend(zip(scores[best][found].tolist(), rowids[best][found].tolist(), strict=True))
         scored.sort(key=lambda pair: -pair[0])
-        return self._results(scored[:top_k])
+        # Hits hybrid search drops below its threshold are never built (see ``RetrieveEngine``).
+        return self._results([pair for pair in scored[:top_k] if pair[0] >= params.vector_threshold])
 
     # Keyword search -------------------------------------------------------------------------------------
     def _document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
@@ -466,70 +504,213 @@ class EmbeddedEngine:
         terms = query_terms(text)
         if len(terms) <= _MAX_QUERY_TERMS:
             return terms
-        df = self._document_frequencies(terms)
+        df = self._keywords.term_rows(terms) or self._document_frequencies(terms)
         present = [t for t in terms if df[t] > 0]
         kept = set(sorted(present, key=lambda t: (df[t], terms.index(t)))[:_MAX_QUERY_TERMS])
         return [t for t in terms if t in kept]
 
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
-        match = fts_match(self.informative_terms(params.query))
+        """BM25 over the keyword rows, ranked in memory (:mod:`ragline.retrieval.keyword_index`) with FTS5's
+        own scores; FTS5 itself answers what the in-memory index cannot."""
+        terms = self.informative_terms(params.query)
         bases = self._bases(params)
-        if not match or not bases:
+        if not terms or not bases or top_k <= 0:
             return []
+        ranking = self._keywords.rank(terms, bases, params.knowledge_ids)
+        if ranking is None:
+            by_fts5 = self._fts_ranking(terms, bases, params.knowledge_ids, top_k)
+            return self._keyword_results(by_fts5, self._flags([rowid for _, rowid in by_fts5]), params)
+        scored: list[tuple[float, int]] = []
+        flags: dict[int, tuple[bool, bool]] = {}
+        read = 0
+        while len(scored) < top_k and read < len(ranking):
+            # A disabled chunk does not take a place (as in the SQL filter); a chunk of a disabled document
+            # does (as in the SQL filter, which never read documents). Blocks are rarely more than one.
+            block = ranking.top(read + top_k - len(scored))[read:]
+            read += len(block)
+            flags.update(self._flags([rowid for _, rowid in block]))
+            scored.extend(pair for pair in block if flags.get(pair[1], (False, False))[0])
+        return self._keyword_results(scored[:top_k], flags, params)
+
+    def _keyword_results(
+        self, scored: list[tuple[float, int]], flags: dict[int, tuple[bool, bool]], params: RetrieveParams
+    ) -> list[SearchResult]:
+        """Hits of enabled documents; those hybrid search drops below its keyword threshold are never built
+        (the threshold is relative to the best hit returned: see ``RetrieveEngine``)."""
+        kept = [pair for pair in scored if flags.get(pair[1], (False, False))[1]]
+        if kept and params.keyword_threshold > 0:
+            divisor = keyword_divisor(kept[0][0])
+            kept = [pair for pair in kept if pair[0] / divisor >= params.keyword_threshold]
+        return self._results(kept, flags)
+
+    def _flags(self, rowids: Sequence[int]) -> dict[int, tuple[bool, bool]]:
+        """rowid → (the chunk is enabled and searchable, its document is enabled)."""
+        if not rowids:
+            return {}
+        rows = self._db.query(
+            "SELECT c.rowid, c.enabled AND c.searchable, d.enabled FROM chunks c JOIN documents d"
+            f" ON d.id = c.knowledge_id WHERE c.rowid IN ({','.join('?' * len(rowids))})",
+            list(rowids),
+        )
+        return {int(row[0]): (bool(row[1]), bool(row[2])) for row in rows}
+
+    def keyword_search_fts5(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The same search answered by FTS5's ``bm25()`` in SQL (what :meth:`keyword_search` must equal)."""
+        terms = self.informative_terms(params.query)
+        bases = self._bases(params)
+        if not terms or not bases or top_k <= 0:
+            return []
+        scored = self._fts_ranking(terms, bases, params.knowledge_ids, top_k)
+        return self._keyword_results(scored, self._flags([rowid for _, rowid in scored]), params)
+
+    def _fts_ranking(
+        self, terms: Sequence[str], bases: Sequence[str], knowledge_ids: Sequence[str], top_k: int
+    ) -> list[tuple[float, int]]:
         kb_marks = ",".join("?" * len(bases))
         sql = (
             f"SELECT c.rowid AS rowid, -bm25(chunks_fts, {_BM25_WEIGHTS[0]}, {_BM25_WEIGHTS[1]}) AS score"
             " FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid"
             f" WHERE chunks_fts MATCH ? AND c.knowledge_base_id IN ({kb_marks}) AND c.enabled = 1 AND c.searchable = 1"
         )
-        args: list[object] = [match, *bases]
-        if params.knowledge_ids:
-            sql += f" AND c.knowledge_id IN ({','.join('?' * len(params.knowledge_ids))})"
-            args.extend(params.knowledge_ids)
-        sql += " ORDER BY score DESC LIMIT ?"
+        args: list[object] = [fts_match(terms), *bases]
+        if knowledge_ids:
+            sql += f" AND c.knowledge_id IN ({','.join('?' * len(knowledge_ids))})"
+            args.extend(knowledge_ids)
+        sql += " ORDER BY score DESC, c.rowid LIMIT ?"
         args.append(top_k)
-        rows = self._db.query(sql, args)
-        return self._results([(float(r["score"]), int(r["rowid"])) for r in rows])
+        return [(float(r["score"]), int(r["rowid"])) for r in self._db.query(sql, args)]
 
     # Results --------------------------------------------------------------------------------------------
-    def _results(self, scored: list[tuple[float, int]]) -> list[SearchResult]:
+    def _rows(self, rowids: Sequence[int]) -> dict[int, Any]:
+        """The chunks with these rowids, with their document's fields."""
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        rows = self._db.query(
+            f"SELECT c.rowid AS rowid, {_RESULT_COLUMNS}, c.enabled, c.searchable, d.enabled AS doc_enabled,"
+            " d.title AS doc_title, d.filename AS doc_filename, d.description AS doc_description"
+            f" FROM chunks c JOIN documents d ON d.id = c.knowledge_id WHERE c.rowid IN ({marks})",
+            list(rowids),
+        )
+        return {int(row["rowid"]): row for row in rows}
+
+    def _results(
+        self, scored: list[tuple[float, int]], flags: dict[int, tuple[bool, bool]] | None = None
+    ) -> list[SearchResult]:
+        """Hits in the order of ``scored``; chunks of a disabled document are left out."""
         if not scored:
             return []
-        marks = ",".join("?" * len(scored))
-        rows = self._db.query(
-            "SELECT c.rowid AS rowid, c.*, d.title AS doc_title, d.filename AS doc_filename,"
-            " d.description AS doc_description FROM chunks c JOIN documents d ON d.id = c.knowledge_id"
-            f" WHERE c.rowid IN ({marks}) AND d.enabled = 1",
-            [rowid for _, rowid in scored],
-        )
-        by_rowid = {row["rowid"]: row for row in rows}
-        results: list[SearchResult] = []
-        for score, rowid in scored:
-            row = by_rowid.get(rowid)
-            if row is None:
-                continue
-            results.append(
-                SearchResult(
-                    id=row["id"],
-                    content=row["content"],
-                    knowledge_id=row["knowledge_id"],
-                    knowledge_base_id=row["knowledge_base_id"],
-                    knowledge_title=row["doc_title"],
-                    knowledge_filename=row["doc_filename"],
-                    knowledge_description=row["doc_description"],
-                    header=row["header"],
-                    chunk_index=row["chunk_index"],
-                    chunk_type=row["chunk_type"],
-                    parent_chunk_id=row["parent_chunk_id"],
-                    pre_chunk_id=row["pre_chunk_id"],
-                    next_chunk_id=row["next_chunk_id"],
-                    start_at=row["start_at"],
-                    end_at=row["end_at"],
-                    score=score,
-                    chunk_metadata=json.loads(row["metadata"] or "{}"),
-                )
-            )
-        return results
+        if flags is None:
+            flags = self._flags([rowid for _, rowid in scored])
+        wanted = [(score, rowid) for score, rowid in scored if flags.get(rowid, (False, False))[1]]
+        hits = self._hits([rowid for _, rowid in wanted])
+        return [_scored(hits[rowid], score) for score, rowid in wanted if rowid in hits]
+
+    def _hits(self, rowids: Sequence[int]) -> dict[int, SearchResult]:
+        """The hits of these chunk rows (score 0), remembered across searches until the change log says a
+        row changed; never remembered from inside a transaction, which may yet roll back."""
+        with self._hit_lock:
+            usable = self._sync_hits()
+            found: dict[int, SearchResult] = {}
+            if usable:
+                for rowid in rowids:
+                    hit = self._hit_cache.get(rowid)
+                    if hit is not None:
+                        self._hit_cache.move_to_end(rowid)
+                        found[rowid] = hit
+        missing = [rowid for rowid in rowids if rowid not in found]
+        if missing:
+            built = {rowid: _search_result(row, 0.0) for rowid, row in self._rows(missing).items()}
+            found.update(built)
+            if usable:
+                with self._hit_lock:
+                    self._hit_cache.update(built)
+                    while len(self._hit_cache) > _HIT_CACHE_SIZE:
+                        self._hit_cache.popitem(last=False)
+        return found
+
+    def _sync_hits(self) -> bool:
+        """Forget the remembered hits of rows changed since the last look at the change log (all of them after
+        a reset or a gap in the log); False inside a transaction."""
+        with self._db.snapshot() as conn:
+            if conn is None:
+                return False
+            changes = conn.execute(
+                "SELECT seq, kind, rowids FROM keyword_changes WHERE seq > ? ORDER BY seq", (self._hit_seq,)
+            ).fetchall()
+            if self._hit_seq < 0:
+                row = conn.execute("SELECT max(seq) FROM keyword_changes").fetchone()
+                self._hit_cache.clear()
+                self._hit_seq = int(row[0] or 0)
+                return True
+        if changes and int(changes[0][0]) != self._hit_seq + 1:
+            self._hit_cache.clear()
+        else:
+            for _, kind, blob in changes:
+                if kind in (ChangeKind.DELETE, ChangeKind.UPDATE):
+                    for rowid in np.frombuffer(blob, dtype="<i8").tolist():
+                        self._hit_cache.pop(rowid, None)
+                elif kind == ChangeKind.RESET:
+                    self._hit_cache.clear()
+        if changes:
+            self._hit_seq = int(changes[-1][0])
+        return True
+
+
+# Hits remembered by chunk row: building one (a row read, JSON, validation) took ~13 µs, 4 ms for a keyword
+# pool of 300, and the same chunks come back search after search.
+_HIT_CACHE_SIZE = 20_000
+
+
+def _scored(hit: SearchResult, score: float) -> SearchResult:
+    """A remembered hit with this search's score, and containers of its own (later stages fill them in
+    place)."""
+    return hit.model_copy(
+        update={"score": score, "metadata": {}, "sub_chunk_id": [], "chunk_metadata": dict(hit.chunk_metadata)}
+    )
+
+
+_RESULT_COLUMNS = ", ".join(
+    f"c.{column}"
+    for column in (
+        "id",
+        "content",
+        "knowledge_id",
+        "knowledge_base_id",
+        "header",
+        "chunk_index",
+        "chunk_type",
+        "parent_chunk_id",
+        "pre_chunk_id",
+        "next_chunk_id",
+        "start_at",
+        "end_at",
+        "metadata",
+    )
+)
+
+
+def _search_result(row: Any, score: float) -> SearchResult:
+    """A hit from a row of :meth:`EmbeddedEngine._rows`."""
+    return SearchResult(
+        id=row["id"],
+        content=row["content"],
+        knowledge_id=row["knowledge_id"],
+        knowledge_base_id=row["knowledge_base_id"],
+        knowledge_title=row["doc_title"],
+        knowledge_filename=row["doc_filename"],
+        knowledge_description=row["doc_description"],
+        header=row["header"],
+        chunk_index=int(row["chunk_index"]),
+        chunk_type=row["chunk_type"],
+        parent_chunk_id=row["parent_chunk_id"],
+        pre_chunk_id=row["pre_chunk_id"],
+        next_chunk_id=row["next_chunk_id"],
+        start_at=int(row["start_at"]),
+        end_at=int(row["end_at"]),
+        score=float(score),
+        chunk_metadata=json.loads(row["metadata"] or "{}"),
+    )
 
 
 def _index_text(chunk: Chunk) -> str:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ragline.retrieval.base import RetrieveEngine, RetrieveParams
+import numpy as np
+import numpy.typing as npt
+
+from ragline.retrieval.base import RetrieveEngine, RetrieveParams, keyword_divisor
 from ragline.retrieval.text import has_han
 from ragline.types import MatchType, SearchResult
 
@@ -30,10 +35,10 @@ def normalize_keyword_scores(hits: list[SearchResult]) -> list[SearchResult]:
     """
     if not hits:
         return hits
-    best = max(h.score for h in hits)
-    if best <= 0 or best == 1:
+    divisor = keyword_divisor(max(h.score for h in hits))
+    if divisor == 1:
         return hits
-    return [h.model_copy(update={"score": h.score / best}) for h in hits]
+    return [h.model_copy(update={"score": h.score / divisor}) for h in hits]
 
 
 def _best_ranks(hits: list[SearchResult]) -> dict[str, int]:
@@ -188,23 +193,61 @@ def fuse_rrf(
     return sorted(fused, key=lambda h: (-h.score, h.id))
 
 
-def hybrid_search(engine: RetrieveEngine, params: RetrieveParams, config: RetrievalConfig) -> list[SearchResult]:
-    """Search one engine group: both retrievers over-recall a pool, thresholds apply, fusion ranks."""
+# Keyword searches run here, beside the query embedding and vector search of the same request.
+_KEYWORD_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="keyword-search")
+
+
+def hybrid_search(
+    engine: RetrieveEngine,
+    params: RetrieveParams,
+    config: RetrievalConfig,
+    query_embedding: Callable[[], npt.NDArray[np.float32] | None] | None = None,
+) -> list[SearchResult]:
+    """Search one engine group: both retrievers over-recall a pool, thresholds apply, fusion ranks.
+
+    With ``query_embedding`` (used instead of ``params.query_embedding``), the query vector is computed while
+    the keyword search runs on another thread: the model and numpy release the GIL, so on two cores the
+    embedding and the keyword search overlap instead of adding up.
+    """
     match_count = params.match_count if params.match_count > 0 else config.default_match_count
     pool = pool_size(match_count, len(params.knowledge_base_ids), config)
+    keyword_wanted = params.keyword_enabled and bool(params.query.strip())
+    vector_wanted = params.vector_enabled and (query_embedding is not None or params.query_embedding is not None)
+    pending: Future[list[SearchResult]] | None = None
+    if keyword_wanted and vector_wanted and query_embedding is not None:
+        pending = _KEYWORD_THREADS.submit(_keyword_hits, engine, params, pool)
     vector_hits: list[SearchResult] = []
+    if vector_wanted:
+        if query_embedding is not None:
+            params = replace(params, query_embedding=query_embedding())
+        if params.query_embedding is not None:
+            vector_hits = _vector_hits(engine, params, pool)
     keyword_hits: list[SearchResult] = []
-    if params.vector_enabled and params.query_embedding is not None:
-        vector_hits = [
-            h.model_copy(update={"vector_score": h.score, "match_type": MatchType.EMBEDDING})
-            for h in engine.vector_search(params, pool)
-            if h.score >= params.vector_threshold
-        ]
-    if params.keyword_enabled and params.query.strip():
-        keyword_hits = [
-            h.model_copy(update={"keyword_score": h.score, "match_type": MatchType.KEYWORD})
-            for h in normalize_keyword_scores(engine.keyword_search(params, pool))
-            if h.score >= params.keyword_threshold
-        ]
+    if pending is not None:
+        keyword_hits = pending.result()
+    elif keyword_wanted:
+        keyword_hits = _keyword_hits(engine, params, pool)
     fused = fuse(vector_hits, keyword_hits, config, query=params.query, embedding_model=params.embedding_model)
     return fused[:match_count]
+
+
+def _vector_hits(engine: RetrieveEngine, params: RetrieveParams, pool: int) -> list[SearchResult]:
+    return [
+        h.model_copy(update={"vector_score": h.score, "match_type": MatchType.EMBEDDING})
+        for h in engine.vector_search(params, pool)
+        if h.score >= params.vector_threshold
+    ]
+
+
+def _keyword_hits(engine: RetrieveEngine, params: RetrieveParams, pool: int) -> list[SearchResult]:
+    """The keyword hits normalised as :func:`normalize_keyword_scores` does, above the threshold (only those
+    are copied: most of a pool is below it)."""
+    hits = engine.keyword_search(params, pool)
+    if not hits:
+        return []
+    divisor = keyword_divisor(max(h.score for h in hits))
+    return [
+        h.model_copy(update={"score": score, "keyword_score": score, "match_type": MatchType.KEYWORD})
+        for h in hits
+        if (score := h.score / divisor) >= params.keyword_threshold
+    ]

@@ -124,13 +124,15 @@ def vector_field(dimensions: int) -> str:
     return f"vector_{dimensions}"
 
 
-def index_body(dimensions: int, method: KnnMethod | None = None) -> dict[str, Any]:
-    """Settings and mapping of the chunk index, first created for vectors of ``dimensions`` components.
+def index_body(dimensions: int | None, method: KnnMethod | None = None) -> dict[str, Any]:
+    """Settings and mapping of the chunk index, first created for vectors of ``dimensions`` components (None:
+    keywords first, no vector field yet).
 
     ``dynamic: strict`` makes a misspelt field fail the bulk request instead of silently creating an
     unsearchable one; a vector field of another width is added with :meth:`OpenSearchEngine.ensure_index`.
     """
     method = method or KnnMethod()
+    vectors = {vector_field(dimensions): method.field(dimensions)} if dimensions else {}
     return {
         "settings": {"index": {"knn": True}},
         "mappings": {
@@ -152,7 +154,7 @@ def index_body(dimensions: int, method: KnnMethod | None = None) -> dict[str, An
                 "title": {"type": "text", "analyzer": ENGLISH_ANALYZER},
                 "content_zh": {"type": "text", "analyzer": SEGMENTED_ANALYZER},
                 "title_zh": {"type": "text", "analyzer": SEGMENTED_ANALYZER},
-                vector_field(dimensions): method.field(dimensions),
+                **vectors,
                 # Stored only: what a SearchResult carries back.
                 "knowledge_filename": _STORED_KEYWORD,
                 "knowledge_description": _STORED_TEXT,
@@ -234,17 +236,19 @@ class OpenSearchEngine:
         self._refresh = refresh
         self._lock = threading.Lock()
         self._vector_fields: set[str] = set()
+        self._index_exists = False
 
     @property
     def index(self) -> str:
         return self._index
 
     # Index ----------------------------------------------------------------------------------------------
-    def ensure_index(self, dimensions: int) -> None:
-        """Create the index, or add the vector field for ``dimensions``-component vectors, unless it exists."""
-        field = vector_field(dimensions)
+    def ensure_index(self, dimensions: int | None) -> None:
+        """Create the index, or add the vector field for ``dimensions``-component vectors, unless it exists
+        (None: the index alone, for chunks indexed by keyword before their vectors)."""
+        field = vector_field(dimensions) if dimensions else ""
         with self._lock:
-            if field in self._vector_fields:
+            if field in self._vector_fields or (not field and self._index_exists):
                 return
         created = False
         if not self._client.indices.exists(index=self._index):
@@ -255,12 +259,14 @@ class OpenSearchEngine:
                 # Another process created it between our check and our request: the index is there.
                 if error.error != "resource_already_exists_exception":
                     raise
-        if not created and field not in self._mapped_vector_fields():
+        if field and not created and field not in self._mapped_vector_fields():
             self._client.indices.put_mapping(
-                index=self._index, body={"properties": {field: self._method.field(dimensions)}}
+                index=self._index, body={"properties": {field: self._method.field(dimensions or 0)}}
             )
         with self._lock:
-            self._vector_fields.add(field)
+            self._index_exists = True
+            if field:
+                self._vector_fields.add(field)
 
     def _mapped_vector_fields(self) -> set[str]:
         """The knn_vector fields the index has now (none when there is no index yet)."""
@@ -322,7 +328,7 @@ class OpenSearchEngine:
         knowledge_base_id: str,
         embedding_model: str,
         chunk: Chunk,
-        vector: npt.NDArray[np.float32],
+        vector: npt.NDArray[np.float32] | None,
         document: Document | None,
     ) -> dict[str, Any]:
         if document is not None:
@@ -353,14 +359,74 @@ class OpenSearchEngine:
             "start_at": chunk.start_at,
             "end_at": chunk.end_at,
             "metadata": chunk.metadata,
-            vector_field(len(vector)): unit(vector),
         }
+        if vector is not None:
+            source[vector_field(len(vector))] = unit(vector)
         index_text = _index_text(chunk)
         if has_han(index_text):
             source["content_zh"] = zh_search_text(index_text)
         if has_han(title):
             source["title_zh"] = zh_search_text(title)
         return source
+
+    def index_keywords(
+        self, knowledge_base_id: str, chunks: Sequence[Chunk], *, document: Document | None = None
+    ) -> None:
+        """The searchable ``chunks`` of a document just accepted, without vectors: found by keyword search at
+        once (the bulk request waits for a refresh unless ``refresh`` is off), by vector search once
+        :meth:`add_vectors` has given them theirs."""
+        searchable = [c for c in chunks if c.searchable]
+        if not searchable:
+            return
+        self.ensure_index(None)
+        model = document.embedding_model if document is not None else ""
+        actions = (
+            {
+                "_op_type": "index",
+                "_index": self._index,
+                "_id": chunk.id,
+                "_source": self._source(knowledge_base_id, model, chunk, None, document),
+            }
+            for chunk in searchable
+        )
+        helpers.bulk(self._client, actions, refresh="wait_for" if self._refresh else "false")
+
+    def add_vectors(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+    ) -> list[str]:
+        """Vectors of chunks indexed by :meth:`index_keywords` (row ``i`` for ``chunks[i]``), written into
+        their OpenSearch documents; writing a chunk's vector again replaces it. Returns the ids of the chunks
+        the index does not hold: never created there by an upsert, since a chunk deleted while its vector was
+        being computed (its document deleted or parsed again) must stay deleted."""
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        if not len(chunks):
+            return []
+        self.ensure_index(int(vectors.shape[1]))
+        field = vector_field(int(vectors.shape[1]))
+        actions = (
+            {
+                "_op_type": "update",
+                "_index": self._index,
+                "_id": chunk.id,
+                "doc": {field: unit(vector), "embedding_model": embedding_model},
+            }
+            for chunk, vector in zip(chunks, vectors, strict=True)
+        )
+        _, errors = helpers.bulk(
+            self._client, actions, refresh="wait_for" if self._refresh else "false", raise_on_error=False
+        )
+        missing: list[str] = []
+        for error in errors:
+            failure = error.get("update", {})
+            if failure.get("status") != 404:
+                raise RuntimeError(f"OpenSearch refused a vector: {failure.get('error')}")
+            missing.append(str(failure.get("_id")))
+        return missing
 
     def reindex_chunks(
         self,

@@ -73,7 +73,14 @@ class LocalRunner:
     def leases(self) -> SqliteTurnLeases | None:
         return self._leases
 
+    async def started(self, turn: AcceptedTurn) -> bool:
+        if turn.assistant_message.id in self._running:
+            return True
+        return self._leases is not None and self._leases.claimed(turn.key)
+
     async def launch(self, turn: AcceptedTurn) -> None:
+        if turn.assistant_message.id in self._running:
+            return  # the same turn, asked again while it runs
         if self._leases is not None:
             self._leases.acquire(turn.key)
             self._start_heartbeat()

@@ -108,6 +108,10 @@ class SqliteTurnLeases:
     def holds(self, key: str) -> bool:
         return key in self._held
 
+    def claimed(self, key: str) -> bool:
+        """Whether any runner holds the turn (this one or another process's)."""
+        return self._db.query_one("SELECT 1 FROM turn_leases WHERE stream_key = ?", (key,)) is not None
+
     # The recovery's side (RunnerLiveness) ------------------------------------------------------------------
     async def alive(self, turn: OpenTurn) -> bool:
         row = self._db.query_one(

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Protocol, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ragline.config import AppConfig, PromptTemplates
+from ragline.pipeline.session_title import heuristic_title
 from ragline.runtime.plan import build_plan
 from ragline.store.base import KnowledgeStore, SessionStore
 from ragline.store.models import Message, Session
@@ -135,6 +136,9 @@ class QuestionBody(BaseModel):
     images: list[ImageAttachment] | None = Field(default=None, max_length=10)
     channel: str | None = Field(default=None, max_length=40)
     suggestion_attribution: dict[str, Any] | None = None
+    # ragline's own: this question regenerates or edits the turn of this assistant message; the turns are kept
+    # as alternatives of one another and a model's history holds the newest alone.
+    alternative_of: str | None = Field(default=None, min_length=1, max_length=200)
     # WeKnora's tag filter (ids, numbers or names): the same as ``tags``.
     tag_ids: list[str] | None = Field(default=None, max_length=50)
     agent_source_tenant_id: int | str | None = None
@@ -174,10 +178,14 @@ def tag_targets(kb_ids: Sequence[str], tags: list[str], knowledge_ids: list[str]
 
 
 class UnknownKnowledgeBase(LookupError):
-    def __init__(self, field: str, value: str) -> None:
+    """A knowledge base, document or message a question names that is not the tenant's (a 404 naming
+    ``field``); ``what`` says what it is."""
+
+    def __init__(self, field: str, value: str, what: str = "") -> None:
         super().__init__(f"unknown {field}: {value}")
         self.field = field
         self.value = value
+        self.what = what or field.removesuffix("_ids").replace("_", " ")
 
 
 @dataclass
@@ -208,6 +216,10 @@ class TurnLauncher(Protocol):
     async def launch(self, turn: AcceptedTurn) -> None: ...
 
     async def cancel(self, session_id: str, message_id: str) -> None: ...
+
+    async def started(self, turn: AcceptedTurn) -> bool:
+        """Whether the turn was ever handed to a runner (a lease, a workflow execution), ended or not."""
+        ...
 
 
 class TurnService:
@@ -293,6 +305,15 @@ class TurnService:
             if self._knowledge.document(session.tenant_id, knowledge_id) is None:
                 raise UnknownKnowledgeBase("knowledge_ids", knowledge_id)
 
+    def alternative_root(self, session: Session, message_id: str | None) -> str:
+        """The first assistant message of the alternatives ``message_id`` belongs to ("" for none)."""
+        if not message_id:
+            return ""
+        message = self._sessions.message(session.tenant_id, session.id, message_id)
+        if message is None or message.role != "assistant":
+            raise UnknownKnowledgeBase("alternative_of", message_id, "answer")
+        return message.alternative_of or message.id
+
     async def accept(
         self, session: Session, body: QuestionBody, user_id: str = "", *, agent_requested: bool = False
     ) -> AcceptedTurn:
@@ -315,7 +336,11 @@ class TurnService:
                 user, assistant = earlier
                 request = self.build_request(session, body, request_id, user.id, assistant.id, user_id)
                 return AcceptedTurn(session, request, build_plan(request), user, assistant, duplicate=True)
-        user, assistant = self._sessions.create_turn(session, request_id, body.query)
+        alternative_of = self.alternative_root(session, body.alternative_of)
+        user, assistant = self._sessions.create_turn(session, request_id, body.query, alternative_of)
+        if not session.title and not body.disable_title:
+            # At once, the question's first words; the generated title replaces them when the turn ends.
+            self._sessions.set_provisional_title(session.tenant_id, session.id, heuristic_title(body.query))
         request = self.build_request(session, body, request_id, user.id, assistant.id, user_id)
         turn = AcceptedTurn(session, request, build_plan(request), user, assistant)
         await self._stream.append_event(
@@ -334,6 +359,17 @@ class TurnService:
             ),
         )
         return turn
+
+    async def never_started(self, turn: AcceptedTurn, launcher: TurnLauncher) -> bool:
+        """A repeated request whose turn was stored (its ``agent_query`` written) but never started: the
+        accept that stored it died before starting it (a crash, a failed start). Such a turn is started by
+        the repeat; one still being accepted (no ``agent_query`` yet), running or ended is not."""
+        if not turn.duplicate:
+            return False
+        events = await self._stream.get_events(turn.key)
+        if not events or any(e.is_terminal for e in events):
+            return False
+        return not await launcher.started(turn)
 
     def close(self) -> None:
         """Accept no more turns (the process is shutting down); ``accept`` raises :class:`TurnsClosed`."""
@@ -413,6 +449,11 @@ def _already(stop_reason: str) -> str:
 
 class TurnsClosed(RuntimeError):
     """The process is shutting down and accepts no new turn (HTTP 503)."""
+
+
+class TurnStarting(RuntimeError):
+    """Another accept of the same request is starting the turn right now, or died doing so a moment ago
+    (HTTP 503: asked again shortly, the turn is found started, or started then)."""
 
 
 INTERRUPTED = "interrupted"

@@ -32,6 +32,7 @@ from ragline.server.routes import (
     knowledge,
     knowledge_bases,
     messages,
+    models,
     search,
     sessions,
     tags,
@@ -50,6 +51,7 @@ ROUTERS = (
     sessions.router,
     messages.router,
     search.router,
+    models.router,
     chat.router,
     chat.stream_router,
 )
@@ -111,6 +113,13 @@ def create_app(
     @app.get("/", include_in_schema=False)
     async def chat_page() -> FileResponse:
         return FileResponse(WEB_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        # Browsers ask for /favicon.ico whatever the page links: the page's SVG icon.
+        return FileResponse(
+            WEB_DIR / "favicon.svg", media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"}
+        )
 
     return app
 

@@ -15,7 +15,7 @@ import logging
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import uvicorn
 from fastapi import FastAPI
@@ -80,7 +80,8 @@ def build_embedded_app(container: Container) -> FastAPI:
 
     async def shutdown() -> None:
         await runner.shutdown()
-        await asyncio.to_thread(container.stop_indexing)
+        # Told to stop when the drain began: waits for what is left of the grace period since then.
+        await asyncio.to_thread(container.stop_indexing, shutdown_grace_s(container))
 
     app = create_app(container, runner, on_shutdown=shutdown)
     inner = app.router.lifespan_context
@@ -128,14 +129,29 @@ class DrainingServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
+class _Drains(Protocol):
+    async def drain(self, grace_s: float, hurry: Callable[[], bool] | None = None) -> Any: ...
+
+
+def shutdown_drain(
+    container: Container, runner: _Drains, grace_s: float
+) -> Callable[[Callable[[], bool]], Awaitable[None]]:
+    """What SIGTERM/SIGINT runs before the connections close: the background indexing is told to stop first
+    (its batch under way ends while the turns drain, so both fit in the grace period), then the running
+    turns get ``grace_s`` to finish."""
+
+    async def drain(hurry: Callable[[], bool]) -> None:
+        container.request_stop_indexing()
+        await runner.drain(grace_s, hurry=hurry)
+
+    return drain
+
+
 def serve_embedded(container: Container, host: str, port: int, *, sockets: list[socket.socket] | None = None) -> None:
     """``ragline serve``: the embedded app under :class:`DrainingServer` (blocks until shut down)."""
     app = build_embedded_app(container)
     runner: LocalRunner = app.state.runner
-    grace = shutdown_grace_s(container)
-
-    async def drain(hurry: Callable[[], bool]) -> None:
-        await runner.drain(grace, hurry=hurry)
+    drain = shutdown_drain(container, runner, shutdown_grace_s(container))
 
     config = uvicorn.Config(
         app,

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ragline.runtime.turns import TurnsClosed
+from ragline.runtime.turns import TurnsClosed, TurnStarting
 from ragline.server.wire import error_code
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -159,6 +159,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _closed(request: Request, exc: TurnsClosed) -> JSONResponse:
         # Nothing was stored: the client may ask again once the server is back.
         return JSONResponse(error_body(503, "shutting_down", str(exc)), status_code=503, headers={"Retry-After": "5"})
+
+    @app.exception_handler(TurnStarting)
+    async def _starting(request: Request, exc: TurnStarting) -> JSONResponse:
+        return JSONResponse(error_body(503, "turn_starting", str(exc)), status_code=503, headers={"Retry-After": "5"})
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -92,6 +92,8 @@ class KnowledgeBaseView(BaseModel):
             chunking_config=chunking,
             embedding_model_id=kb.embedding_model,
             extract_config=ExtractConfigView(enabled=True) if kb.graph_extraction_enabled else None,
+            is_pinned=kb.pinned_at is not None,
+            pinned_at=kb.pinned_at,
             knowledge_count=knowledge_count,
             chunk_count=chunk_count,
             processing_count=processing_count,
@@ -262,10 +264,16 @@ class SessionView(BaseModel):
     # ragline's own fields.
     knowledge_base_ids: list[str]
     options: dict[str, Any]
+    # The title is the first question's words until the generated one replaces it.
+    title_provisional: bool = False
+    # A session found by a search of its messages: the words around the match ("" when its title matched).
+    matched_content: str | None = None
 
     @classmethod
-    def of(cls, session: Session) -> SessionView:
+    def of(cls, session: Session, matched_content: str | None = None) -> SessionView:
         return cls(
+            title_provisional=session.title_provisional,
+            matched_content=matched_content,
             id=session.id,
             title=session.title,
             description=session.description,
@@ -297,6 +305,11 @@ class MessageView(BaseModel):
     deleted_at: str | None = None
     # ragline's own fields: why the answer ended early ("stopped", "error", "" when it completed).
     stop_reason: str
+    # The reader's rating of an answer ("up", "down", "") and comment.
+    feedback: str = ""
+    feedback_comment: str = ""
+    # The first answer of the alternatives (regenerated or edited turns) this message's turn belongs to.
+    alternative_of: str = ""
 
     @classmethod
     def of(cls, message: Message) -> MessageView:
@@ -311,6 +324,9 @@ class MessageView(BaseModel):
             created_at=message.created_at,
             updated_at=message.updated_at,
             stop_reason=message.stop_reason,
+            feedback=message.feedback,
+            feedback_comment=message.feedback_comment,
+            alternative_of=message.alternative_of,
         )
 
 

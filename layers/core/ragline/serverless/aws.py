@@ -42,6 +42,7 @@ from ragline.store.dynamodb import (
     DynamoTenantStore,
 )
 from ragline.store.models import Chunk, Document
+from ragline.store.originals import S3OriginalStore
 from ragline.stream.dynamodb import DynamoDBStreamManager
 from ragline.tables.s3 import S3TableStore
 from ragline.types import SearchResult
@@ -265,8 +266,15 @@ def build_aws_runtime(
         memories=DynamoMemoryStore(dynamodb.Table(aws.knowledge_table)),
         # Neo4j when RAGLINE_NEO4J_URI is set (the password from Secrets Manager); else no graph.
         graph=None if reader else build_graph(settings, None),
-        # Tables for data analysis live in the state bucket.
+        # Tables for data analysis and the documents' originals live in the state bucket (kept: its expiry rules
+        # name the prefixes of what is temporary).
         tables=S3TableStore(s3, aws.state_bucket, "tables/"),
+        originals=S3OriginalStore(
+            s3,
+            aws.state_bucket,
+            "originals/",
+            presigner=session.client("s3", endpoint_url=endpoint, config=BotoConfig(signature_version="s3v4")),
+        ),
     )
     if isinstance(log, WatchedLog):
         log.on_interrupted = container.turns.finalize

@@ -12,7 +12,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ragline.runtime.plan import FULL_STAGE_ORDER
-from ragline.runtime.turns import AcceptedTurn
+from ragline.runtime.turns import AcceptedTurn, TurnStarting
 from ragline.serverless.state_store import StateRef, StateStore
 from ragline.serverless.step import TurnRef
 from ragline.types import ChatManage
@@ -64,12 +64,21 @@ class StepFunctionsLauncher:
         reply = self._sfn.start_execution(stateMachineArn=self._arn, name=name, input=json.dumps(execution_input))
         return str(reply["executionArn"])
 
+    async def started(self, turn: AcceptedTurn) -> bool:
+        return await asyncio.to_thread(self._state.execution, turn.key) is not None
+
     async def launch(self, turn: AcceptedTurn) -> None:
+        from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+
         ref = StateRef(turn=turn.key, version=0)
         self._state.save(ref, ChatManage.start(turn.request).dump_json(), {"outcome": "accepted"})
-        arn = await asyncio.to_thread(
-            self._start_guarded, execution_input=execution_input(turn, ref), name=execution_name(turn)
-        )
+        try:
+            arn = await asyncio.to_thread(
+                self._start_guarded, execution_input=execution_input(turn, ref), name=execution_name(turn)
+            )
+        except IdempotencyAlreadyInProgressError:
+            # Another accept of this request is starting it (or died doing so, until its invocation's deadline).
+            raise TurnStarting("the same question is being started; ask again in a few seconds") from None
         self._state.set_execution(turn.key, arn)
 
     async def cancel(self, session_id: str, message_id: str) -> None:

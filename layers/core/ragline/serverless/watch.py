@@ -4,8 +4,8 @@
 its 5-minute limit, or a StopExecution that lands between two steps, ends the workflow with nothing written.
 A reader would then poll an open log forever. :class:`WatchedLog` is the log stream_reader reads through:
 once a turn's log has been idle for ``check_after_s``, it asks the workflow (:class:`ExecutionLiveness`)
-whether the turn still runs, and if not writes the terminal ``error`` itself (``data.reason =
-"interrupted"``) at the next offset — a conditional write, so a step that does write its own end still wins
+whether the turn still runs, and if not writes the terminal ``error`` itself (the interrupted error of every
+runtime: ``data.reason = "interrupted"``, ``cause`` runner_lost, ``partial``) at the next offset — a conditional write, so a step that does write its own end still wins
 — and completes the message with the answer so far. The reader then serves that ``error`` and closes.
 """
 
@@ -20,16 +20,18 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ragline.runtime.turns import interrupted_event
 from ragline.serverless.state_store import StateStore
 from ragline.stream.dynamodb import DynamoDBStreamManager
-from ragline.types import ResponseType, StreamEvent
+from ragline.stream.replay import summarize_answer
+from ragline.types import StreamEvent
 
 logger = logging.getLogger(__name__)
 
 # An EXPRESS execution lasts 5 minutes at most; past this (with a margin) nothing will write to the log.
 EXPRESS_LIMIT_S = 300.0
 EXPRESS_GRACE_S = 30.0
-INTERRUPTED = "interrupted"
+RUNNER_LOST = "runner_lost"
 
 
 class ExecutionLiveness:
@@ -65,21 +67,14 @@ class ExecutionLiveness:
             raise
 
 
-def interrupted_error(turn: str, status: str) -> StreamEvent:
-    """The ``error`` a reader writes for a turn whose execution ended without one."""
-    message = f"the turn's workflow ended ({status.lower()}) without finishing the answer"
-    return StreamEvent(
-        id=f"{hashlib.sha1(turn.encode()).hexdigest()[:8]}-interrupted",
-        type=ResponseType.ERROR,
-        content=message,
-        done=True,
-        data={
-            "stage": "knowledge_qa_execution",
-            "error_type": f"execution_{status.lower()}",
-            "error": message,
-            "reason": INTERRUPTED,
-        },
-    )
+def interrupted_error(turn: str, status: str, events: list[StreamEvent]) -> StreamEvent:
+    """The ``error`` a reader writes for a turn whose execution ended without one: the interrupted error
+    every runtime writes for a turn whose runner is gone (``cause`` runner_lost, ``partial``), with the
+    execution's status beside it."""
+    request_id = events[0].id if events else hashlib.sha1(turn.encode()).hexdigest()[:8]
+    event = interrupted_event(request_id, RUNNER_LOST, summarize_answer(events))
+    event.data["execution_status"] = status
+    return event
 
 
 class WatchedLog(DynamoDBStreamManager):
@@ -122,11 +117,11 @@ class WatchedLog(DynamoDBStreamManager):
             return False
         if status == "RUNNING":
             return False
-        last = await self.last_event(key)
-        if last is not None and last.is_terminal:
+        events = await self.get_events(key)
+        if events and events[-1].is_terminal:
             return True
-        seq = 0 if last is None else last.seq + 1
-        written = await asyncio.to_thread(self.put_at, key, seq, interrupted_error(key, status))
+        seq = events[-1].seq + 1 if events else 0
+        written = await asyncio.to_thread(self.put_at, key, seq, interrupted_error(key, status, events))
         if written:
             logger.warning("turn interrupted: its workflow ended without a terminal event", extra={"status": status})
             if self.on_interrupted is not None:

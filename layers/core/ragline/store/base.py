@@ -55,10 +55,16 @@ class KnowledgeStore(Protocol):
     def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]: ...
 
     def update_knowledge_base(
-        self, tenant_id: str, kb_id: str, *, name: str | None = None, description: str | None = None
+        self,
+        tenant_id: str,
+        kb_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
     ) -> KnowledgeBase | None:
-        """Renames or re-describes a knowledge base (None: not this tenant's); a name taken by another of the
-        tenant's knowledge bases raises :class:`DuplicateName`."""
+        """Renames, re-describes, pins or unpins a knowledge base (None: not this tenant's); a name taken by
+        another of the tenant's knowledge bases raises :class:`DuplicateName`."""
         ...
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
@@ -70,6 +76,12 @@ class KnowledgeStore(Protocol):
 
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         """Removes the document and its chunks; False when it is not this tenant's."""
+        ...
+
+    def replace_document(self, document: Document, chunks: Sequence[Chunk]) -> bool:
+        """A stored document parsed again: its record becomes ``document`` (same id, tenant, knowledge base
+        and creation time) and its chunks ``chunks``, the old ones gone; False when it is not stored. The
+        index is the caller's."""
         ...
 
     def update_chunk(
@@ -88,6 +100,19 @@ class KnowledgeStore(Protocol):
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
         """Removes one chunk: its neighbours link to each other, its children lose their parent, its
         document counts one chunk less. False when it is not this tenant's."""
+        ...
+
+    def update_document(
+        self,
+        tenant_id: str,
+        document_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Document | None:
+        """A document's title, description or tags changed (None leaves a field as it is; a change is
+        activity: ``updated_at``); None when it is not this tenant's. The index is the caller's."""
         ...
 
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
@@ -196,9 +221,36 @@ class SessionStore(Protocol):
 
     def sessions(self, tenant_id: str, limit: int = 100) -> list[Session]: ...
 
-    def set_title(self, tenant_id: str, session_id: str, title: str) -> None: ...
+    def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
+        """The generated title (no longer provisional); an update is activity (``updated_at``)."""
+        ...
 
-    def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]: ...
+    def set_provisional_title(self, tenant_id: str, session_id: str, title: str) -> bool:
+        """Titles a session that has no title yet with ``title``, marked provisional (a generated title replaces
+        it); False when the session has a title or is not this tenant's. Not activity."""
+        ...
+
+    def create_turn(
+        self, session: Session, request_id: str, query: str, alternative_of: str = ""
+    ) -> tuple[Message, Message]:
+        """The turn's two messages, stored together; ``alternative_of``: the assistant message of the turn
+        this one regenerates or edits."""
+        ...
+
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        """Stores messages as they are (a forked session's copies)."""
+        ...
+
+    def delete_messages(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> int:
+        """Removes the named messages of this tenant's session; how many were removed."""
+        ...
+
+    def set_feedback(
+        self, tenant_id: str, session_id: str, message_id: str, rating: str, comment: str
+    ) -> Message | None:
+        """The reader's rating (``up``, ``down``, ``""``) and comment on a message; the message as stored
+        after, or None when it is not this tenant's. Not activity."""
+        ...
 
     def complete_assistant_message(
         self, session_id: str, message_id: str, content: str, references: list[dict[str, Any]], stop_reason: str = ""

@@ -11,6 +11,9 @@ from typing import Any
 
 SCHEMA_VERSION = 4
 
+# How the keyword index cuts text into terms; the engine's in-memory index cuts query words the same way.
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tenants (
     id TEXT PRIMARY KEY,
@@ -87,7 +90,7 @@ CREATE TABLE IF NOT EXISTS chunk_vectors (
 );
 CREATE INDEX IF NOT EXISTS vectors_by_kb ON chunk_vectors(knowledge_base_id, model);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    content, title, tokenize = 'porter unicode61 remove_diacritics 2'
+    content, title, tokenize = '{tokenizer}'
 );
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
@@ -119,6 +122,12 @@ CREATE TABLE IF NOT EXISTS index_versions (
     knowledge_base_id TEXT PRIMARY KEY,
     version INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS keyword_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    first_rowid INTEGER NOT NULL DEFAULT 0,
+    rowids BLOB NOT NULL DEFAULT x''
+);
 CREATE TABLE IF NOT EXISTS stream_events (
     stream_key TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -137,7 +146,7 @@ CREATE TABLE IF NOT EXISTS turn_leases (
     runner_id TEXT NOT NULL,
     acquired_at REAL NOT NULL
 );
-"""
+""".replace("{tokenizer}", FTS_TOKENIZER)
 
 
 # (table, column, definition) added since the first schema, applied to older databases on open.
@@ -145,10 +154,15 @@ _ADDED_COLUMNS = (
     ("documents", "tags", "TEXT NOT NULL DEFAULT '[]'"),
     ("sessions", "description", "TEXT NOT NULL DEFAULT ''"),
     ("sessions", "pinned_at", "TEXT"),
+    ("sessions", "title_provisional", "INTEGER NOT NULL DEFAULT 0"),
+    ("messages", "feedback", "TEXT NOT NULL DEFAULT ''"),
+    ("messages", "feedback_comment", "TEXT NOT NULL DEFAULT ''"),
+    ("messages", "alternative_of", "TEXT NOT NULL DEFAULT ''"),
     ("knowledge_bases", "wiki_enabled", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "graph_extraction_enabled", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "language", "TEXT NOT NULL DEFAULT ''"),
     ("knowledge_bases", "embedding_model_auto", "INTEGER NOT NULL DEFAULT 0"),
+    ("knowledge_bases", "pinned_at", "TEXT"),
     # Document statuses: rows from before them were indexed when stored.
     ("documents", "status", "TEXT NOT NULL DEFAULT 'indexed'"),
     ("documents", "reason", "TEXT NOT NULL DEFAULT ''"),
@@ -223,6 +237,23 @@ class Database:
             finally:
                 self._depth = 0
             self._conn.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection | None]:
+        """Several reads that see one committed state (a deferred read transaction); other threads of this
+        process wait meanwhile. None inside a transaction of this thread: what it reads there may yet be
+        rolled back, so the caller must not keep it."""
+        with self._lock:
+            if self._depth or self._conn.in_transaction:
+                yield None
+                return
+            self._conn.execute("BEGIN")
+            self._depth = 1
+            try:
+                yield self._conn
+            finally:
+                self._depth = 0
+                self._conn.execute("COMMIT")
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:

@@ -29,6 +29,7 @@ from ragline.store.models import (
     Session,
     Tag,
     Tenant,
+    document_changes,
     generate_key,
     hash_key,
     new_session,
@@ -263,12 +264,20 @@ class DynamoKnowledgeStore:
         return counts
 
     def update_knowledge_base(
-        self, tenant_id: str, kb_id: str, *, name: str | None = None, description: str | None = None
+        self,
+        tenant_id: str,
+        kb_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
     ) -> KnowledgeBase | None:
         kb = self.knowledge_base(tenant_id, kb_id)
         if kb is None:
             return None
-        changes: dict[str, str] = {}
+        changes: dict[str, str | None] = {}
+        if pinned is not None and pinned != (kb.pinned_at is not None):
+            changes["pinned_at"] = utc_now() if pinned else None
         if name is not None and name != kb.name:
             changes["name"] = name
         if description is not None and description != kb.description:
@@ -408,6 +417,30 @@ class DynamoKnowledgeStore:
             self._set_document(document, {"chunk_count": max(0, document.chunk_count - 1)})
         return True
 
+    def update_document(
+        self,
+        tenant_id: str,
+        document_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Document | None:
+        document = self.document(tenant_id, document_id)
+        if document is None:
+            return None
+        changes = document_changes(document, title=title, description=description, tags=tags)
+        if not changes:
+            return document
+        changes["updated_at"] = utc_now()
+        try:
+            self._set_document(document, changes)
+        except ClientError as error:
+            if _conditional_failure(error):
+                return None  # deleted meanwhile
+            raise
+        return document.model_copy(update=changes)
+
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
         changed = 0
         for document in self.documents(tenant_id, kb_id, limit=1_000_000):
@@ -416,6 +449,35 @@ class DynamoKnowledgeStore:
             self._set_document(document, {"tags": retagged(document.tags, old, new)})
             changed += 1
         return changed
+
+    def replace_document(self, document: Document, chunks: Sequence[Chunk]) -> bool:
+        """The new chunks and record written first (a chunk's place in its document is its key, so the new
+        overwrite the old at the same places), then what is left of the old removed: a reader never finds the
+        document without chunks."""
+        current = self.document(document.tenant_id, document.id)
+        if current is None or current.knowledge_base_id != document.knowledge_base_id:
+            return False
+        old = _query_all(
+            self._table, KeyConditionExpression=Key("pk").eq(f"doc#{document.id}") & Key("sk").begins_with("chunk#")
+        )
+        stored = document.model_copy(update={"created_at": current.created_at, "updated_at": utc_now()})
+        self.insert_document(stored, chunks)
+        kept_places = {f"chunk#{c.chunk_type}#{c.chunk_index:08d}" for c in chunks}
+        kept_ids = {c.id for c in chunks}
+        kb_partition = f"kb#{document.knowledge_base_id}"
+        with self._table.batch_writer() as batch:
+            for item in old:
+                if "id" in item and item["id"] not in kept_ids:
+                    batch.delete_item(Key={"pk": f"chunk#{item['id']}", "sk": "meta"})
+                if item["sk"] not in kept_places:
+                    batch.delete_item(Key={"pk": item["pk"], "sk": item["sk"]})
+            if current.content_hash and current.content_hash != stored.content_hash:
+                held = self._table.get_item(Key={"pk": kb_partition, "sk": f"hash#{current.content_hash}"}).get("Item")
+                if held is not None and held.get("doc_id") == document.id:
+                    batch.delete_item(Key={"pk": kb_partition, "sk": f"hash#{current.content_hash}"})
+        if stored.status != DocumentStatus.PENDING:
+            self._table.delete_item(Key={"pk": _PENDING, "sk": f"{stored.created_at}#{stored.id}"})
+        return True
 
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         document = self.document(tenant_id, document_id)
@@ -664,6 +726,7 @@ class DynamoSessionStore:
         changes: dict[str, Any] = {}
         if title is not None:
             changes["title"] = title
+            changes["title_provisional"] = False
         if description is not None:
             changes["description"] = description
         if changes:
@@ -717,17 +780,60 @@ class DynamoSessionStore:
         try:
             self._sessions.update_item(
                 Key={"tenant_id": tenant_id, "id": session_id},
-                UpdateExpression="SET title = :t, updated_at = :u",
+                UpdateExpression="SET title = :t, title_provisional = :f, updated_at = :u",
                 # Only an existing session of this tenant: an update must never create a partial item.
                 ConditionExpression="attribute_exists(id)",
-                ExpressionAttributeValues={":t": title, ":u": utc_now()},
+                ExpressionAttributeValues={":t": title, ":f": False, ":u": utc_now()},
             )
         except ClientError as error:
             if not _conditional_failure(error):
                 raise
 
-    def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]:
-        user, assistant = new_turn(session, request_id, query)
+    def set_provisional_title(self, tenant_id: str, session_id: str, title: str) -> bool:
+        try:
+            self._sessions.update_item(
+                Key={"tenant_id": tenant_id, "id": session_id},
+                UpdateExpression="SET title = :t, title_provisional = :p",
+                # An existing session of this tenant's without a title: a title given meanwhile stays.
+                ConditionExpression="attribute_exists(id) AND (attribute_not_exists(title) OR title = :empty)",
+                ExpressionAttributeValues={":t": title, ":p": True, ":empty": ""},
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        with self._messages.batch_writer() as batch:
+            for message in messages:
+                batch.put_item(Item=self._message_item(message))
+
+    def delete_messages(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return sum(1 for message_id in message_ids if self.delete_message(tenant_id, session_id, message_id))
+
+    def set_feedback(
+        self, tenant_id: str, session_id: str, message_id: str, rating: str, comment: str
+    ) -> Message | None:
+        try:
+            reply = self._messages.update_item(
+                Key={"session_id": session_id, "id": message_id},
+                UpdateExpression="SET feedback = :r, feedback_comment = :c",
+                # Only this tenant's existing message: never a partial item, never another tenant's.
+                ConditionExpression="attribute_exists(id) AND tenant_id = :t",
+                ExpressionAttributeValues={":r": rating, ":c": comment, ":t": tenant_id},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if _conditional_failure(error):
+                return None
+            raise
+        return self._message(reply["Attributes"])
+
+    def create_turn(
+        self, session: Session, request_id: str, query: str, alternative_of: str = ""
+    ) -> tuple[Message, Message]:
+        user, assistant = new_turn(session, request_id, query, alternative_of)
         client = self._messages.meta.client
         client.transact_write_items(
             TransactItems=[

@@ -8,7 +8,16 @@ from contextlib import AbstractContextManager
 
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
-from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, KnowledgeBase, retagged
+from ragline.store.keyword_changes import record_chunk_updates, record_keyword_deletes, record_keyword_reset
+from ragline.store.models import (
+    Chunk,
+    Document,
+    DocumentStatus,
+    DuplicateName,
+    KnowledgeBase,
+    document_changes,
+    retagged,
+)
 
 
 def _kb(row: object) -> KnowledgeBase:
@@ -302,13 +311,21 @@ class SqliteKnowledgeStore:
         return self._db.transaction()
 
     def update_knowledge_base(
-        self, tenant_id: str, kb_id: str, *, name: str | None = None, description: str | None = None
+        self,
+        tenant_id: str,
+        kb_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        pinned: bool | None = None,
     ) -> KnowledgeBase | None:
         with self._db.transaction() as conn:
             kb = self.knowledge_base(tenant_id, kb_id)
             if kb is None:
                 return None
-            changes: dict[str, str] = {}
+            changes: dict[str, str | None] = {}
+            if pinned is not None and pinned != (kb.pinned_at is not None):
+                changes["pinned_at"] = utc_now() if pinned else None
             if name is not None and name != kb.name:
                 # The check and the write share one immediate transaction: no other writer between them.
                 if self.knowledge_base_by_name(tenant_id, name) is not None:
@@ -337,6 +354,7 @@ class SqliteKnowledgeStore:
                 "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_base_id = ?)",
                 (kb_id,),
             )
+            record_keyword_reset(conn)
             conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb_id,))
             bump_index_version(conn, kb_id)
         return True
@@ -364,6 +382,9 @@ class SqliteKnowledgeStore:
             if changes:
                 assignments = ", ".join(f"{column} = ?" for column in changes)
                 conn.execute(f"UPDATE chunks SET {assignments} WHERE id = ?", (*changes.values(), chunk_id))
+                record_chunk_updates(
+                    conn, [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE id = ?", (chunk_id,))]
+                )
                 bump_index_version(conn, found[0].knowledge_base_id)
         return self.chunks(tenant_id, [chunk_id])[0]
 
@@ -373,7 +394,9 @@ class SqliteKnowledgeStore:
             if not found:
                 return False
             chunk = found[0]
+            rowids = [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE id = ?", (chunk_id,))]
             conn.execute("DELETE FROM chunks_fts WHERE rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk_id,))
+            record_keyword_deletes(conn, rowids)
             conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
             if chunk.pre_chunk_id:
                 conn.execute(
@@ -383,13 +406,53 @@ class SqliteKnowledgeStore:
                 conn.execute(
                     "UPDATE chunks SET pre_chunk_id = ? WHERE id = ?", (chunk.pre_chunk_id, chunk.next_chunk_id)
                 )
+            relinked = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT rowid FROM chunks WHERE id IN (?, ?) OR parent_chunk_id = ?",
+                    (chunk.pre_chunk_id, chunk.next_chunk_id, chunk_id),
+                )
+            ]
             conn.execute("UPDATE chunks SET parent_chunk_id = '' WHERE parent_chunk_id = ?", (chunk_id,))
+            record_chunk_updates(conn, relinked)
             if chunk.searchable:
                 conn.execute(
                     "UPDATE documents SET chunk_count = MAX(0, chunk_count - 1) WHERE id = ?", (chunk.knowledge_id,)
                 )
             bump_index_version(conn, chunk.knowledge_base_id)
         return True
+
+    def update_document(
+        self,
+        tenant_id: str,
+        document_id: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Document | None:
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT * FROM documents WHERE id = ? AND tenant_id = ?", (document_id, tenant_id)
+            ).fetchone()
+            if row is None:
+                return None
+            document = _document(row)
+            changes = document_changes(document, title=title, description=description, tags=tags)
+            if not changes:
+                return document
+            updated = document.model_copy(update={**changes, "updated_at": utc_now()})
+            conn.execute(
+                "UPDATE documents SET title = ?, description = ?, tags = ?, updated_at = ? WHERE id = ?",
+                (
+                    updated.title,
+                    updated.description,
+                    json.dumps(updated.tags, ensure_ascii=False),
+                    updated.updated_at,
+                    document_id,
+                ),
+            )
+        return updated
 
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
         with self._db.transaction() as conn:
@@ -408,6 +471,26 @@ class SqliteKnowledgeStore:
                     changed += 1
         return changed
 
+    def replace_document(self, document: Document, chunks: Sequence[Chunk]) -> bool:
+        """In one transaction: the old record with its chunks, their vectors and keyword rows out, the new in."""
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT id FROM documents WHERE id = ? AND tenant_id = ? AND knowledge_base_id = ?",
+                (document.id, document.tenant_id, document.knowledge_base_id),
+            ).fetchone()
+            if row is None:
+                return False
+            rowids = [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE knowledge_id = ?", (document.id,))]
+            conn.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_id = ?)",
+                (document.id,),
+            )
+            record_keyword_deletes(conn, rowids)
+            conn.execute("DELETE FROM documents WHERE id = ?", (document.id,))  # chunks and vectors follow
+            self.insert_document(document.model_copy(update={"updated_at": utc_now()}), chunks)
+            bump_index_version(conn, document.knowledge_base_id)
+        return True
+
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         """Removes the document, its chunks, their vectors and keyword rows."""
         with self._db.transaction() as conn:
@@ -417,10 +500,12 @@ class SqliteKnowledgeStore:
             ).fetchone()
             if row is None:
                 return False
+            rowids = [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE knowledge_id = ?", (document_id,))]
             conn.execute(
                 "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE knowledge_id = ?)",
                 (document_id,),
             )
+            record_keyword_deletes(conn, rowids)
             conn.execute("DELETE FROM documents WHERE id = ?", (document_id,))
             bump_index_version(conn, row["knowledge_base_id"])
         return True

@@ -42,6 +42,8 @@ class KnowledgeBase(BaseModel):
     language: str = ""
     # True when nobody chose the embedding model: ingestion picks it from the detected language.
     embedding_model_auto: bool = False
+    # When it was pinned to the top of its tenant's list; None when it is not pinned.
+    pinned_at: str | None = None
 
 
 class DocumentStatus(StrEnum):
@@ -85,6 +87,23 @@ class Document(BaseModel):
         if not self.updated_at:
             self.updated_at = self.created_at
         return self
+
+
+def document_changes(
+    document: Document, *, title: str | None, description: str | None, tags: Sequence[str] | None
+) -> dict[str, Any]:
+    """The fields an update of a document's title, description or tags changes (empty: nothing to write);
+    tags are kept stripped, once each, in order."""
+    changes: dict[str, Any] = {}
+    if title is not None and title != document.title:
+        changes["title"] = title
+    if description is not None and description != document.description:
+        changes["description"] = description
+    if tags is not None:
+        cleaned = list(dict.fromkeys(t.strip() for t in tags if t.strip()))
+        if cleaned != document.tags:
+            changes["tags"] = cleaned
+    return changes
 
 
 class Tag(BaseModel):
@@ -163,6 +182,8 @@ class Session(BaseModel):
     description: str = ""
     # When the session was pinned to the top of its tenant's list; None when it is not pinned.
     pinned_at: str | None = None
+    # The title is the first question's words, shown until the generated title replaces it.
+    title_provisional: bool = False
     knowledge_base_ids: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
     created_at: str
@@ -181,6 +202,12 @@ class Message(BaseModel):
     stop_reason: str = ""
     created_at: str
     updated_at: str
+    # The reader's rating of an answer ("up", "down" or "" for none) and what they wrote about it.
+    feedback: str = ""
+    feedback_comment: str = ""
+    # A regenerated or edited turn: the assistant message of the turn it is an alternative to (the first of
+    # its group); the history a model reads keeps the newest alternative only.
+    alternative_of: str = ""
 
 
 def new_session(
@@ -203,7 +230,7 @@ def new_session(
     )
 
 
-def new_turn(session: Session, request_id: str, query: str) -> tuple[Message, Message]:
+def new_turn(session: Session, request_id: str, query: str, alternative_of: str = "") -> tuple[Message, Message]:
     """The user message (complete) and the assistant message (pending) of one turn, not yet stored."""
     now = utc_now()
     user = Message(
@@ -216,6 +243,7 @@ def new_turn(session: Session, request_id: str, query: str) -> tuple[Message, Me
         is_completed=True,
         created_at=now,
         updated_at=now,
+        alternative_of=alternative_of,
     )
     assistant = user.model_copy(update={"id": new_id(), "role": "assistant", "content": "", "is_completed": False})
     return user, assistant

@@ -10,11 +10,39 @@ from ragline.store.db import Database
 from ragline.store.ids import utc_now
 from ragline.store.models import Message, Session, new_session, new_turn
 
+_MESSAGE_COLUMNS = (
+    "id",
+    "session_id",
+    "tenant_id",
+    "request_id",
+    "role",
+    "content",
+    "knowledge_references",
+    "is_completed",
+    "stop_reason",
+    "created_at",
+    "updated_at",
+    "feedback",
+    "feedback_comment",
+    "alternative_of",
+)
+_INSERT_MESSAGE = (
+    f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) VALUES ({', '.join('?' for _ in _MESSAGE_COLUMNS)})"
+)
+
+
+def _message_row(message: Message) -> tuple[Any, ...]:
+    row = message.model_dump()
+    row["knowledge_references"] = json.dumps(message.knowledge_references, ensure_ascii=False)
+    row["is_completed"] = int(message.is_completed)
+    return tuple(row[column] for column in _MESSAGE_COLUMNS)
+
 
 def _session(row: Any) -> Session:
     data = dict(row)
     data["knowledge_base_ids"] = json.loads(data["knowledge_base_ids"])
     data["options"] = json.loads(data["options"])
+    data["title_provisional"] = bool(data["title_provisional"])
     return Session(**data)
 
 
@@ -76,6 +104,7 @@ class SqliteSessionStore:
         changes: dict[str, Any] = {}
         if title is not None:
             changes["title"] = title
+            changes["title_provisional"] = 0
         if description is not None:
             changes["description"] = description
         if changes:
@@ -105,34 +134,57 @@ class SqliteSessionStore:
 
     def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
         self._db.execute(
-            "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ? AND tenant_id = ?",
+            "UPDATE sessions SET title = ?, title_provisional = 0, updated_at = ? WHERE id = ? AND tenant_id = ?",
             (title, utc_now(), session_id, tenant_id),
         )
 
-    def create_turn(self, session: Session, request_id: str, query: str) -> tuple[Message, Message]:
+    def set_provisional_title(self, tenant_id: str, session_id: str, title: str) -> bool:
+        changed = self._db.execute(
+            "UPDATE sessions SET title = ?, title_provisional = 1 WHERE id = ? AND tenant_id = ? AND title = ''",
+            (title, session_id, tenant_id),
+        )
+        return changed > 0
+
+    def create_turn(
+        self, session: Session, request_id: str, query: str, alternative_of: str = ""
+    ) -> tuple[Message, Message]:
         """The user message (complete) and the assistant message (pending) of one turn, atomically."""
-        user, assistant = new_turn(session, request_id, query)
+        user, assistant = new_turn(session, request_id, query, alternative_of)
         with self._db.transaction() as conn:
             for message in (user, assistant):
-                conn.execute(
-                    "INSERT INTO messages (id, session_id, tenant_id, request_id, role, content, knowledge_references,"
-                    " is_completed, stop_reason, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        message.id,
-                        message.session_id,
-                        message.tenant_id,
-                        message.request_id,
-                        message.role,
-                        message.content,
-                        "[]",
-                        int(message.is_completed),
-                        "",
-                        message.created_at,
-                        message.updated_at,
-                    ),
-                )
+                conn.execute(_INSERT_MESSAGE, _message_row(message))
             conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (user.created_at, session.id))
         return user, assistant
+
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        with self._db.transaction() as conn:
+            for message in messages:
+                conn.execute(_INSERT_MESSAGE, _message_row(message))
+
+    def delete_messages(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> int:
+        deleted = 0
+        with self._db.transaction() as conn:
+            for message_id in message_ids:
+                deleted += conn.execute(
+                    "DELETE FROM messages WHERE id = ? AND session_id = ? AND tenant_id = ?",
+                    (message_id, session_id, tenant_id),
+                ).rowcount
+        return deleted
+
+    def set_feedback(
+        self, tenant_id: str, session_id: str, message_id: str, rating: str, comment: str
+    ) -> Message | None:
+        with self._db.transaction() as conn:
+            conn.execute(
+                "UPDATE messages SET feedback = ?, feedback_comment = ? WHERE id = ? AND session_id = ?"
+                " AND tenant_id = ?",
+                (rating, comment, message_id, session_id, tenant_id),
+            )
+            row = conn.execute(
+                "SELECT * FROM messages WHERE id = ? AND session_id = ? AND tenant_id = ?",
+                (message_id, session_id, tenant_id),
+            ).fetchone()
+        return _message(row) if row else None
 
     def complete_assistant_message(
         self, session_id: str, message_id: str, content: str, references: list[dict[str, Any]], stop_reason: str = ""

@@ -245,8 +245,8 @@ def readable_text(body: bytes, media_type: str, charset: str | None) -> str:
     if media_type not in HTML_CONTENT_TYPES:
         return decode_body(body, charset).strip()
     if importlib.util.find_spec("trafilatura") is None:
-        # An installation without it (the AWS Lambda layer, held to its size limit): the page's text
-        # without markup, scripts or styles, boilerplate included.
+        # An installation without it: the page's text without markup, scripts or styles, boilerplate
+        # included.
         return _tag_free_text(decode_body(body, charset))
     import trafilatura
 

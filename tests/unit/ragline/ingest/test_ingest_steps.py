@@ -13,10 +13,10 @@ import pytest
 from ragline.config import Settings
 from ragline.container import Container
 from ragline.ingest.language import E5_MODEL, MINILM_MODEL
-from ragline.ingest.service import DocumentInput, IngestCancelled, TooManyChunks
+from ragline.ingest.service import DocumentInput, IngestCancelled, StillIndexing, TooManyChunks, UnsupportedFile
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveParams
-from ragline.store.models import DocumentStatus
+from ragline.store.models import DocumentStatus, FAQEntry
 
 DIMENSIONS = 16
 
@@ -260,3 +260,107 @@ def test_the_background_worker_indexes_submitted_and_left_over_documents_and_sto
         assert container.knowledge.document(kb.tenant_id, results[0].document.id).status == DocumentStatus.INDEXED
     finally:
         assert container.stop_indexing(timeout=10)
+
+
+def test_a_document_is_parsed_again_from_its_original_under_the_same_id(env):
+    container, kb, _, _ = env
+    raw = b"# Bees\n\n## Hives\n\nA hive holds one queen.\n\n## Honey\n\nBees store honey in wax cells."
+    accepted = container.ingest.accept_bytes(kb, "bees.md", raw)
+    document = accepted.document
+    assert container.ingest.original(document) == raw  # kept as received
+    # While its vectors are computed it is not parsed again: the running indexing would record its progress
+    # on the new chunks.
+    with pytest.raises(StillIndexing):
+        container.ingest.reparse(document)
+    container.ingest.index_document(kb.tenant_id, document.id)
+    old = {c.id for c in container.knowledge.chunks_of_document(kb.tenant_id, document.id)}
+    container.knowledge.delete_chunk(kb.tenant_id, next(iter(old)))
+    reparsed = container.ingest.reparse(container.knowledge.document(kb.tenant_id, document.id))
+    assert (reparsed.id, reparsed.created_at, reparsed.filename) == (document.id, document.created_at, "bees.md")
+    assert reparsed.status == DocumentStatus.INDEXED  # no scheduler here: indexed before returning
+    chunks = container.knowledge.chunks_of_document(kb.tenant_id, document.id)
+    assert {c.chunk_index for c in chunks if c.searchable} == set(range(reparsed.chunk_count))
+    assert not {c.id for c in chunks} & old
+    assert keyword_hits(container, kb, "wax") == [document.id]
+    assert set(vector_hits(container, kb, "honey wax")) == {document.id}
+    # A manual document's new text becomes its original.
+    manual = container.ingest.ingest_text(kb, content="Wasps build paper nests.", title="Wasps").document
+    edited = container.ingest.reparse(manual, content="Hornets are large wasps.", title="Hornets")
+    assert (edited.id, edited.title) == (manual.id, "Hornets")
+    assert container.ingest.original(edited) == b"Hornets are large wasps."
+    assert keyword_hits(container, kb, "paper nests") == []
+    assert keyword_hits(container, kb, "hornets") == [manual.id]
+    faq = container.ingest.ingest_faq(kb, [FAQEntry(standard_question="Q?", answers=["A."])]).document
+    with pytest.raises(UnsupportedFile):
+        container.ingest.reparse(faq)
+    container.removal.delete_document(kb.tenant_id, document.id)
+    assert container.ingest.original(document) is None  # deleted with its document
+
+
+def test_on_shutdown_the_indexer_is_told_to_stop_before_the_turns_drain(env, monkeypatch):
+    """SIGTERM during indexing: the batch being embedded finishes while the running turns drain, not after
+    them, so the process exits within the grace period; the document stays pending with that batch's
+    progress, resumed at the next start."""
+    import asyncio
+
+    from ragline.server.embedded import shutdown_drain
+
+    container, kb, minilm, _ = env
+    monkeypatch.setattr(container.config.ingestion, "embed_window", 2)
+    result = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(6), title="Apples")])[0]
+    embedding, release = threading.Event(), threading.Event()
+    embed = minilm.embed_documents
+
+    def slow_embed(texts):
+        embedding.set()
+        assert release.wait(30)
+        return embed(texts)
+
+    monkeypatch.setattr(minilm, "embed_documents", slow_embed)
+    container.start_indexing()
+    assert embedding.wait(30)
+    stopping_while_draining = []
+
+    class Runner:
+        async def drain(self, grace_s, hurry=None):
+            stopping_while_draining.append(container.indexer.stopping)
+            release.set()  # the batch under way ends while the turns drain
+
+    asyncio.run(shutdown_drain(container, Runner(), 10.0)(lambda: False))
+    assert stopping_while_draining == [True]
+    assert container.stop_indexing(timeout=10)
+    stopped = container.knowledge.document(kb.tenant_id, result.document.id)
+    assert (stopped.status, stopped.embedded_count) == (DocumentStatus.PENDING, 2)
+
+
+def test_the_indexer_stop_waits_no_longer_than_its_timeout_counted_from_the_first_request(env, monkeypatch):
+    """SIGTERM asks the indexer to stop when the drain begins; the wait at the end of the shutdown only has
+    what is left of the grace period. A batch still running then is left (its document stays pending at its
+    last recorded progress), so the process exits within the grace period however slow the model is."""
+    from ragline.ingest.background import BackgroundIndexer
+
+    container, kb, minilm, _ = env
+    monkeypatch.setattr(container.config.ingestion, "embed_window", 2)
+    result = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(6), title="Apples")])[0]
+    embedding, release = threading.Event(), threading.Event()
+    embed = minilm.embed_documents
+
+    def stuck_embed(texts):
+        embedding.set()
+        assert release.wait(30)
+        return embed(texts)
+
+    monkeypatch.setattr(minilm, "embed_documents", stuck_embed)
+    now = [100.0]
+    indexer = BackgroundIndexer(container.ingest, container.knowledge, clock=lambda: now[0])
+    indexer.start()
+    try:
+        assert embedding.wait(30)
+        indexer.request_stop()  # the drain begins (t = 100)
+        now[0] = 110.0  # the turns took the whole grace period
+        assert indexer.stop(timeout=10.0) is False  # nothing left to wait: returns at once, batch still running
+    finally:
+        release.set()
+    assert indexer.wait_idle(timeout=30)
+    stopped = container.knowledge.document(kb.tenant_id, result.document.id)
+    assert stopped.status == DocumentStatus.PENDING

@@ -45,3 +45,13 @@ def test_minilm_ranks_english_and_returns_input_order():
     one_by_one = np.stack([model.embed_documents([t])[0] for t in texts])
     # Padding to the longest text of a batch does not change a vector.
     assert np.allclose(together, one_by_one, atol=1e-4)
+
+
+def test_minilm_batches_on_several_threads_return_each_text_its_own_vector():
+    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
+
+    texts = [f"{word} " * (3 + i % 17) + PASSAGES_EN[i % len(PASSAGES_EN)] for i, word in enumerate(["river"] * 40)]
+    serial = OnnxMiniLMEmbedder(batch_size=4, threads=1).embed_documents(texts)
+    parallel = OnnxMiniLMEmbedder(batch_size=4, threads=3).embed_documents(texts)
+    assert np.allclose(parallel, serial, atol=1e-5)
+    assert len({round(float(v[0]), 6) for v in parallel}) > 10  # distinct texts, distinct vectors

@@ -137,3 +137,26 @@ def test_plugin_with_real_store(db, make_request):
     cm = ChatManage.start(make_request(session_id=session.id, request_id="current", max_rounds=2))
     assert run(PluginLoadHistory(store), cm) is None
     assert [(h.query, h.answer) for h in cm.state.history] == [("question 1", "answer 1"), ("question 2", "answer 2")]
+
+
+def alternative(request_id: str, minute: int, of: str) -> list[Message]:
+    """A turn that regenerates (or edits) the turn whose answer is ``of``."""
+    return [m.model_copy(update={"alternative_of": of}) for m in turn(request_id, minute)]
+
+
+def test_of_alternative_turns_the_newest_alone_is_history():
+    messages = [
+        *turn("r1", 1),
+        *turn("r2", 2),
+        *alternative("r2b", 3, of="r2-assistant"),
+        *alternative("r2c", 4, of="r2-assistant"),
+        *turn("r3", 5),
+    ]
+    assert [h.request_id for h in pair_rounds(reversed(messages), max_rounds=10)] == ["r1", "r2c", "r3"]
+
+
+def test_a_regenerated_turn_does_not_see_the_answers_it_replaces():
+    messages = [*turn("r1", 1), *turn("r2", 2), *alternative("r2b", 3, of="r2-assistant"), *turn("now", 4)]
+    now = alternative("now", 4, of="r2-assistant")
+    history = pair_rounds([*messages[:6], *now], max_rounds=10, exclude_request_id="now")
+    assert [h.request_id for h in history] == ["r1"]

@@ -23,6 +23,10 @@ from ragline.pipeline.session_title import SessionTitler, clean_title
         ("Title: \u202eevil\u202c name\x00", "evil name"),
         ("**Streaming** `answers`", "Streaming answers"),
         ("1 < 2 and 3 > 2", "1 < 2 and 3 > 2"),  # comparisons are not tags
+        ("Reactor cooling [1] basics", "Reactor cooling basics"),
+        ("Heavy water[1][2]", "Heavy water"),
+        ("Neutron moderation [1, 3] and [^2] cooling", "Neutron moderation and cooling"),
+        ("Top 10 [draft] ideas", "Top 10 [draft] ideas"),  # brackets that are not citations stay
     ],
 )
 def test_titles_are_plain_text(reply, title):

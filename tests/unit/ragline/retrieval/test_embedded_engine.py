@@ -101,3 +101,37 @@ def test_a_long_query_keeps_its_rarest_terms_not_its_first_ones(stores):
     assert hits[0].knowledge_id == "target"
     # A query within the limit keeps every term, in order.
     assert engine.informative_terms("zanzibar answer lives") == ["zanzibar", "answer", "lives"]
+
+
+def test_hits_below_the_hybrid_thresholds_are_left_out_as_hybrid_search_would(stores):
+    from ragline.retrieval.hybrid import normalize_keyword_scores
+
+    knowledge, engine, kb = stores
+    texts = ["apple apple apple pie", "apple pie", "apple", "pear pie", "apple crumble with pear"]
+    chunks = add(knowledge, kb, "d1", texts)
+    engine.index_keywords(kb.id, chunks)
+    engine.add_vectors(kb.id, "m", chunks, np.stack([unit(1, i / 4) for i in range(len(texts))]))
+    for threshold in (0.0, 0.3, 0.6, 0.9, 1.0):
+        params = RetrieveParams(query="apple pie", knowledge_base_ids=[kb.id], keyword_threshold=threshold)
+        every = normalize_keyword_scores(engine.keyword_search(RetrieveParams("apple pie", [kb.id]), 10))
+        kept = engine.keyword_search(params, 10)
+        assert [h.id for h in kept] == [h.id for h in every if h.score >= threshold]
+    query = unit(1, 0)
+    for threshold in (0.0, 0.8, 0.95, 1.0):
+        params = RetrieveParams(
+            query="", knowledge_base_ids=[kb.id], query_embedding=query, embedding_model="m", vector_threshold=threshold
+        )
+        every = engine.vector_search(RetrieveParams("", [kb.id], query_embedding=query, embedding_model="m"), 10)
+        assert [h.id for h in engine.vector_search(params, 10)] == [h.id for h in every if h.score >= threshold]
+    assert len(engine.vector_search(RetrieveParams("", [kb.id], query_embedding=query, embedding_model="m"), 10)) == 5
+
+
+def test_warming_loads_the_vectors_and_the_keyword_index(stores):
+    knowledge, engine, kb = stores
+    chunks = add(knowledge, kb, "d1", ["red apples", "green pears"])
+    engine.index_keywords(kb.id, chunks)
+    engine.add_vectors(kb.id, "m", chunks, np.stack([unit(1, 0), unit(0, 1)]))
+    assert engine.warm([kb.id], "m", timeout=30)
+    assert engine._blocks[(kb.id, "m")].size == 2
+    assert engine._keywords._state is not None
+    assert engine._keywords._state.rows == 2

@@ -1,3 +1,5 @@
+import threading
+
 import numpy as np
 import pytest
 
@@ -262,3 +264,22 @@ def test_score_fusion_top_of_both_lists_scores_one_and_duplicates_take_the_best(
 
 def test_default_fusion_is_score():
     assert RetrievalConfig().fusion == "score"
+
+
+def test_the_keyword_search_runs_while_the_query_vector_is_computed():
+    keyword_started = threading.Event()
+
+    class WatchedEngine(FakeEngine):
+        def keyword_search(self, params, top_k):
+            keyword_started.set()
+            return super().keyword_search(params, top_k)
+
+    engine = WatchedEngine(vector=[hit("a", 0.9)], keyword=[hit("b", 10.0)])
+
+    def embedding():
+        # Only returns once the keyword search has begun: run one after the other, this would time out.
+        assert keyword_started.wait(timeout=30)
+        return np.ones(3, dtype=np.float32)
+
+    results = hybrid_search(engine, params(query_embedding=None), CONFIG, query_embedding=embedding)
+    assert {r.id for r in results} == {"a", "b"}

@@ -152,6 +152,9 @@ def test_concurrent_sweeps_and_a_stop_leave_one_terminal_event(stores):
         async def cancel(self, session_id, message_id):
             return None
 
+        async def started(self, turn):
+            return True
+
     async def scenario():
         turn = await stores.accept()
         await stores.answer(turn, "some text")

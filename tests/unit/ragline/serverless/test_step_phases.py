@@ -1,7 +1,8 @@
 """Phases of ``pipeline_step`` run directly (no workflow): ``fail`` and the parallel search's branch → reduce.
 
 The runtime is the AWS one in moto (log, state, sessions, tenants); knowledge and search are the embedded
-ones (no OpenSearch here), as in tests/support/serverless_inprocess.py (the cost benchmark's in-process stack). No model is registered: search is keyword only.
+ones (no OpenSearch here): a unit test of the step's phases, not of the deployment (the deployed stack's tests
+are tests/integration/test_aws_*.py). No model is registered: search is keyword only.
 """
 
 from __future__ import annotations

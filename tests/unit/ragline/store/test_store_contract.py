@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragline.store.models import Chunk, Document, DuplicateName, Session
+from ragline.runtime.conversations import TurnRunning, UnknownMessage, fork_session, rewind_session, search_sessions
+from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, Message, Session
 from tests.unit.ragline.store.adapters import Stores, dynamo_stores, sqlite_stores
 
 BACKENDS = ["sqlite", "dynamodb"]
@@ -727,3 +728,238 @@ def test_a_chunk_is_edited_and_deleted_in_place(stores: Stores, two_tenants: tup
     assert stores.knowledge.delete_chunk(a, parent.id) is True
     assert all(c.parent_chunk_id == "" for c in stores.knowledge.chunks_of_document(a, document.id))
     assert stores.knowledge.document(a, document.id).chunk_count == 2  # a parent is not counted
+
+
+def test_a_document_is_retitled_redescribed_and_retagged(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    document, chunks = make_document(a, kb.id, "Draft")
+    stores.knowledge.insert_document(document.model_copy(update={"tags": ["x"]}), chunks)
+    assert stores.knowledge.update_document(b, document.id, title="Stolen") is None
+    unchanged = stores.knowledge.update_document(a, document.id, title="Draft")
+    assert unchanged is not None
+    assert unchanged.updated_at == document.updated_at  # nothing changed, nothing written
+    updated = stores.knowledge.update_document(a, document.id, title="Final", description="Read me", tags=[" y ", "y"])
+    assert updated is not None
+    assert (updated.title, updated.description, updated.tags) == ("Final", "Read me", ["y"])
+    assert updated.updated_at > document.updated_at
+    for read in (stores.knowledge.document(a, document.id), stores.knowledge.documents(a, kb.id)[0]):
+        assert (read.title, read.description, read.tags) == ("Final", "Read me", ["y"])
+    assert stores.knowledge.document_ids_with_tags(a, kb.id, ["y"]) == [document.id]
+    cleared = stores.knowledge.update_document(a, document.id, description="", tags=[])
+    assert cleared is not None
+    assert (cleared.title, cleared.description, cleared.tags) == ("Final", "", [])
+    assert stores.knowledge.update_document(a, "no-such-document", title="x") is None
+
+
+def test_a_knowledge_base_is_pinned_and_unpinned(stores: Stores, two_tenants: tuple[str, str]) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm", description="notes")
+    assert kb.pinned_at is None
+    assert stores.knowledge.update_knowledge_base(b, kb.id, pinned=True) is None
+    pinned = stores.knowledge.update_knowledge_base(a, kb.id, pinned=True)
+    assert pinned is not None
+    assert pinned.pinned_at
+    again = stores.knowledge.update_knowledge_base(a, kb.id, pinned=True)
+    assert again is not None
+    assert again.pinned_at == pinned.pinned_at  # already pinned: the time it was pinned stays
+    read = stores.knowledge.knowledge_base(a, kb.id)
+    assert read is not None
+    assert (read.pinned_at, read.name, read.description) == (pinned.pinned_at, "kb", "notes")
+    assert stores.knowledge.list_knowledge_bases(a)[0].pinned_at == pinned.pinned_at
+    unpinned = stores.knowledge.update_knowledge_base(a, kb.id, pinned=False)
+    assert unpinned is not None
+    assert unpinned.pinned_at is None
+    read = stores.knowledge.knowledge_base(a, kb.id)
+    assert read is not None
+    assert read.pinned_at is None
+
+
+def test_a_document_parsed_again_keeps_its_id_and_has_only_its_new_chunks(
+    stores: Stores, two_tenants: tuple[str, str]
+) -> None:
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "kb", "minilm")
+    old, old_chunks = make_document(a, kb.id, "Report", n_chunks=3, n_parents=1, content_hash="old-hash")
+    stores.knowledge.insert_document(old, old_chunks)
+    # Parsed again: fewer chunks with new ids, a new hash, pending again.
+    new, new_chunks = make_document(a, kb.id, "Report", n_chunks=2, content_hash="new-hash")
+    new_chunks = [c.model_copy(update={"id": c.id + "-v2", "content": c.content + " (v2)"}) for c in new_chunks]
+    new_chunks[0].next_chunk_id, new_chunks[1].pre_chunk_id = new_chunks[1].id, new_chunks[0].id
+    new = new.model_copy(update={"status": DocumentStatus.PENDING, "pages": 4, "title": "Report v2"})
+    foreign = new.model_copy(update={"tenant_id": b})
+    assert stores.knowledge.replace_document(foreign, new_chunks) is False
+    assert stores.knowledge.replace_document(new, new_chunks) is True
+    stored = stores.knowledge.document(a, old.id)
+    assert stored is not None
+    assert (stored.id, stored.created_at, stored.title, stored.pages) == (old.id, old.created_at, "Report v2", 4)
+    assert (stored.chunk_count, stored.status, stored.content_hash) == (2, "pending", "new-hash")
+    assert [c.id for c in stores.knowledge.chunks_of_document(a, old.id)] == [c.id for c in new_chunks]
+    assert stores.knowledge.chunks(a, [c.id for c in old_chunks]) == []
+    assert [c.content for c in stores.knowledge.chunks(a, [new_chunks[1].id])] == [new_chunks[1].content]
+    assert [d.id for d in stores.knowledge.documents(a, kb.id)] == [old.id]
+    assert stores.knowledge.documents_by_hash(a, kb.id, "old-hash") is None
+    found = stores.knowledge.documents_by_hash(a, kb.id, "new-hash")
+    assert found is not None
+    assert found.id == old.id
+    assert [d.id for d in stores.knowledge.pending_documents()] == [old.id]
+    missing, missing_chunks = make_document(a, kb.id, "Missing")
+    assert stores.knowledge.replace_document(missing, missing_chunks) is False
+    assert stores.knowledge.document(a, missing.id) is None
+
+
+# Provisional titles, feedback, alternatives, fork, rewind and search (issue 13) -------------------------------
+def _turns(stores: Stores, session: Session, *questions: str) -> list[tuple[Message, Message]]:
+    """Finished turns: each question answered with "answer to <question>"."""
+    made = []
+    for i, question in enumerate(questions):
+        user, assistant = stores.sessions.create_turn(session, f"req-{i}-{question[:8]}", question)
+        stores.sessions.complete_assistant_message(session.id, assistant.id, f"answer to {question}", [])
+        made.append((user, stores.sessions.message(session.tenant_id, session.id, assistant.id)))
+    return made
+
+
+def test_a_provisional_title_is_set_once_and_replaced_by_any_real_title(stores):
+    session = stores.sessions.create_session("t1", [])
+    assert stores.sessions.set_provisional_title("t1", session.id, "What water temperature…") is True
+    provisional = stores.sessions.session("t1", session.id)
+    assert (provisional.title, provisional.title_provisional) == ("What water temperature…", True)
+    # Not activity: the session does not move up the list for it.
+    assert provisional.updated_at == session.updated_at
+    # A session with a title (provisional or not) keeps it; another tenant's is untouched.
+    assert stores.sessions.set_provisional_title("t1", session.id, "Another") is False
+    assert stores.sessions.set_provisional_title("t2", session.id, "Hijack") is False
+    assert stores.sessions.session("t1", session.id).title == "What water temperature…"
+    stores.sessions.set_title("t1", session.id, "Coffee water temperature")
+    generated = stores.sessions.session("t1", session.id)
+    assert (generated.title, generated.title_provisional) == ("Coffee water temperature", False)
+    assert stores.sessions.set_provisional_title("t1", session.id, "Late") is False
+    renamed = stores.sessions.create_session("t1", [])
+    stores.sessions.set_provisional_title("t1", renamed.id, "First words…")
+    updated = stores.sessions.update_session("t1", renamed.id, title="My name")
+    assert (updated.title, updated.title_provisional) == ("My name", False)
+    titled = stores.sessions.create_session("t1", [], title="Given")
+    assert stores.sessions.set_provisional_title("t1", titled.id, "Other") is False
+    assert stores.sessions.session("t1", titled.id).title_provisional is False
+
+
+def test_feedback_is_stored_on_the_message_and_taken_back(stores):
+    session = stores.sessions.create_session("t1", [])
+    [(_user, assistant)] = _turns(stores, session, "q")
+    rated = stores.sessions.set_feedback("t1", session.id, assistant.id, "down", "It quoted the wrong part.")
+    assert (rated.feedback, rated.feedback_comment) == ("down", "It quoted the wrong part.")
+    assert rated.content == "answer to q"
+    assert rated.updated_at == assistant.updated_at  # not activity
+    stored = stores.sessions.message("t1", session.id, assistant.id)
+    assert (stored.feedback, stored.feedback_comment) == ("down", "It quoted the wrong part.")
+    assert [m.feedback for m in stores.sessions.messages("t1", session.id)] == ["", "down"]
+    assert stores.sessions.set_feedback("t1", session.id, assistant.id, "up", "").feedback == "up"
+    assert stores.sessions.set_feedback("t1", session.id, assistant.id, "", "").feedback == ""
+    # Another tenant's, another session's or an unknown message: None, and nothing written anywhere.
+    assert stores.sessions.set_feedback("t2", session.id, assistant.id, "up", "x") is None
+    assert stores.sessions.set_feedback("t1", session.id, "no-such-message", "up", "x") is None
+    other = stores.sessions.create_session("t1", [])
+    assert stores.sessions.set_feedback("t1", other.id, assistant.id, "up", "x") is None
+    assert stores.sessions.message("t1", session.id, assistant.id).feedback == ""
+    assert stores.sessions.messages("t1", other.id) == []
+
+
+def test_a_turn_records_the_turn_it_is_an_alternative_of(stores):
+    session = stores.sessions.create_session("t1", [])
+    [(_, first)] = _turns(stores, session, "q")
+    user, again = stores.sessions.create_turn(session, "req-again", "q", alternative_of=first.id)
+    assert (user.alternative_of, again.alternative_of) == (first.id, first.id)
+    stored = {m.id: m.alternative_of for m in stores.sessions.messages("t1", session.id)}
+    assert stored[again.id] == stored[user.id] == first.id
+    assert stored[first.id] == ""
+
+
+def test_add_and_delete_messages(stores):
+    session = stores.sessions.create_session("t1", [])
+    [(user, assistant)] = _turns(stores, session, "q")
+    copy = stores.sessions.create_session("t1", [])
+    copies = [m.model_copy(update={"id": f"copy-{m.id}", "session_id": copy.id}) for m in (user, assistant)]
+    stores.sessions.add_messages(copies)
+    assert stores.sessions.messages("t1", copy.id) == copies
+    assert stores.sessions.delete_messages("t2", copy.id, [copies[0].id]) == 0
+    assert stores.sessions.delete_messages("t1", copy.id, [copies[1].id, "no-such-id"]) == 1
+    assert stores.sessions.messages("t1", copy.id) == copies[:1]
+    assert len(stores.sessions.messages("t1", session.id)) == 2
+
+
+def test_fork_copies_the_turns_up_to_a_message_into_a_new_session(stores):
+    session = stores.sessions.create_session("t1", ["kb1"], title="Brewing", options={"language": "en"})
+    turns = _turns(stores, session, "first", "second", "third")
+    stores.sessions.set_feedback("t1", session.id, turns[1][1].id, "up", "")
+    before = stores.sessions.messages("t1", session.id)
+    fork, copies = fork_session(stores.sessions, session, turns[1][0].id)  # the second turn's question
+    assert (fork.title, fork.knowledge_base_ids, fork.options) == ("Brewing (fork)", ["kb1"], {"language": "en"})
+    assert fork.id != session.id
+    stored = stores.sessions.messages("t1", fork.id)
+    assert stored == copies
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "first"),
+        ("assistant", "answer to first"),
+        ("user", "second"),
+        ("assistant", "answer to second"),
+    ]
+    assert {m.id for m in stored}.isdisjoint(m.id for m in before)
+    assert stored[3].feedback == "up"
+    assert [m.created_at for m in stored] == [m.created_at for m in before[:4]]
+    assert stores.sessions.messages("t1", session.id) == before  # the original is unchanged
+    # Forking at the last answer copies everything.
+    whole, _ = fork_session(stores.sessions, session, turns[2][1].id)
+    assert len(stores.sessions.messages("t1", whole.id)) == 6
+    with pytest.raises(UnknownMessage):
+        fork_session(stores.sessions, session, "no-such-message")
+
+
+def test_fork_keeps_alternatives_linked_and_refuses_a_running_turn(stores):
+    session = stores.sessions.create_session("t1", [])
+    [(_, first)] = _turns(stores, session, "q")
+    _, again = stores.sessions.create_turn(session, "req-again", "q", alternative_of=first.id)
+    with pytest.raises(TurnRunning):
+        fork_session(stores.sessions, session, again.id)
+    stores.sessions.complete_assistant_message(session.id, again.id, "another answer", [])
+    _fork, copies = fork_session(stores.sessions, session, again.id)
+    first_copy, again_copy = copies[1], copies[3]
+    assert (first_copy.content, again_copy.content) == ("answer to q", "another answer")
+    assert again_copy.alternative_of == first_copy.id  # linked to the copy, not to the original
+    # Forking before the running turn is fine: it is not copied.
+    fork_before, _ = fork_session(stores.sessions, session, first.id)
+    assert len(stores.sessions.messages("t1", fork_before.id)) == 2
+
+
+def test_rewind_deletes_the_turns_after_a_message(stores):
+    session = stores.sessions.create_session("t1", [])
+    turns = _turns(stores, session, "first", "second", "third")
+    deleted = rewind_session(stores.sessions, session, turns[0][1].id)
+    assert [m.content for m in deleted] == ["second", "answer to second", "third", "answer to third"]
+    assert [m.content for m in stores.sessions.messages("t1", session.id)] == ["first", "answer to first"]
+    assert rewind_session(stores.sessions, session, turns[0][0].id) == []  # nothing after it any more
+    with pytest.raises(UnknownMessage):
+        rewind_session(stores.sessions, session, turns[2][0].id)  # deleted
+    # A running answer after the point is not cut off.
+    _, running = stores.sessions.create_turn(session, "req-running", "fourth")
+    with pytest.raises(TurnRunning):
+        rewind_session(stores.sessions, session, turns[0][0].id)
+    assert len(stores.sessions.messages("t1", session.id)) == 4
+    assert running.id in {m.id for m in stores.sessions.messages("t1", session.id)}
+
+
+def test_sessions_are_found_by_title_and_by_what_their_messages_say(stores):
+    titled = stores.sessions.create_session("t1", [], title="Espresso GRIND notes")
+    talked = stores.sessions.create_session("t1", [])
+    _turns(stores, talked, "How fine should the grind be for espresso?")
+    quiet = stores.sessions.create_session("t1", [], title="Tea")
+    _turns(stores, quiet, "Green tea temperature?")
+    theirs = stores.sessions.create_session("t2", [], title="grind")
+    mine = stores.sessions.sessions("t1")
+    found = search_sessions(stores.sessions, "t1", "  grind ", mine)
+    assert [(s.id, match) for s, match in found] == [
+        (talked.id, "How fine should the grind be for espresso?"),
+        (titled.id, ""),
+    ]
+    assert theirs.id not in {s.id for s, _ in found}
+    assert [s.id for s, _ in search_sessions(stores.sessions, "t1", "ANSWER TO GREEN", mine)] == [quiet.id]
+    assert search_sessions(stores.sessions, "t1", "nothing like this", mine) == []

@@ -105,8 +105,9 @@ async def _accept(
     try:
         turn = await container.turns.accept(session, body, user_id, agent_requested=agent_requested)
     except UnknownKnowledgeBase as exc:
-        raise not_found(f"{exc.field[:-4].replace('_', ' ')} {exc.value}", exc.field) from None
-    if not turn.duplicate:
+        raise not_found(f"{exc.what} {exc.value}", exc.field) from None
+    # A repeated request id is the same turn; it is started here if the accept that stored it never did.
+    if not turn.duplicate or await container.turns.never_started(turn, launcher):
         await launcher.launch(turn)
     return turn
 

@@ -29,6 +29,7 @@ from ragline.server.tagging import TagIndex
 from ragline.server.views import Envelope
 from ragline.server.wire import stable_number
 from ragline.store.models import FAQEntry, KnowledgeBase, Tenant
+from ragline.types.text import PlainName, PlainText
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["faq"])
@@ -97,18 +98,22 @@ def entry_number(stored: StoredEntry) -> int:
     return stable_number(stored.chunk.id)
 
 
+# A question an entry answers (or must not): no NUL or bidi controls, as in any question.
+Question = Annotated[PlainText, Field(min_length=1, max_length=2000)]
+
+
 class FAQEntryPayload(BaseModel):
     """WeKnora's ``FAQEntryPayload``."""
 
     model_config = ConfigDict(extra="forbid")
     id: int | None = None
-    standard_question: str = Field(min_length=1, max_length=2000)
-    similar_questions: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(default_factory=list)
-    negative_questions: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(default_factory=list)
+    standard_question: PlainText = Field(min_length=1, max_length=2000)
+    similar_questions: list[Question] = Field(default_factory=list)
+    negative_questions: list[Question] = Field(default_factory=list)
     answers: list[Annotated[str, Field(min_length=1, max_length=20_000)]] = Field(min_length=1)
     answer_strategy: Literal["all", "random"] | None = None
     tag_id: int | None = None
-    tag_name: str | None = Field(default=None, max_length=100)
+    tag_name: PlainName | None = Field(default=None, max_length=100)
     is_enabled: bool | None = None
     is_recommended: bool | None = None
 
@@ -353,7 +358,7 @@ async def update_faq_entry(
 
 class SimilarQuestions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    similar_questions: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(min_length=1)
+    similar_questions: list[Question] = Field(min_length=1)
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/entries/{entry_id}/similar-questions")
@@ -498,7 +503,7 @@ class FAQSearchBody(BaseModel):
     """WeKnora's ``FAQSearchRequest``."""
 
     model_config = ConfigDict(extra="forbid")
-    query_text: str = Field(min_length=1, max_length=8000)
+    query_text: PlainText = Field(min_length=1, max_length=8000)
     vector_threshold: float | None = Field(default=None, ge=0, le=1)
     match_count: int | None = Field(default=None, ge=0, le=MAX_MATCH_COUNT)
     first_priority_tag_ids: list[int] = Field(default_factory=list, max_length=100)

@@ -9,24 +9,33 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import mimetypes
 import uuid
 from typing import Annotated, Any
 from urllib.parse import unquote, urlsplit
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
-from ragline.ingest.service import DocumentInput, IngestResult
-from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read_upload
+from ragline.ingest.service import (
+    DocumentInput,
+    IngestResult,
+    NoOriginal,
+    StillIndexing,
+    TooManyChunks,
+    UnsupportedFile,
+)
+from ragline.server.deps import ContainerDep, TenantDep, in_background, knowledge_base_of, read_upload
 from ragline.server.errors import UPLOAD_REPLIES, ApiError, ErrorReply
-from ragline.server.records import KnowledgeView
+from ragline.server.records import KnowledgeView, knowledge_type
 from ragline.server.routes.documents import ingest_text, ingest_upload, knowledge_view
 from ragline.server.routes.tags import tag_filter, tag_value
 from ragline.server.views import Done, Envelope, Page, page_of
-from ragline.store.models import Document, KnowledgeBase
-from ragline.types.text import PlainName
+from ragline.store.models import Document, DocumentStatus, KnowledgeBase
+from ragline.store.originals import FileOriginalStore, content_disposition
+from ragline.types.text import PlainName, PlainText
 from ragline.web.fetch import FetchError, FetchFailure, fetch_document
 
 logger = logging.getLogger(__name__)
@@ -303,11 +312,299 @@ async def get_knowledge_batch(
     return Envelope(data=[KnowledgeView.of(d) for d in documents])
 
 
+class KnowledgeSearchPage(BaseModel):
+    """WeKnora's reply to a knowledge search: ``data`` is the list, ``has_more`` beside it."""
+
+    success: bool = True
+    data: list[KnowledgeView]
+    has_more: bool
+
+
+@router.get("/knowledge/search")
+async def search_knowledge(
+    tenant: TenantDep,
+    container: ContainerDep,
+    keyword: Annotated[str, Query(max_length=200)] = "",
+    offset: Annotated[int, Query(ge=0, le=MAX_LISTED_DOCUMENTS)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = KNOWLEDGE_PAGE_SIZE,
+    file_types: Annotated[str, Query(max_length=400)] = "",
+    agent_id: Annotated[str, Query(max_length=200)] = "",
+) -> KnowledgeSearchPage:
+    """The tenant's documents in every knowledge base whose title or file name holds ``keyword`` (any case),
+    of the ``file_types`` listed (comma-separated extensions: ``txt,pdf``), newest first. (``agent_id``, a
+    shared agent's scope, is accepted and not acted on: ragline has no agents.)"""
+    if agent_id:
+        logger.debug("knowledge search: ignoring agent_id")
+    types = {t.strip().lstrip(".").lower() for t in file_types.split(",") if t.strip()}
+    needle = keyword.strip().casefold()
+    found: list[Document] = []
+    for kb in container.knowledge.list_knowledge_bases(tenant.id):
+        for document in container.knowledge.documents(tenant.id, kb.id, limit=MAX_LISTED_DOCUMENTS):
+            if needle and needle not in f"{document.title}\n{document.filename}".casefold():
+                continue
+            extension = document.filename.rsplit(".", 1)[-1].lower() if "." in document.filename else ""
+            if types and not types & {document.file_type.lower(), extension}:
+                continue
+            found.append(document)
+    found.sort(key=lambda d: d.created_at, reverse=True)
+    page = found[offset : offset + limit]
+    return KnowledgeSearchPage(data=[KnowledgeView.of(d) for d in page], has_more=offset + limit < len(found))
+
+
+class TagUpdatesBody(BaseModel):
+    """WeKnora's batch tag update: knowledge id → tag id (null clears the document's tag)."""
+
+    model_config = ConfigDict(extra="forbid")
+    updates: dict[str, PlainName | None] = Field(min_length=1, max_length=MAX_BATCH_IDS)
+    kb_id: str | None = Field(default=None, max_length=200)
+
+
+class Success(BaseModel):
+    success: bool = True
+
+
+@router.put("/knowledge/tags")
+async def update_knowledge_tags(body: TagUpdatesBody, tenant: TenantDep, container: ContainerDep) -> Success:
+    """Each document named carries the tag given (a tag's id or number, or a new name), or none; all or
+    nothing: a document that is not the tenant's (or not in ``kb_id``) refuses the whole batch."""
+    documents: list[tuple[Document, str | None]] = []
+    for knowledge_id, tag in body.updates.items():
+        document = container.knowledge.document(tenant.id, knowledge_id)
+        if document is None or (body.kb_id and document.knowledge_base_id != body.kb_id):
+            raise ApiError(404, "not_found", f"knowledge {knowledge_id} not found", "updates")
+        documents.append((document, tag))
+    bases: dict[str, KnowledgeBase] = {}
+    for document, tag in documents:
+        kb = bases.get(document.knowledge_base_id) or knowledge_base_of(container, tenant, document.knowledge_base_id)
+        bases[kb.id] = kb
+        tags = _tags(container, kb, tag)
+        container.knowledge.update_document(tenant.id, document.id, tags=tags)
+    return Success()
+
+
+class KnowledgeUpdateBody(BaseModel):
+    """WeKnora's partial update of a document's record: fields left out keep their value."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: PlainName | None = Field(default=None, min_length=1, max_length=500)
+    description: PlainText | None = Field(default=None, max_length=2000)
+    # Accepted and not acted on: ragline keeps no free-form metadata on a document.
+    custom_metadata: dict[str, Any] | None = None
+
+
+class KnowledgeUpdated(Done):
+    data: KnowledgeView
+
+
+@router.put("/knowledge/{knowledge_id}")
+async def update_knowledge(
+    knowledge_id: str, body: KnowledgeUpdateBody, tenant: TenantDep, container: ContainerDep
+) -> KnowledgeUpdated:
+    """A new title or description (``""`` clears it). Both are searched and shown with every passage, and
+    the title is embedded with each: the document is searchable by its new title at the reply and is
+    ``pending`` again until its vectors are recomputed."""
+    document = document_or_404(container, tenant.id, knowledge_id)
+    if body.custom_metadata is not None:
+        logger.debug("update knowledge: ignoring custom_metadata")
+    title = body.title.strip() if body.title is not None else None
+    updated = container.knowledge.update_document(tenant.id, document.id, title=title, description=body.description)
+    if updated is None:
+        raise ApiError(404, "not_found", "knowledge not found", "id")
+    if (updated.title, updated.description) != (document.title, document.description):
+        updated = await asyncio.to_thread(container.ingest.reindex, updated)
+    return KnowledgeUpdated(message="Knowledge updated successfully", data=KnowledgeView.of(updated))
+
+
 def document_or_404(container: Container, tenant_id: str, knowledge_id: str) -> Document:
     document = container.knowledge.document(tenant_id, knowledge_id)
     if document is None:
         raise ApiError(404, "not_found", "knowledge not found", "id")
     return document
+
+
+def original_name(document: Document) -> str:
+    """The name an original is handed over under: the uploaded file's, else the title as Markdown or text."""
+    if document.filename:
+        return document.filename
+    suffix = ".txt" if document.file_type == "text" else ".md"
+    return (document.title or "document") + suffix
+
+
+def original_media_type(filename: str) -> str:
+    """By extension, as WeKnora's preview: text types in UTF-8, unknown ones as bytes."""
+    guessed = mimetypes.guess_type(filename)[0]
+    if guessed is None and filename.lower().endswith((".md", ".markdown")):
+        guessed = "text/markdown"
+    if guessed is None:
+        return "application/octet-stream"
+    return f"{guessed}; charset=utf-8" if guessed.startswith("text/") or guessed == "application/json" else guessed
+
+
+_ORIGINAL_REPLIES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+        "description": "The file as it was received (preview: with its own media type)",
+    },
+    307: {"description": "A large original: a link to fetch it from the object store directly"},
+    404: {"model": ErrorReply, "description": "No such document, or no original kept for it"},
+}
+
+
+async def _original(container: Container, tenant_id: str, knowledge_id: str, *, inline: bool) -> Response:
+    document = document_or_404(container, tenant_id, knowledge_id)
+    store = container.originals
+    size = await asyncio.to_thread(store.size, tenant_id, document.id) if store is not None else None
+    if store is None or size is None:
+        raise ApiError(404, "no_original", "no original is kept for this document (an FAQ import)", "id")
+    filename = original_name(document)
+    media_type = original_media_type(filename) if inline else "application/octet-stream"
+    headers = {"Content-Disposition": content_disposition(filename, inline=inline)}
+    if inline:
+        headers["Cache-Control"] = "private, max-age=3600"
+    if size > container.config.limits.original_inline_max_bytes:
+        link = store.link(tenant_id, document.id, filename=filename, media_type=media_type, inline=inline)
+        if link is not None:
+            return RedirectResponse(link, status_code=307)
+    if isinstance(store, FileOriginalStore) and (path := store.path(tenant_id, document.id)) is not None:
+        return FileResponse(path, media_type=media_type, headers=headers)
+    data = await asyncio.to_thread(store.load, tenant_id, document.id)
+    if data is None:
+        raise ApiError(404, "no_original", "no original is kept for this document", "id")
+    return Response(data, media_type=media_type, headers=headers)
+
+
+@router.get("/knowledge/{knowledge_id}/download", response_class=Response, responses=_ORIGINAL_REPLIES)
+async def download_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Response:
+    """The file the document was made from, as received (``attachment``; a large one on AWS by a link)."""
+    return await _original(container, tenant.id, knowledge_id, inline=False)
+
+
+@router.get("/knowledge/{knowledge_id}/preview", response_class=Response, responses=_ORIGINAL_REPLIES)
+async def preview_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Response:
+    """The same file for a browser to show in place: its media type by extension, ``inline``, cached an hour."""
+    return await _original(container, tenant.id, knowledge_id, inline=True)
+
+
+class Reparsed(Done):
+    data: KnowledgeView
+
+
+def _reparse_error(exc: Exception) -> ApiError:
+    if isinstance(exc, NoOriginal):
+        return ApiError(409, "no_original", f"{exc}: upload it again", "id")
+    if isinstance(exc, TooManyChunks):
+        return ApiError(413, "too_many_chunks", str(exc), "id")
+    if isinstance(exc, StillIndexing):
+        return ApiError(409, "still_indexing", str(exc), "id")
+    if isinstance(exc, UnsupportedFile):
+        return ApiError(409, "not_reparsable", str(exc), "id")
+    return ApiError(404, "not_found", "knowledge not found", "id")
+
+
+async def _reparse(container: Container, document: Document, **changes: Any) -> Document:
+    """Parsed again off the event loop; its graph (if its knowledge base extracts one) rebuilt after."""
+    try:
+        reparsed = await asyncio.to_thread(container.ingest.reparse, document, **changes)
+    except (NoOriginal, StillIndexing, TooManyChunks, UnsupportedFile, LookupError) as exc:
+        raise _reparse_error(exc) from None
+    kb = container.knowledge.knowledge_base(document.tenant_id, document.knowledge_base_id)
+    if kb is not None and kb.graph_extraction_enabled:
+        await asyncio.to_thread(container.removal.forget_graph, document)
+        if not container.graph_after_indexing:
+            in_background(container.index_graph(kb, reparsed))
+    return reparsed
+
+
+@router.post("/knowledge/{knowledge_id}/reparse", responses={409: {"model": ErrorReply}})
+async def reparse_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Reparsed:
+    """The document parsed again from its original with today's extraction and chunking, under the same id:
+    searchable by keyword at the reply, ``processing`` until its new vectors are in."""
+    document = document_or_404(container, tenant.id, knowledge_id)
+    reparsed = await _reparse(container, document)
+    return Reparsed(message="Knowledge reparse task submitted", data=KnowledgeView.of(reparsed))
+
+
+class BatchReparseBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kb_id: str = Field(min_length=1, max_length=200)
+    ids: list[str] = Field(min_length=1, max_length=MAX_BATCH_IDS)
+    # Accepted and not acted on: ragline parses every document the same way.
+    process_config: dict[str, Any] | None = None
+
+
+class BatchReparsed(BaseModel):
+    task_id: str
+    reparse_count: int
+
+
+class BatchReparseReply(Done):
+    data: BatchReparsed
+
+
+@router.post("/knowledge/batch-reparse", responses={409: {"model": ErrorReply}})
+async def batch_reparse_knowledge(
+    body: BatchReparseBody, tenant: TenantDep, container: ContainerDep
+) -> BatchReparseReply:
+    """Several documents of one knowledge base parsed again; an id that is not one of its documents, or one
+    with nothing to parse again, refuses the whole batch before any is touched."""
+    kb = knowledge_base_of(container, tenant, body.kb_id)
+    if body.process_config is not None:
+        logger.debug("batch reparse: ignoring process_config")
+    documents: list[Document] = []
+    for knowledge_id in dict.fromkeys(body.ids):
+        document = container.knowledge.document(tenant.id, knowledge_id)
+        if document is None or document.knowledge_base_id != kb.id:
+            raise ApiError(422, "invalid_field", f"{knowledge_id} is not a document of knowledge base {kb.id}", "ids")
+        if document.file_type == "faq" or container.originals is None:
+            raise ApiError(409, "not_reparsable", f"{knowledge_id} has no original to parse again", "ids")
+        if await asyncio.to_thread(container.originals.size, tenant.id, document.id) is None:
+            raise ApiError(409, "no_original", f"no original is kept for {knowledge_id}: upload it again", "ids")
+        if document.status == DocumentStatus.PENDING:
+            raise ApiError(409, "still_indexing", f"{knowledge_id} is being indexed: try again once it is", "ids")
+        documents.append(document)
+    for document in documents:
+        await _reparse(container, document)
+    return BatchReparseReply(
+        message="Batch reparse task submitted",
+        data=BatchReparsed(task_id=f"kg_reparse_{uuid.uuid4().hex}", reparse_count=len(documents)),
+    )
+
+
+class ManualUpdateBody(BaseModel):
+    """WeKnora's manual knowledge body, every field optional."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: PlainName | None = Field(default=None, min_length=1, max_length=500)
+    content: str | None = Field(default=None, min_length=1)
+    tag_id: PlainName | None = Field(default=None, max_length=200)
+    status: str | None = Field(default=None, max_length=40)
+    channel: str | None = Field(default=None, max_length=40)
+
+
+@router.put("/knowledge/manual/{knowledge_id}", responses={409: {"model": ErrorReply}})
+async def update_manual_knowledge(
+    knowledge_id: str, body: ManualUpdateBody, tenant: TenantDep, container: ContainerDep
+) -> Envelope[KnowledgeView]:
+    """New Markdown for a manual document (parsed again under the same id: ``processing`` until its vectors
+    are in), a new title, or a new tag. Only documents written by hand take it."""
+    document = document_or_404(container, tenant.id, knowledge_id)
+    if knowledge_type(document) != "manual":
+        raise ApiError(409, "not_manual", "only manual knowledge is edited here: upload a file again", "id")
+    if body.status or body.channel:
+        logger.debug("manual knowledge update: ignoring status, channel")
+    if body.tag_id is not None:
+        kb = knowledge_base_of(container, tenant, document.knowledge_base_id)
+        document = (
+            container.knowledge.update_document(tenant.id, document.id, tags=_tags(container, kb, body.tag_id))
+            or document
+        )
+    title = body.title.strip() if body.title is not None else None
+    if body.content is not None:
+        document = await _reparse(container, document, content=body.content, title=title)
+    elif title is not None and title != document.title:
+        updated = container.knowledge.update_document(tenant.id, document.id, title=title) or document
+        document = await asyncio.to_thread(container.ingest.reindex, updated)
+    return Envelope(data=KnowledgeView.of(document))
 
 
 @router.get("/knowledge/{knowledge_id}")

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
+from fastapi import Query as QueryParam
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
 from ragline.ingest.language import resolve_embedding_model
 from ragline.runtime.search import SearchBody
+from ragline.runtime.suggestions import suggested_questions
 from ragline.runtime.turns import Query
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import ApiError, not_found, parse_body
@@ -169,11 +171,122 @@ async def set_embedding_model(
     return Envelope(data=knowledge_base_view(container, updated, count))
 
 
-@router.get("")
-async def list_knowledge_bases(tenant: TenantDep, container: ContainerDep) -> Envelope[list[KnowledgeBaseView]]:
-    bases = container.knowledge.list_knowledge_bases(tenant.id)
+def pinned_first(bases: list[KnowledgeBase]) -> list[KnowledgeBase]:
+    """The pinned knowledge bases first, the last pinned first; then the others in the order they were made."""
+    pinned = sorted((kb for kb in bases if kb.pinned_at), key=lambda kb: kb.pinned_at or "", reverse=True)
+    return pinned + [kb for kb in bases if not kb.pinned_at]
+
+
+def _views(container: Container, bases: list[KnowledgeBase]) -> list[KnowledgeBaseView]:
     counts = container.knowledge.document_counts([kb.id for kb in bases])
-    return Envelope(data=[knowledge_base_view(container, kb, counts.get(kb.id, 0)) for kb in bases])
+    return [knowledge_base_view(container, kb, counts.get(kb.id, 0)) for kb in bases]
+
+
+@router.get("")
+async def list_knowledge_bases(
+    tenant: TenantDep, container: ContainerDep, agent_id: Annotated[str, QueryParam(max_length=200)] = ""
+) -> Envelope[list[KnowledgeBaseView]]:
+    """The tenant's knowledge bases, pinned ones first. (``agent_id``, WeKnora's shared agents, is accepted
+    and not acted on: ragline has no agents.)"""
+    if agent_id:
+        logger.debug("list knowledge bases: ignoring agent_id")
+    return Envelope(data=_views(container, pinned_first(container.knowledge.list_knowledge_bases(tenant.id))))
+
+
+@router.put("/{kb_id}/pin")
+async def toggle_pin(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeBaseView]:
+    """Pins the knowledge base to the top of the list, or unpins it when it is pinned (no body, as WeKnora)."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    updated = container.knowledge.update_knowledge_base(tenant.id, kb.id, pinned=kb.pinned_at is None)
+    if updated is None:
+        raise not_found("knowledge base", "kb_id")
+    return Envelope(data=_views(container, [updated])[0])
+
+
+class Duplicated(BaseModel):
+    source_id: str
+    target_id: str
+    message: str
+    knowledge_base: KnowledgeBaseView
+
+
+def copy_name(container: Container, tenant_id: str, name: str, suffix: str) -> str:
+    """``name`` with ``suffix``, numbered from 2 when taken (WeKnora's naming of a copy)."""
+    candidate, number = f"{name} {suffix}", 1
+    while container.knowledge.knowledge_base_by_name(tenant_id, candidate) is not None:
+        number += 1
+        candidate = f"{name} {suffix} {number}"
+    return candidate
+
+
+@router.post("/{kb_id}/duplicate", status_code=201)
+async def duplicate_knowledge_base(
+    kb_id: str, request: Request, tenant: TenantDep, container: ContainerDep
+) -> Envelope[Duplicated]:
+    """A new, empty knowledge base with the settings of this one (model, language, wiki and graph switches,
+    description); named "<name> Copy" (or "<name> 副本" for ``Accept-Language: zh``), numbered when taken."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    suffix = "副本" if request.headers.get("accept-language", "").lower().startswith("zh") else "Copy"
+    for _ in range(5):  # a concurrent copy may take the name between the check and the write
+        try:
+            copy = container.knowledge.create_knowledge_base(
+                tenant.id,
+                copy_name(container, tenant.id, kb.name, suffix),
+                kb.embedding_model,
+                kb.description,
+                wiki_enabled=kb.wiki_enabled,
+                graph_extraction_enabled=kb.graph_extraction_enabled,
+                embedding_model_auto=kb.embedding_model_auto,
+            )
+            break
+        except DuplicateName:
+            continue
+    else:
+        raise ApiError(409, "duplicate_name", "no free name for the copy", "kb_id")
+    if kb.language:
+        copy = (
+            container.knowledge.set_embedding_model(tenant.id, copy.id, copy.embedding_model, language=kb.language)
+            or copy
+        )
+    view = knowledge_base_view(container, copy, 0)
+    return Envelope(
+        data=Duplicated(
+            source_id=kb.id, target_id=copy.id, message="Knowledge base duplicate created", knowledge_base=view
+        )
+    )
+
+
+@router.get("/{kb_id}/move-targets")
+async def move_targets(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[KnowledgeBaseView]]:
+    """The knowledge bases this one's documents can move to: the tenant's others with the same embedding model
+    (their vectors are in the same space)."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    bases = [
+        other
+        for other in container.knowledge.list_knowledge_bases(tenant.id)
+        if other.id != kb.id and other.embedding_model == kb.embedding_model
+    ]
+    return Envelope(data=_views(container, pinned_first(bases)))
+
+
+class SuggestedQuestion(BaseModel):
+    question: str
+    knowledge_id: str
+    knowledge_title: str
+    heading: str
+
+
+@router.get("/{kb_id}/suggested-questions")
+async def suggested_questions_of(
+    kb_id: str,
+    tenant: TenantDep,
+    container: ContainerDep,
+    limit: Annotated[int, QueryParam(ge=1, le=20)] = 4,
+) -> Envelope[list[SuggestedQuestion]]:
+    """Questions to start a session with, from the documents' titles and section headings (no model)."""
+    kb = knowledge_base_of(container, tenant, kb_id)
+    found = suggested_questions(container.knowledge, tenant.id, kb.id, limit)
+    return Envelope(data=[SuggestedQuestion(**vars(s)) for s in found])
 
 
 @router.get("/{kb_id}")

@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
 from ragline.pipeline.session_title import SessionTitler
+from ragline.runtime.conversations import TurnRunning, UnknownMessage, fork_session, rewind_session, search_sessions
 from ragline.server.deps import ContainerDep, TenantDep, session_of
-from ragline.server.errors import ApiError, not_found
+from ragline.server.errors import ApiError, ErrorReply, not_found
 from ragline.server.records import MessageView, SessionView
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.server.wire import log_ignored
@@ -114,20 +115,21 @@ async def list_sessions(
     source: Annotated[str, Query(max_length=64)] = "",
     agent_id: Annotated[str, Query(max_length=200)] = "",
 ) -> Page[SessionView]:
-    """The tenant's sessions, pinned ones first, then the most recently active; ``keyword`` matches titles.
+    """The tenant's sessions, pinned ones first, then the most recently active; ``keyword`` keeps those whose
+    title or messages hold it (case-insensitive), a message match with its words in ``matched_content``.
     ``source`` and ``agent_id`` filter IM sessions in WeKnora: ragline has web sessions only, so ``source=web``
     lists them all and another source none."""
     sessions = container.sessions.sessions(tenant.id, limit=MAX_LISTED_SESSIONS)
     # Pinned sessions first, the most recently pinned on top; then by activity (the store's order).
     sessions.sort(key=lambda s: s.pinned_at or "", reverse=True)
-    if keyword.strip():
-        needle = keyword.strip().casefold()
-        sessions = [s for s in sessions if needle in s.title.casefold()]
     if source.strip() and source.strip() != "web":
         sessions = []
     if agent_id.strip():
         logger.debug("list sessions: agent_id filters IM sessions, which ragline does not have")
-    return page_of([SessionView.of(s) for s in sessions], page, page_size)
+    if not keyword.strip():
+        return page_of([SessionView.of(s) for s in sessions], page, page_size)
+    found = search_sessions(container.sessions, tenant.id, keyword, sessions)
+    return page_of([SessionView.of(s, match or None) for s, match in found], page, page_size)
 
 
 @router.get("/{session_id}")
@@ -159,6 +161,8 @@ class SessionUpdate(BaseModel):
     deleted_at: str | None = None
     knowledge_base_ids: list[str] | None = None
     options: dict[str, Any] | None = None
+    title_provisional: bool | None = None
+    matched_content: str | None = None
 
 
 READ_ONLY_SESSION_FIELDS = tuple(name for name in SessionUpdate.model_fields if name not in {"title", "description"})
@@ -255,3 +259,85 @@ async def generate_title(
         raise ApiError(422, "invalid_field", "the user message holds no text to title", "messages")
     container.sessions.update_session(tenant.id, session.id, title=title)
     return TitleReply(data=title)
+
+
+class AtMessage(BaseModel):
+    """A point in the conversation: the turn of this message (its question and its answer)."""
+
+    model_config = ConfigDict(extra="forbid")
+    message_id: str = Field(min_length=1, max_length=200)
+
+
+class ForkReply(BaseModel):
+    success: Literal[True] = True
+    data: SessionView
+    messages: list[MessageView]
+
+
+@router.post("/{session_id}/fork", status_code=201, responses={409: {"model": ErrorReply}})
+async def fork(session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep) -> ForkReply:
+    """A new session (same knowledge bases and options) holding copies of the turns up to and including
+    ``message_id``'s; this session is unchanged. 409 when one of those turns is still being written."""
+    session = session_of(container, tenant, session_id)
+    try:
+        forked, copies = fork_session(container.sessions, session, body.message_id)
+    except UnknownMessage:
+        raise not_found(f"message {body.message_id}", "message_id") from None
+    except TurnRunning:
+        raise ApiError(
+            409, "message_running", "an answer up to that point is still being written", "message_id"
+        ) from None
+    return ForkReply(data=SessionView.of(forked), messages=[MessageView.of(m) for m in copies])
+
+
+class RewindResult(BaseModel):
+    deleted_count: int
+    deleted_ids: list[str]
+
+
+@router.post("/{session_id}/rewind", responses={409: {"model": ErrorReply}})
+async def rewind(
+    session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep
+) -> Envelope[RewindResult]:
+    """Deletes the turns after ``message_id``'s (that turn stays). 409 when one of them is still being
+    written: stop it first."""
+    session = session_of(container, tenant, session_id)
+    try:
+        deleted = rewind_session(container.sessions, session, body.message_id)
+    except UnknownMessage:
+        raise not_found(f"message {body.message_id}", "message_id") from None
+    except TurnRunning:
+        raise ApiError(
+            409, "message_running", "an answer after that point is still being written", "message_id"
+        ) from None
+    return Envelope(data=RewindResult(deleted_count=len(deleted), deleted_ids=[m.id for m in deleted]))
+
+
+MAX_FEEDBACK_COMMENT = 2000
+
+
+class FeedbackBody(BaseModel):
+    """The reader's rating of an answer: ``up``, ``down``, or ``none`` (or "") to take it back; a comment."""
+
+    model_config = ConfigDict(extra="forbid")
+    rating: Literal["up", "down", "none", ""]
+    comment: PlainText = Field(default="", max_length=MAX_FEEDBACK_COMMENT)
+
+
+@router.put("/{session_id}/messages/{message_id}/feedback")
+async def set_feedback(
+    session_id: str, message_id: str, body: FeedbackBody, tenant: TenantDep, container: ContainerDep
+) -> Envelope[MessageView]:
+    """Stores the rating and comment on the answer (replacing any earlier ones)."""
+    session = session_of(container, tenant, session_id)
+    message = container.sessions.message(tenant.id, session.id, message_id)
+    if message is None:
+        raise not_found("message", "message_id")
+    if message.role != "assistant":
+        raise ApiError(422, "invalid_field", "feedback is given on answers (assistant messages)", "message_id")
+    rating = "" if body.rating == "none" else body.rating
+    comment = body.comment.strip() if rating else ""
+    updated = container.sessions.set_feedback(tenant.id, session.id, message_id, rating, comment)
+    if updated is None:
+        raise not_found("message", "message_id")
+    return Envelope(data=MessageView.of(updated))

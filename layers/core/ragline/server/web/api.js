@@ -64,10 +64,16 @@ export class ApiError extends Error {
 }
 
 let unauthorized = () => {};
+let connection = () => {};
 
 /** Called when the server answers 401: the page asks for the key again. */
 export function onUnauthorized(handler) {
   unauthorized = handler;
+}
+
+/** Called with (error) when the API cannot be reached, and with (null) once a call gets through again. */
+export function onConnection(handler) {
+  connection = handler;
 }
 
 export function authHeaders(extra = {}) {
@@ -95,7 +101,9 @@ export async function errorFrom(response) {
 
 export function networkError(url, cause) {
   const where = url.startsWith('http') ? new URL(url).origin : 'the server';
-  return new ApiError(0, 'network_error', `Cannot reach ${where} (${cause && cause.message ? cause.message : cause}).`);
+  const error = new ApiError(0, 'network_error', `Cannot reach ${where} (${cause && cause.message ? cause.message : cause}).`);
+  error.where = where;
+  return error;
 }
 
 /**
@@ -120,8 +128,11 @@ export async function apiReply(method, path, body, { signal } = {}) {
     response = await fetch(url, init);
   } catch (err) {
     if (err.name === 'AbortError') throw err;
-    throw networkError(url, err);
+    const error = networkError(url, err);
+    connection(error);
+    throw error;
   }
+  connection(null);
   if (!response.ok) throw await errorFrom(response);
   return response.status === 204 ? null : response.json();
 }
@@ -129,7 +140,8 @@ export async function apiReply(method, path, body, { signal } = {}) {
 /**
  * Uploads one file as multipart `file`. XMLHttpRequest, not fetch: only it reports upload progress.
  * onProgress({phase: 'upload', loaded, total}) while sending, then onProgress({phase: 'indexing'}) until the
- * server has chunked and indexed it (the reply comes after indexing).
+ * server has stored its chunks (the reply: status pending while the vectors are computed in the background,
+ * which the documents list follows).
  */
 export function uploadFile(kbId, file, onProgress = () => {}) {
   const url = apiUrl(`/api/v1/knowledge-bases/${encodeURIComponent(kbId)}/documents`);

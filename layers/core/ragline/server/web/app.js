@@ -1,20 +1,89 @@
-// The page's entry point: the API key prompt, settings, routing between the chat and knowledge-base pages.
+// The page's entry point: the API key prompt, settings, the side panel (a drawer on narrow screens), the
+// answering model in the header, errors that say what to do, and routing between the pages.
 //
 // Routes (in the address's hash): #/ a new session, #/s/<session id> a session, #/kb the knowledge bases,
-// #/kb/<id> one knowledge base. The page holds no secret: the API key is typed in once and kept in this
-// browser's localStorage (Settings → Forget API key removes it).
+// #/kb/<id> one knowledge base, #/kb/<id>/search its search page. The page holds no secret: the API key is
+// typed in once and kept in this browser's localStorage (Settings → Forget API key removes it).
 
-import { onUnauthorized, settings } from './api.js';
+import { api, onConnection, onUnauthorized, settings } from './api.js';
 import { ChatPage } from './chat.js';
 import { byId } from './dom.js';
 import { KnowledgePage } from './kb.js';
 import { SourceViewer } from './viewer.js';
 
-const viewer = new SourceViewer();
-const chat = new ChatPage({ openSource: (citation) => viewer.open(citation) });
-const knowledge = new KnowledgePage();
 const chatView = byId('chat-view');
 const kbView = byId('kb-view');
+
+// The side panel: beside the page on wide screens, a drawer over it on narrow ones -----------------------------
+const narrow = window.matchMedia('(max-width: 899px)');
+const menuButton = byId('menu-button');
+const backdrop = byId('drawer-backdrop');
+
+function activeDrawer() {
+  return kbView.hidden ? byId('chat-sidebar') : byId('kb-sidebar');
+}
+
+function setDrawer(open) {
+  document.body.classList.toggle('drawer-open', open && narrow.matches);
+  menuButton.setAttribute('aria-expanded', String(open && narrow.matches));
+  backdrop.hidden = !(open && narrow.matches);
+  for (const drawer of document.querySelectorAll('.drawer')) {
+    // A closed drawer is out of the tab order and of what a screen reader reads.
+    drawer.inert = narrow.matches && !(open && drawer === activeDrawer());
+  }
+  if (open && narrow.matches) activeDrawer().querySelector('button, input, a')?.focus();
+}
+
+const closeDrawer = () => setDrawer(false);
+menuButton.addEventListener('click', () => setDrawer(!document.body.classList.contains('drawer-open')));
+backdrop.addEventListener('click', closeDrawer);
+document.addEventListener('keydown', (event) => {
+  if (event.key === 'Escape' && document.body.classList.contains('drawer-open')) closeDrawer();
+});
+narrow.addEventListener('change', closeDrawer);
+
+// The answering model, in the header ----------------------------------------------------------------------------
+const modelBadge = byId('model-badge');
+let models = [];
+
+function showModel(modelId) {
+  const model = models.find((m) => m.id === modelId) || models.find((m) => m.type === 'KnowledgeQA' && m.is_default);
+  if (!model && !modelId) return;
+  const name = model ? model.name : modelId;
+  modelBadge.textContent = model && model.kind === 'extractive' ? 'Extractive (quotes)' : name;
+  modelBadge.title = `Answers come from: ${model ? `${model.name} — ${model.description}` : modelId}`;
+  modelBadge.setAttribute('aria-label', `Answering model: ${modelBadge.textContent}`);
+  modelBadge.dataset.kind = model ? model.kind : '';
+  modelBadge.hidden = false;
+}
+
+async function loadModels() {
+  try {
+    models = await api('GET', '/api/v1/models');
+    showModel('');
+  } catch {
+    // The banner (unreachable) or the key dialog (refused) says what is wrong.
+  }
+}
+
+const viewer = new SourceViewer();
+const chat = new ChatPage({ openSource: (citation) => viewer.open(citation), onModel: showModel, closeDrawer });
+const knowledge = new KnowledgePage({ openSource: (citation) => viewer.open(citation), closeDrawer });
+
+// Errors that say what to do -------------------------------------------------------------------------------------
+const globalError = byId('global-error');
+const globalErrorText = byId('global-error-text');
+onConnection((error) => {
+  if (!error) {
+    globalError.hidden = true;
+    return;
+  }
+  const where = settings.apiBase || 'this page’s server';
+  globalErrorText.textContent = `Cannot reach the API at ${where}. Check that the server runs, or set the API base URL in Settings.`;
+  globalError.hidden = false;
+});
+byId('global-error-settings').addEventListener('click', () => openSettings());
+byId('global-error-retry').addEventListener('click', () => route(true));
 
 // The API key ------------------------------------------------------------------------------------------------
 const keyDialog = byId('key-dialog');
@@ -24,10 +93,13 @@ const keyMessage = byId('key-message');
 let keyPrompt = null;
 
 function askForKey(message = '') {
-  if (keyPrompt) return keyPrompt;
-  keyPrompt = new Promise((resolve) => {
+  // Several calls refused at once each ask: the first one's message stays.
+  if (message || !keyPrompt) {
     keyMessage.textContent = message;
     keyMessage.hidden = !message;
+  }
+  if (keyPrompt) return keyPrompt;
+  keyPrompt = new Promise((resolve) => {
     keyInput.value = '';
     const done = (event) => {
       event.preventDefault();
@@ -41,6 +113,7 @@ function askForKey(message = '') {
       resolve(key);
     };
     keyForm.addEventListener('submit', done);
+    for (const dialog of document.querySelectorAll('dialog[open]')) if (dialog !== keyDialog) dialog.close();
     keyDialog.showModal();
     keyInput.focus();
   });
@@ -53,7 +126,9 @@ keyDialog.addEventListener('cancel', (event) => event.preventDefault());
 onUnauthorized(() => {
   const hadKey = Boolean(settings.apiKey);
   settings.apiKey = '';
-  askForKey(hadKey ? 'The server did not accept that API key. Enter a valid key.' : '').then(() => route(true));
+  askForKey(hadKey ? 'That API key was not accepted. Check it (embedded server: .ragline/api_key) and enter it again.' : '').then(
+    () => route(true),
+  );
 });
 
 // Settings ----------------------------------------------------------------------------------------------------
@@ -61,12 +136,15 @@ const settingsDialog = byId('settings-dialog');
 const apiBaseInput = byId('api-base');
 const streamBaseInput = byId('stream-base');
 
-byId('settings-button').addEventListener('click', () => {
+function openSettings() {
   apiBaseInput.value = settings.apiBase;
   streamBaseInput.value = settings.streamBase;
   byId('key-state').textContent = settings.apiKey ? 'An API key is stored in this browser.' : 'No API key is stored.';
   settingsDialog.showModal();
-});
+  apiBaseInput.focus();
+}
+
+byId('settings-button').addEventListener('click', openSettings);
 byId('settings-cancel').addEventListener('click', () => settingsDialog.close());
 byId('settings-form').addEventListener('submit', (event) => {
   event.preventDefault();
@@ -85,7 +163,7 @@ byId('forget-key').addEventListener('click', () => {
 // Routing -----------------------------------------------------------------------------------------------------
 function parseRoute() {
   const parts = window.location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
-  if (parts[0] === 'kb') return { page: 'kb', kbId: parts[1] || null };
+  if (parts[0] === 'kb') return { page: 'kb', kbId: parts[1] || null, sub: parts[2] || '' };
   if (parts[0] === 's' && parts[1]) return { page: 'chat', sessionId: parts[1] };
   return { page: 'chat', sessionId: null };
 }
@@ -99,9 +177,11 @@ async function route(force = false) {
   }
   chatView.hidden = where.page !== 'chat';
   kbView.hidden = where.page !== 'kb';
+  closeDrawer();
+  if (force || !models.length) loadModels();
   if (where.page === 'kb') {
     chat.leave();
-    await knowledge.show(where.kbId);
+    await knowledge.show(where.kbId, where.sub);
   } else {
     await chat.show(where.sessionId, { force });
   }

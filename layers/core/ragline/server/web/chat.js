@@ -1,17 +1,23 @@
-// The chat page: sessions (with their generated titles), a new session with its knowledge bases, the
-// question box, the running turn (stop), and resuming a turn after a reload.
+// The chat page: sessions (search, rename, pin, delete with undo), a new session with its knowledge bases and
+// suggested first questions, the question box, the running turn (stop), resuming a turn after a reload, and
+// what can be done with an answer (copy, regenerate, edit and resend, feedback, branch, rewind).
 //
 // Resume: while a turn streams, its state (everything shown so far and the id of the last frame) is kept in
 // sessionStorage under ragline.turn.<message id>. After a reload the page restores that state and asks for
 // the events after it (Last-Event-ID), so the answer continues where it was and ends with the same text. A
 // turn still running with no saved state (another tab, another browser) is replayed from its first event.
+//
+// Alternatives: a regenerated or edited turn is stored with `alternative_of` (the first answer of its group);
+// the page shows a group as one turn with ‹ n/m › to switch between its answers.
 
-import { api, streamUrl } from './api.js';
-import { byId, count, formatDate, h } from './dom.js';
+import { api, apiReply, streamUrl } from './api.js';
+import { byId, confirmAction, count, formatDate, h, provisionalTitle, toast } from './dom.js';
+import { SessionOptions } from './options.js';
 import { followStream } from './sse.js';
 import { Turn, emptyState, isEnded, storedState } from './turn.js';
 
 const SAVED = 'ragline.turn.';
+const SEARCH_DELAY_MS = 250;
 
 function loadSaved(messageId) {
   try {
@@ -33,28 +39,77 @@ function forget(messageId) {
   sessionStorage.removeItem(SAVED + messageId);
 }
 
-const eventsPath = (sessionId, messageId) =>
-  `/api/v1/sessions/${encodeURIComponent(sessionId)}/messages/${encodeURIComponent(messageId)}/events`;
+const sid = (id) => encodeURIComponent(id);
+const eventsPath = (sessionId, messageId) => `/api/v1/sessions/${sid(sessionId)}/messages/${sid(messageId)}/events`;
+
+/** Turns that are alternatives of one another, shown as one with a switcher. */
+class TurnGroup {
+  constructor(root) {
+    this.root = root;
+    this.turns = [];
+    this.index = 0;
+    this.counter = h('span', { class: 'alt-count', 'aria-live': 'polite' });
+    this.prev = h('button', { type: 'button', class: 'ghost small', 'aria-label': 'Previous answer', onclick: () => this.select(this.index - 1) }, '‹');
+    this.next = h('button', { type: 'button', class: 'ghost small', 'aria-label': 'Next answer', onclick: () => this.select(this.index + 1) }, '›');
+    this.nav = h('div', { class: 'alt-nav', role: 'group', 'aria-label': 'Alternative answers', hidden: true }, this.prev, this.counter, this.next);
+    this.el = h('section', { class: 'turn-group' }, this.nav);
+  }
+
+  add(turn) {
+    this.turns.push(turn);
+    this.el.append(turn.el);
+    this.select(this.turns.length - 1);
+  }
+
+  get current() {
+    return this.turns[this.index];
+  }
+
+  select(index) {
+    if (index < 0 || index >= this.turns.length) return;
+    this.index = index;
+    this.turns.forEach((turn, i) => {
+      turn.el.hidden = i !== index;
+    });
+    const many = this.turns.length > 1;
+    this.nav.hidden = !many;
+    this.el.dataset.alternatives = String(this.turns.length);
+    this.el.dataset.shown = String(index + 1);
+    this.counter.textContent = `${index + 1} / ${this.turns.length}`;
+    this.prev.disabled = index === 0;
+    this.next.disabled = index === this.turns.length - 1;
+  }
+}
 
 export class ChatPage {
-  constructor({ openSource }) {
+  constructor({ openSource, onModel = () => {}, closeDrawer = () => {} }) {
     this.openSource = openSource;
+    this.onModel = onModel;
+    this.closeDrawer = closeDrawer;
     this.sessionId = null;
+    this.session = null;
     this.shown = false;
     this.live = null; // {turn, controller} of the turn being streamed
     this.showToken = 0;
     this.knowledgeBases = [];
+    this.groups = [];
+    this.pendingDeletes = new Set();
     this.sessionList = byId('session-list');
+    this.search = byId('session-search');
     this.title = byId('session-title');
     this.scope = byId('session-kbs');
     this.newPanel = byId('new-session-panel');
     this.kbChoice = byId('kb-choice');
+    this.suggestions = byId('suggestions');
     this.turns = byId('turns');
+    this.turnList = byId('turn-list');
     this.form = byId('composer');
     this.question = byId('question');
     this.askButton = byId('ask');
     this.stopButton = byId('stop');
     this.composerError = byId('composer-error');
+    this.optionsButton = byId('options-button');
+    this.options = new SessionOptions({ onChange: () => this.showOptionCount() });
     this.form.addEventListener('submit', (event) => {
       event.preventDefault();
       this.submit();
@@ -66,6 +121,10 @@ export class ChatPage {
       }
     });
     this.stopButton.addEventListener('click', () => this.stop());
+    this.optionsButton.addEventListener('click', () => {
+      this.options.use(this.sessionId, this.session, this.knowledgeBases);
+      this.options.open();
+    });
     // Follow the answer while the reader is at the bottom; scrolling up stops following.
     this.stick = true;
     this.turns.addEventListener('scroll', () => {
@@ -73,9 +132,19 @@ export class ChatPage {
       this.stick = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
     });
     byId('new-session').addEventListener('click', () => {
+      this.closeDrawer();
       if (window.location.hash === '#/' || window.location.hash === '') this.show(null, { force: true });
       else window.location.hash = '#/';
     });
+    this.sessionList.addEventListener('click', (event) => {
+      if (event.target.closest('a.session-link')) this.closeDrawer();
+    });
+    let searchTimer = null;
+    this.search.addEventListener('input', () => {
+      clearTimeout(searchTimer);
+      searchTimer = setTimeout(() => this.refreshSessions().catch(() => {}), SEARCH_DELAY_MS);
+    });
+    this.kbChoice.addEventListener('change', () => this.loadSuggestions());
   }
 
   /** Leaving the page: stop reading (the turn goes on; its saved state lets it resume later). */
@@ -96,11 +165,20 @@ export class ChatPage {
     this.askButton.disabled = running;
     this.stopButton.hidden = !running;
     this.stopButton.disabled = false;
+    for (const group of this.groups) for (const turn of group.turns) turn.busy = running;
   }
 
   showError(el, error) {
+    // A refused key is the key dialog's to say; an unreachable API is the banner's (with a link to Settings).
+    if (error && (error.status === 401 || error.status === 0)) return;
     el.textContent = error.message || String(error);
     el.hidden = false;
+  }
+
+  showOptionCount() {
+    this.options.use(this.sessionId, this.session, this.knowledgeBases);
+    const n = this.options.count();
+    this.optionsButton.textContent = n ? `Options · ${n}` : 'Options';
   }
 
   async show(sessionId, { force = false } = {}) {
@@ -112,17 +190,22 @@ export class ChatPage {
     const token = ++this.showToken;
     this.abortLive();
     this.sessionId = sessionId;
+    this.session = null;
     this.shown = true;
-    this.turns.replaceChildren();
+    this.groups = [];
+    this.turnList.replaceChildren();
     this.composerError.hidden = true;
     this.newPanel.hidden = true;
     this.title.textContent = sessionId ? 'Loading…' : 'New session';
     this.scope.textContent = '';
+    this.showOptionCount();
     let bases;
     try {
       [bases] = await Promise.all([api('GET', '/api/v1/knowledge-bases'), this.refreshSessions()]);
     } catch (err) {
-      if (token === this.showToken) this.showError(this.composerError, err);
+      if (token !== this.showToken) return;
+      this.title.textContent = err.status === 0 ? 'Cannot reach the API' : sessionId ? 'Session unavailable' : 'New session';
+      this.showError(this.composerError, err);
       return;
     }
     if (token !== this.showToken) return;
@@ -136,12 +219,12 @@ export class ChatPage {
     let messages;
     try {
       [session, messages] = await Promise.all([
-        api('GET', `/api/v1/sessions/${encodeURIComponent(sessionId)}`),
-        api('GET', `/api/v1/sessions/${encodeURIComponent(sessionId)}/messages`),
+        api('GET', `/api/v1/sessions/${sid(sessionId)}`),
+        api('GET', `/api/v1/sessions/${sid(sessionId)}/messages`),
       ]);
     } catch (err) {
       if (token !== this.showToken) return;
-      this.title.textContent = 'Session unavailable';
+      this.title.textContent = err.status === 0 ? 'Cannot reach the API' : 'Session unavailable';
       this.showError(this.composerError, err);
       return;
     }
@@ -150,7 +233,7 @@ export class ChatPage {
     this.restore(sessionId, messages);
   }
 
-  /** Renders the stored turns and resumes the one still running, if any. */
+  /** Renders the stored turns (alternatives grouped) and resumes the one still running, if any. */
   restore(sessionId, messages) {
     const pairs = [];
     for (const message of messages) {
@@ -164,9 +247,10 @@ export class ChatPage {
     let resume = null;
     pairs.forEach(({ user, assistant }, index) => {
       const saved = assistant ? loadSaved(assistant.id) : null;
+      const root = (assistant && assistant.alternative_of) || (user && user.alternative_of) || '';
       if (assistant && saved && !isEnded(saved)) {
         // This tab was reading it: continue after the last frame it applied.
-        const turn = this.addTurn(saved);
+        const turn = this.addTurn(saved, root);
         resume = { turn, lastEventId: saved.lastSeq };
       } else if (assistant && !assistant.is_completed && index === pairs.length - 1) {
         const turn = this.addTurn(
@@ -176,14 +260,17 @@ export class ChatPage {
             requestId: assistant.request_id,
             query: user ? user.content : '',
             streamUrl: streamUrl(eventsPath(sessionId, assistant.id)),
+            alternativeOf: root,
           }),
+          root,
         );
         resume = { turn, lastEventId: null };
       } else {
         if (saved) forget(assistant.id);
-        this.addTurn(storedState(sessionId, user, assistant));
+        this.addTurn(storedState(sessionId, user, assistant), root);
       }
     });
+    this.markLast();
     this.scrollToEnd(true);
     if (resume) this.follow(resume.turn, resume.lastEventId);
   }
@@ -194,14 +281,9 @@ export class ChatPage {
     this.newPanel.hidden = false;
     if (this.knowledgeBases.length === 0) {
       this.kbChoice.replaceChildren(
-        h(
-          'p',
-          { class: 'muted' },
-          'No knowledge bases yet: ',
-          h('a', { href: '#/kb' }, 'create one'),
-          ', or ask without one.',
-        ),
+        h('p', { class: 'muted' }, 'No knowledge bases yet: ', h('a', { href: '#/kb' }, 'create one'), ', or ask without one.'),
       );
+      this.suggestions.hidden = true;
       return;
     }
     this.kbChoice.replaceChildren(
@@ -215,57 +297,264 @@ export class ChatPage {
         ),
       ),
     );
+    this.loadSuggestions();
+  }
+
+  checkedKbs() {
+    return [...this.kbChoice.querySelectorAll('input[name="kb"]:checked')].map((input) => input.value);
+  }
+
+  /** Questions to start with, from the chosen knowledge bases' titles and headings (no model involved). */
+  async loadSuggestions() {
+    const token = this.showToken;
+    const kbIds = this.checkedKbs().slice(0, 3);
+    if (!kbIds.length) {
+      this.suggestions.hidden = true;
+      return;
+    }
+    let lists;
+    try {
+      lists = await Promise.all(
+        kbIds.map((id) => api('GET', `/api/v1/knowledge-bases/${sid(id)}/suggested-questions?limit=4`)),
+      );
+    } catch {
+      this.suggestions.hidden = true;
+      return;
+    }
+    if (token !== this.showToken || this.sessionId) return;
+    const questions = [];
+    for (let depth = 0; questions.length < 4 && lists.some((list) => depth < list.length); depth += 1) {
+      for (const list of lists) if (depth < list.length && questions.length < 4) questions.push(list[depth]);
+    }
+    this.suggestions.hidden = questions.length === 0;
+    this.suggestions.replaceChildren(
+      h('h2', { id: 'suggestions-heading' }, 'Try asking'),
+      h(
+        'ul',
+        { class: 'suggestion-list', 'aria-labelledby': 'suggestions-heading' },
+        questions.map((s) =>
+          h(
+            'li',
+            {},
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'suggestion',
+                title: `From ${s.knowledge_title}${s.heading ? ` › ${s.heading}` : ''}`,
+                onclick: () => {
+                  this.question.value = s.question;
+                  this.submit();
+                },
+              },
+              s.question,
+            ),
+          ),
+        ),
+      ),
+    );
   }
 
   setHeader(session) {
+    this.session = session;
     this.title.textContent = session.title || 'Untitled session';
+    this.title.classList.toggle('provisional', Boolean(session.title_provisional));
     const names = session.knowledge_base_ids.map((id) => {
       const kb = this.knowledgeBases.find((k) => k.id === id);
       return kb ? kb.name : id;
     });
     this.scope.textContent = names.length ? `Knowledge: ${names.join(', ')}` : 'No knowledge base';
     this.newPanel.hidden = true;
+    this.showOptionCount();
   }
 
+  // The session list --------------------------------------------------------------------------------------
   async refreshSessions() {
-    const items = await api('GET', '/api/v1/sessions?page_size=1000');
-    this.sessionList.replaceChildren(
-      ...items.map((session) =>
-        h(
-          'li',
-          {},
-          h(
-            'a',
-            {
-              href: `#/s/${encodeURIComponent(session.id)}`,
-              class: `session-link${session.id === this.sessionId ? ' active' : ''}`,
-              dataset: { sessionId: session.id },
-            },
-            h('span', { class: 'session-name' }, session.title || 'Untitled session'),
-            h('span', { class: 'session-date' }, formatDate(session.updated_at || session.created_at)),
-          ),
-        ),
+    const keyword = this.search.value.trim();
+    const query = keyword ? `&keyword=${encodeURIComponent(keyword)}` : '';
+    const items = (await api('GET', `/api/v1/sessions?page_size=1000${query}`)).filter((s) => !this.pendingDeletes.has(s.id));
+    this.sessionList.replaceChildren(...items.map((session) => this.sessionItem(session)));
+    if (items.length === 0) {
+      this.sessionList.append(h('li', { class: 'muted empty' }, keyword ? 'No session mentions that.' : 'No sessions yet.'));
+    }
+  }
+
+  sessionItem(session) {
+    const title = session.title || 'Untitled session';
+    const menuId = `session-menu-${session.id}`;
+    // The list is drawn again when sessions change (a turn ends, a title comes): an open menu or a rename in
+    // progress stays as it was.
+    const actions = h(
+      'div',
+      { class: 'session-actions', id: menuId, hidden: this.openMenu !== session.id },
+      h('button', { type: 'button', class: 'small', dataset: { action: 'rename' }, onclick: () => this.startRename(item, session) }, 'Rename'),
+      h(
+        'button',
+        { type: 'button', class: 'small', dataset: { action: 'pin' }, onclick: () => this.pin(session) },
+        session.is_pinned ? 'Unpin' : 'Pin',
       ),
+      h('button', { type: 'button', class: 'small danger', dataset: { action: 'delete' }, onclick: () => this.remove(session) }, 'Delete'),
     );
-    if (items.length === 0) this.sessionList.append(h('li', { class: 'muted empty' }, 'No sessions yet.'));
+    const more = h(
+      'button',
+      {
+        type: 'button',
+        class: 'ghost small session-more',
+        'aria-label': `Actions for ${title}`,
+        'aria-expanded': String(this.openMenu === session.id),
+        'aria-controls': menuId,
+        onclick: () => {
+          actions.hidden = !actions.hidden;
+          this.openMenu = actions.hidden ? null : session.id;
+          more.setAttribute('aria-expanded', String(!actions.hidden));
+        },
+      },
+      '⋯',
+    );
+    const item = h(
+      'li',
+      { class: `session-item${session.is_pinned ? ' pinned' : ''}`, dataset: { sessionId: session.id } },
+      h(
+        'div',
+        { class: 'session-row' },
+        h(
+          'a',
+          {
+            href: `#/s/${sid(session.id)}`,
+            class: `session-link${session.id === this.sessionId ? ' active' : ''}`,
+            'aria-current': session.id === this.sessionId ? 'page' : null,
+            dataset: { sessionId: session.id },
+          },
+          h(
+            'span',
+            { class: `session-name${session.title_provisional ? ' provisional' : ''}` },
+            session.is_pinned ? h('span', { class: 'pin-mark' }, 'Pinned · ') : null,
+            title,
+          ),
+          session.matched_content ? h('span', { class: 'session-match' }, session.matched_content) : null,
+          h('span', { class: 'session-date' }, formatDate(session.updated_at || session.created_at)),
+        ),
+        more,
+      ),
+      actions,
+    );
+    if (this.renaming && this.renaming.id === session.id) this.startRename(item, session, this.renaming.value);
+    return item;
+  }
+
+  startRename(item, session, value = null) {
+    this.openMenu = null;
+    const input = h('input', { type: 'text', value: value ?? (session.title || ''), maxlength: '200', 'aria-label': 'Session title' });
+    this.renaming = { id: session.id, value: input.value };
+    input.addEventListener('input', () => {
+      if (this.renaming) this.renaming.value = input.value;
+    });
+    const form = h(
+      'form',
+      {
+        class: 'rename-form',
+        onsubmit: async (event) => {
+          event.preventDefault();
+          const title = input.value.trim();
+          if (!title) return;
+          this.renaming = null;
+          try {
+            const updated = await api('PUT', `/api/v1/sessions/${sid(session.id)}`, { title });
+            if (updated.id === this.sessionId) this.setHeader(updated);
+          } catch (err) {
+            this.showError(this.composerError, err);
+          }
+          await this.refreshSessions().catch(() => {});
+        },
+      },
+      input,
+      h('div', { class: 'row' }, h('button', { type: 'submit', class: 'small primary' }, 'Save'), h('button', { type: 'button', class: 'small', onclick: () => { this.renaming = null; this.refreshSessions(); } }, 'Cancel')),
+    );
+    const hadFocus = value === null || document.activeElement?.closest('.rename-form');
+    item.replaceChildren(form);
+    if (hadFocus) {
+      input.focus();
+      if (value === null) input.select();
+    }
+  }
+
+  async pin(session) {
+    this.openMenu = null;
+    try {
+      await api(session.is_pinned ? 'DELETE' : 'POST', `/api/v1/sessions/${sid(session.id)}/pin`);
+    } catch (err) {
+      this.showError(this.composerError, err);
+    }
+    await this.refreshSessions().catch(() => {});
+  }
+
+  /** Hides the session at once and deletes it when the toast ends, unless the reader chose Undo. */
+  async remove(session) {
+    this.openMenu = null;
+    this.pendingDeletes.add(session.id);
+    await this.refreshSessions().catch(() => {});
+    if (session.id === this.sessionId) window.location.hash = '#/';
+    const how = await toast(`Deleted “${session.title || 'Untitled session'}”.`, { action: 'Undo' });
+    this.pendingDeletes.delete(session.id);
+    if (how !== 'action') {
+      try {
+        await api('DELETE', `/api/v1/sessions/${sid(session.id)}`);
+      } catch (err) {
+        this.showError(this.composerError, err);
+      }
+    }
+    await this.refreshSessions().catch(() => {});
   }
 
   setTitle(title, sessionId) {
     if (!title) return;
-    if (sessionId === this.sessionId) this.title.textContent = title;
+    if (sessionId === this.sessionId) {
+      this.title.textContent = title;
+      this.title.classList.remove('provisional');
+      if (this.session) this.session = { ...this.session, title, title_provisional: false };
+    }
     for (const link of this.sessionList.querySelectorAll('a.session-link')) {
-      if (link.dataset.sessionId === sessionId) link.querySelector('.session-name').textContent = title;
+      if (link.dataset.sessionId === sessionId) {
+        const name = link.querySelector('.session-name');
+        name.textContent = title;
+        name.classList.remove('provisional');
+      }
     }
   }
 
-  addTurn(state) {
+  // Turns -----------------------------------------------------------------------------------------------------
+  addTurn(state, root = '', group = null) {
     const turn = new Turn(state, {
       onCite: (citation) => this.openSource(citation),
       onTitle: (title, sessionId) => this.setTitle(title, sessionId),
       onRender: () => this.scrollToEnd(false),
+      onModel: (modelId) => this.onModel(modelId),
+      onRegenerate: (t) => this.regenerate(t),
+      onEdit: (t, query) => this.edit(t, query),
+      onFeedback: (t, rating, comment) =>
+        api('PUT', `/api/v1/sessions/${sid(t.state.sessionId)}/messages/${sid(t.state.messageId)}/feedback`, { rating, comment }),
+      onFork: (t) => this.fork(t),
+      onRewind: (t) => this.rewind(t),
     });
-    this.turns.append(turn.el);
+    let target = group;
+    if (!target && root) target = this.groups.find((g) => g.root === root) || null;
+    if (!target) {
+      target = new TurnGroup(state.messageId);
+      this.groups.push(target);
+      this.turnList.append(target.el);
+    }
+    target.add(turn);
     return turn;
+  }
+
+  groupOf(turn) {
+    return this.groups.find((g) => g.turns.includes(turn)) || null;
+  }
+
+  markLast() {
+    this.groups.forEach((group, i) => {
+      for (const turn of group.turns) turn.setLast(i === this.groups.length - 1);
+    });
   }
 
   scrollToEnd(always) {
@@ -273,8 +562,72 @@ export class ChatPage {
     if (this.stick) this.turns.scrollTop = this.turns.scrollHeight;
   }
 
-  async submit() {
-    const query = this.question.value.trim();
+  regenerate(turn) {
+    const group = this.groupOf(turn);
+    if (!group || this.live) return;
+    this.submit(turn.state.query, { group });
+  }
+
+  /** Edit and resend: the last turn gets an alternative; an earlier one continues in a branch before it. */
+  async edit(turn, query) {
+    const group = this.groupOf(turn);
+    if (!group || this.live) return;
+    const index = this.groups.indexOf(group);
+    if (index === this.groups.length - 1) {
+      this.submit(query, { group });
+      return;
+    }
+    try {
+      let target;
+      if (index === 0) {
+        target = await api('POST', '/api/v1/sessions', { knowledge_base_ids: this.session ? this.session.knowledge_base_ids : [] });
+      } else {
+        const before = this.groups[index - 1].current;
+        target = (await this.forkAt(before.state.messageId)).data;
+      }
+      await this.openSession(target.id);
+      this.submit(query);
+    } catch (err) {
+      this.showError(this.composerError, err);
+    }
+  }
+
+  forkAt(messageId) {
+    return apiReply('POST', `/api/v1/sessions/${sid(this.sessionId)}/fork`, { message_id: messageId });
+  }
+
+  async openSession(sessionId) {
+    this.options.use(this.sessionId, this.session, this.knowledgeBases);
+    window.history.pushState(null, '', `#/s/${sid(sessionId)}`);
+    await this.show(sessionId, { force: true });
+  }
+
+  async fork(turn) {
+    try {
+      const reply = await this.forkAt(turn.state.messageId);
+      await this.openSession(reply.data.id);
+      toast(`Branched into a new session with ${count(reply.messages.length / 2, 'turn')}.`);
+    } catch (err) {
+      this.showError(this.composerError, err);
+    }
+  }
+
+  async rewind(turn) {
+    const group = this.groupOf(turn);
+    const later = this.groups.length - this.groups.indexOf(group) - 1;
+    const yes = await confirmAction(`Delete the ${count(later, 'turn')} after this answer? This cannot be undone.`, 'Delete turns');
+    if (!yes) return;
+    try {
+      await api('POST', `/api/v1/sessions/${sid(this.sessionId)}/rewind`, { message_id: turn.state.messageId });
+      await this.show(this.sessionId, { force: true });
+    } catch (err) {
+      this.showError(this.composerError, err);
+    }
+  }
+
+  /** Asks `query` (the question box's text by default); `group`: as an alternative of that turn group. */
+  async submit(text = null, { group = null } = {}) {
+    const query = (text === null ? this.question.value : text).trim();
     if (!query || this.live || this.submitting) return;
     this.submitting = true;
     this.composerError.hidden = true;
@@ -282,17 +635,19 @@ export class ChatPage {
     try {
       let sessionId = this.sessionId;
       if (!sessionId) {
-        const ids = [...this.kbChoice.querySelectorAll('input[name="kb"]:checked')].map((input) => input.value);
-        const session = await api('POST', '/api/v1/sessions', { knowledge_base_ids: ids });
+        const session = await api('POST', '/api/v1/sessions', { knowledge_base_ids: this.checkedKbs() });
         sessionId = session.id;
         this.sessionId = sessionId;
+        this.options.adopt(sessionId);
         // The address follows without a hashchange (which would reload the page's view).
-        window.history.replaceState(null, '', `#/s/${encodeURIComponent(sessionId)}`);
-        this.setHeader(session);
-        this.refreshSessions().catch(() => {});
+        window.history.replaceState(null, '', `#/s/${sid(sessionId)}`);
+        this.setHeader({ ...session, title: provisionalTitle(query), title_provisional: true });
       }
-      const ids = await api('POST', `/api/v1/sessions/${encodeURIComponent(sessionId)}/questions`, { query });
-      this.question.value = '';
+      this.options.use(sessionId, this.session, this.knowledgeBases);
+      const body = { ...this.options.request(), query };
+      if (group) body.alternative_of = group.root;
+      const ids = await api('POST', `/api/v1/sessions/${sid(sessionId)}/questions`, body);
+      if (text === null) this.question.value = '';
       const turn = this.addTurn(
         emptyState({
           sessionId,
@@ -301,10 +656,15 @@ export class ChatPage {
           query,
           // Embedded: a path on this server; AWS: stream_reader's function URL (absolute).
           streamUrl: streamUrl(ids.stream_url || eventsPath(sessionId, ids.assistant_message_id)),
+          alternativeOf: group ? group.root : '',
         }),
+        '',
+        group,
       );
+      this.markLast();
       this.scrollToEnd(true);
       save(turn.state);
+      this.refreshSessions().catch(() => {});
       this.follow(turn, null);
     } catch (err) {
       this.showError(this.composerError, err);
@@ -353,9 +713,7 @@ export class ChatPage {
     this.stopButton.disabled = true;
     turn.setStatus('Stopping…');
     try {
-      await api('POST', `/api/v1/sessions/${encodeURIComponent(turn.state.sessionId)}/stop`, {
-        message_id: turn.state.messageId,
-      });
+      await api('POST', `/api/v1/sessions/${sid(turn.state.sessionId)}/stop`, { message_id: turn.state.messageId });
       // The stream now ends with its `stop` frame; the partial answer stays as it is.
     } catch (err) {
       this.stopButton.disabled = false;

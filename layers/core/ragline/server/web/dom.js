@@ -40,3 +40,85 @@ export function formatDate(value) {
 export function count(n, noun) {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
+
+/** "2.4 MB", "812 B". */
+export function formatBytes(n) {
+  if (!n) return '—';
+  const units = ['B', 'KB', 'MB', 'GB'];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${unit ? value.toFixed(value < 10 ? 1 : 0) : value} ${units[unit]}`;
+}
+
+/** The first words of a question, cut at a word with "…" (the provisional title the server sets too). */
+export function provisionalTitle(text, words = 8) {
+  const all = String(text || '').split(/\s+/).filter(Boolean);
+  const title = all.slice(0, words).join(' ').replace(/[\s"'“”‘’`*.。!！?？:：;；,，]+$/, '');
+  return (title.charAt(0).toUpperCase() + title.slice(1) + (all.length > words ? '…' : '')) || 'New session';
+}
+
+/**
+ * Asks in the page's confirm dialog (never window.confirm, which blocks the page): resolves true when the
+ * action was confirmed.
+ */
+export function confirmAction(message, action = 'Delete') {
+  const dialog = byId('confirm-dialog');
+  byId('confirm-message').textContent = message;
+  const ok = byId('confirm-ok');
+  ok.textContent = action;
+  return new Promise((resolve) => {
+    const done = (value) => {
+      dialog.removeEventListener('close', onClose);
+      ok.removeEventListener('click', onOk);
+      if (dialog.open) dialog.close();
+      resolve(value);
+    };
+    const onOk = (event) => {
+      event.preventDefault();
+      done(true);
+    };
+    const onClose = () => done(false);
+    ok.addEventListener('click', onOk);
+    dialog.addEventListener('close', onClose);
+    dialog.showModal();
+    byId('confirm-cancel').focus();
+  });
+}
+
+/** A short message at the bottom of the screen, with an optional action (Undo); resolves how it ended. */
+export function toast(message, { action = '', timeout = 6000 } = {}) {
+  const region = byId('toasts');
+  return new Promise((resolve) => {
+    let timer = null;
+    const el = h('div', { class: 'toast', role: 'status' }, h('span', { class: 'toast-text' }, message));
+    const end = (how) => {
+      clearTimeout(timer);
+      el.remove();
+      resolve(how);
+    };
+    if (action) el.append(h('button', { type: 'button', class: 'toast-action', onclick: () => end('action') }, action));
+    el.append(h('button', { type: 'button', class: 'ghost toast-close', 'aria-label': 'Dismiss', onclick: () => end('dismissed') }, '✕'));
+    region.append(el);
+    timer = setTimeout(() => end('timeout'), timeout);
+  });
+}
+
+/** Copies text to the clipboard (the Clipboard API, else a hidden textarea and the copy command). */
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = h('textarea', { class: 'offscreen', 'aria-hidden': 'true' });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    const done = document.execCommand('copy');
+    area.remove();
+    return done;
+  }
+}

@@ -1,47 +1,84 @@
-// The knowledge-base page: create a knowledge base, upload documents (with progress), add a text, list the
-// documents and each document's chunks.
+// The knowledge-base pages: create, rename, describe and delete a knowledge base; upload documents by
+// drag-and-drop or by choosing several files (in parallel, each with its progress); add a text; the documents
+// with their status (pending / indexed / failed and why), size, pages and chunks, each deleted or re-indexed;
+// a document's chunks; and a search page over the knowledge base with the ranked passages and their scores.
 
 import { api, uploadFile } from './api.js';
-import { byId, count, formatDate, h } from './dom.js';
+import { byId, confirmAction, count, formatBytes, formatDate, h } from './dom.js';
 
-const ACCEPT = '.md,.markdown,.txt,.text,.pdf,.html,.htm';
+const ACCEPT = '.md,.markdown,.txt,.text,.pdf,.html,.htm,.docx,.pptx,.epub,.csv,.tsv,.xlsx';
+// While a document of the shown knowledge base is pending, its list is read again this often (ms).
+const PENDING_POLL_MS = 1000;
+// Uploads sent at once; the others wait for a free slot.
+const PARALLEL_UPLOADS = 3;
+
+const kbPath = (kbId) => `/api/v1/knowledge-bases/${encodeURIComponent(kbId)}`;
+
+/** A document's indexing status, as GET reports it: indexed, pending with its progress, or failed and why. */
+function statusCell(doc) {
+  const status = doc.status || 'indexed';
+  let text = status;
+  if (status === 'pending') text = `pending ${doc.embedded_count ?? 0}/${doc.chunk_count ?? 0}`;
+  const cell = h('td', { class: `doc-status status-${status}`, dataset: { status, label: 'Status' } }, h('span', { class: 'status-name' }, text));
+  if (status === 'failed' && doc.reason) cell.append(h('span', { class: 'doc-reason' }, doc.reason));
+  return cell;
+}
+
+/** Runs `task(item)` for every item, at most `limit` at a time. */
+async function inParallel(items, limit, task) {
+  const queue = [...items];
+  const workers = Array.from({ length: Math.min(limit, queue.length) }, async () => {
+    while (queue.length) await task(queue.shift());
+  });
+  await Promise.all(workers);
+}
 
 export class KnowledgePage {
-  constructor() {
+  constructor({ openSource = () => {}, closeDrawer = () => {} } = {}) {
+    this.openSource = openSource;
+    this.closeDrawer = closeDrawer;
     this.list = byId('kb-list');
     this.detail = byId('kb-detail');
     this.createForm = byId('kb-create');
     this.createError = byId('kb-create-error');
     this.kbId = null;
     this.token = 0;
+    this.pendingPoll = null;
     this.createForm.addEventListener('submit', (event) => {
       event.preventDefault();
       this.create();
     });
   }
 
-  async show(kbId) {
+  async show(kbId, sub = '') {
     const token = ++this.token;
     this.kbId = kbId || null;
     this.createError.hidden = true;
+    clearTimeout(this.pendingPoll);
     let bases;
     try {
       bases = await api('GET', '/api/v1/knowledge-bases');
     } catch (err) {
-      this.detail.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, err.message));
+      if (err.status !== 401 && err.status !== 0) this.detail.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, err.message));
       return;
     }
     if (token !== this.token) return;
     this.renderList(bases);
     if (!kbId) {
       this.detail.replaceChildren(
-        h('p', { class: 'muted' }, 'Choose a knowledge base, or create one, to upload documents and browse them.'),
+        h('h1', {}, 'Knowledge bases'),
+        h('p', { class: 'muted' }, bases.length ? 'Choose a knowledge base to upload documents, browse and search them.' : 'Create a knowledge base to upload documents into.'),
+        h('ul', { class: 'kb-cards' }, bases.map((kb) => h('li', {}, h('a', { href: `#/kb/${encodeURIComponent(kb.id)}` }, kb.name), h('span', { class: 'muted' }, ` · ${count(kb.document_count, 'document')}`)))),
       );
       return;
     }
     const kb = bases.find((item) => item.id === kbId);
     if (!kb) {
       this.detail.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, 'Knowledge base not found.'));
+      return;
+    }
+    if (sub === 'search') {
+      this.renderSearch(kb);
       return;
     }
     this.renderDetail(kb);
@@ -59,7 +96,9 @@ export class KnowledgePage {
             {
               href: `#/kb/${encodeURIComponent(kb.id)}`,
               class: `session-link${kb.id === this.kbId ? ' active' : ''}`,
+              'aria-current': kb.id === this.kbId ? 'page' : null,
               dataset: { kbId: kb.id },
+              onclick: () => this.closeDrawer(),
             },
             h('span', { class: 'session-name' }, kb.name),
             h('span', { class: 'session-date' }, count(kb.document_count, 'document')),
@@ -85,26 +124,106 @@ export class KnowledgePage {
     }
   }
 
-  renderDetail(kb) {
-    const fileInput = h('input', { type: 'file', id: 'kb-files', multiple: true, accept: ACCEPT });
-    const uploads = h('ul', { class: 'uploads', id: 'uploads' });
-    const uploadForm = h(
+  // The knowledge base's header: rename, describe, delete ---------------------------------------------------------
+  head(kb, current) {
+    const tabs = h(
+      'nav',
+      { class: 'tabs', 'aria-label': 'Knowledge base' },
+      h('a', { href: `#/kb/${encodeURIComponent(kb.id)}`, 'aria-current': current === 'documents' ? 'page' : null }, 'Documents'),
+      h('a', { href: `#/kb/${encodeURIComponent(kb.id)}/search`, 'aria-current': current === 'search' ? 'page' : null, id: 'kb-search-tab' }, 'Search'),
+    );
+    const error = h('p', { class: 'error-text', role: 'alert', hidden: true });
+    const name = h('input', { type: 'text', id: 'kb-edit-name', value: kb.name, maxlength: '200', required: true });
+    const description = h('textarea', { id: 'kb-edit-description', rows: '2', maxlength: '2000' });
+    description.value = kb.description || '';
+    const editForm = h(
       'form',
       {
-        class: 'upload',
-        id: 'kb-upload',
-        onsubmit: (event) => {
+        class: 'kb-edit stack',
+        id: 'kb-edit',
+        hidden: true,
+        onsubmit: async (event) => {
           event.preventDefault();
-          this.upload([...fileInput.files], uploads).then(() => {
-            fileInput.value = '';
-          });
+          error.hidden = true;
+          try {
+            await api('PUT', kbPath(kb.id), { name: name.value.trim(), description: description.value.trim() });
+            await this.show(kb.id, current === 'search' ? 'search' : '');
+          } catch (err) {
+            error.textContent = err.message;
+            error.hidden = false;
+          }
         },
       },
-      h('label', { for: 'kb-files' }, 'Upload documents (Markdown, text, PDF, HTML)'),
-      h('div', { class: 'row' }, fileInput, h('button', { type: 'submit', class: 'primary' }, 'Upload')),
+      h('label', { for: 'kb-edit-name' }, 'Name'),
+      name,
+      h('label', { for: 'kb-edit-description' }, 'Description'),
+      description,
+      error,
+      h('div', { class: 'row' }, h('button', { type: 'submit', class: 'primary small' }, 'Save'), h('button', { type: 'button', class: 'small', onclick: () => { editForm.hidden = true; shown.hidden = false; } }, 'Cancel')),
     );
-    const titleInput = h('input', { type: 'text', name: 'title', placeholder: 'Title', maxlength: '500' });
-    const contentInput = h('textarea', { name: 'content', rows: '4', placeholder: 'Markdown or plain text', required: true });
+    const shown = h(
+      'div',
+      { class: 'kb-title' },
+      h('h1', {}, kb.name),
+      h(
+        'div',
+        { class: 'row kb-actions' },
+        h('button', { type: 'button', class: 'small', id: 'kb-rename', onclick: () => { shown.hidden = true; editForm.hidden = false; name.focus(); } }, 'Rename / describe'),
+        h('button', { type: 'button', class: 'small danger', id: 'kb-delete', onclick: () => this.deleteKb(kb) }, 'Delete'),
+      ),
+    );
+    return h(
+      'header',
+      { class: 'kb-head' },
+      shown,
+      editForm,
+      kb.description ? h('p', { class: 'kb-description' }, kb.description) : null,
+      h('p', { class: 'muted small-text' }, `${count(kb.document_count, 'document')} · created ${formatDate(kb.created_at)} · embeddings ${kb.embedding_model}`),
+      tabs,
+    );
+  }
+
+  async deleteKb(kb) {
+    const yes = await confirmAction(`Delete the knowledge base “${kb.name}” with its ${count(kb.document_count, 'document')}? This cannot be undone.`, 'Delete knowledge base');
+    if (!yes) return;
+    try {
+      await api('DELETE', kbPath(kb.id));
+      window.location.hash = '#/kb';
+    } catch (err) {
+      this.detail.prepend(h('p', { class: 'notice error', role: 'alert' }, err.message));
+    }
+  }
+
+  // Documents -----------------------------------------------------------------------------------------------------
+  renderDetail(kb) {
+    const fileInput = h('input', { type: 'file', id: 'kb-files', multiple: true, accept: ACCEPT, class: 'visually-hidden' });
+    const uploads = h('ul', { class: 'uploads', id: 'uploads', 'aria-label': 'Uploads' });
+    const send = (files) => {
+      if (files.length) this.upload(files, uploads);
+    };
+    fileInput.addEventListener('change', () => {
+      send([...fileInput.files]);
+      fileInput.value = '';
+    });
+    const zone = h(
+      'div',
+      { class: 'dropzone', id: 'dropzone' },
+      h('p', {}, h('strong', {}, 'Drop files here'), ' or ', h('label', { for: 'kb-files', class: 'file-label' }, 'choose files'), '.'),
+      h('p', { class: 'muted small-text' }, 'Markdown, text, PDF, Word, PowerPoint, EPUB, HTML, CSV and Excel; several at once.'),
+      fileInput,
+    );
+    zone.addEventListener('dragover', (event) => {
+      event.preventDefault();
+      zone.classList.add('over');
+    });
+    zone.addEventListener('dragleave', () => zone.classList.remove('over'));
+    zone.addEventListener('drop', (event) => {
+      event.preventDefault();
+      zone.classList.remove('over');
+      send([...(event.dataTransfer ? event.dataTransfer.files : [])]);
+    });
+    const titleInput = h('input', { type: 'text', name: 'title', placeholder: 'Title', maxlength: '500', 'aria-label': 'Title' });
+    const contentInput = h('textarea', { name: 'content', rows: '4', placeholder: 'Markdown or plain text', required: true, 'aria-label': 'Text' });
     const textError = h('p', { class: 'error-text', hidden: true, role: 'alert' });
     const textForm = h(
       'form',
@@ -114,10 +233,7 @@ export class KnowledgePage {
           event.preventDefault();
           textError.hidden = true;
           try {
-            await api('POST', `/api/v1/knowledge-bases/${encodeURIComponent(kb.id)}/documents`, {
-              title: titleInput.value.trim(),
-              content: contentInput.value,
-            });
+            await api('POST', `${kbPath(kb.id)}/documents`, { title: titleInput.value.trim(), content: contentInput.value });
             event.target.reset();
             await this.loadDocuments();
             await this.refreshList();
@@ -130,31 +246,22 @@ export class KnowledgePage {
       h('details', {}, h('summary', {}, 'Add a text'), titleInput, contentInput, textError, h('button', { type: 'submit' }, 'Add')),
     );
     this.documents = h('div', { class: 'documents', id: 'documents' });
-    this.chunks = h('section', { class: 'chunks', id: 'chunks', hidden: true });
-    this.detail.replaceChildren(
-      h(
-        'header',
-        { class: 'kb-head' },
-        h('h1', {}, kb.name),
-        kb.description ? h('p', {}, kb.description) : null,
-        h('p', { class: 'muted' }, `id ${kb.id} · created ${formatDate(kb.created_at)}`),
-      ),
-      uploadForm,
-      uploads,
-      textForm,
-      h('h2', {}, 'Documents'),
-      this.documents,
-      this.chunks,
-    );
+    this.chunks = h('section', { class: 'chunks', id: 'chunks', hidden: true, 'aria-label': 'Chunks' });
+    this.detail.replaceChildren(this.head(kb, 'documents'), zone, uploads, textForm, h('h2', {}, 'Documents'), this.documents, this.chunks);
   }
 
   async upload(files, uploads) {
     const kbId = this.kbId;
-    for (const file of files) {
-      const bar = h('progress', { max: '100', value: '0' });
-      const status = h('span', { class: 'upload-status' }, 'uploading…');
-      const row = h('li', { class: 'upload-row', dataset: { state: 'uploading' } }, h('span', { class: 'upload-name' }, file.name), bar, status);
+    const rows = files.map((file) => {
+      const bar = h('progress', { max: '100', value: '0', 'aria-label': `Upload of ${file.name}` });
+      const status = h('span', { class: 'upload-status' }, 'waiting…');
+      const row = h('li', { class: 'upload-row', dataset: { state: 'waiting', file: file.name } }, h('span', { class: 'upload-name' }, file.name), bar, status);
       uploads.prepend(row);
+      return { file, bar, status, row };
+    });
+    await inParallel(rows, PARALLEL_UPLOADS, async ({ file, bar, status, row }) => {
+      row.dataset.state = 'uploading';
+      status.textContent = 'uploading…';
       try {
         const doc = await uploadFile(kbId, file, (progress) => {
           if (progress.phase === 'upload') {
@@ -179,7 +286,7 @@ export class KnowledgePage {
         status.classList.add('error-text');
       }
       if (this.kbId === kbId) await this.loadDocuments();
-    }
+    });
     await this.refreshList();
   }
 
@@ -193,9 +300,10 @@ export class KnowledgePage {
 
   async loadDocuments() {
     const kbId = this.kbId;
+    clearTimeout(this.pendingPoll);
     let docs;
     try {
-      docs = await api('GET', `/api/v1/knowledge-bases/${encodeURIComponent(kbId)}/documents?limit=1000`);
+      docs = await api('GET', `${kbPath(kbId)}/documents?limit=1000`);
     } catch (err) {
       this.documents.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, err.message));
       return;
@@ -205,30 +313,74 @@ export class KnowledgePage {
       this.documents.replaceChildren(h('p', { class: 'muted' }, 'No documents yet.'));
       return;
     }
+    const cell = (label, content, cls = '') => h('td', { class: cls, dataset: { label } }, content);
     const rows = docs.map((doc) =>
       h(
         'tr',
-        { dataset: { documentId: doc.id } },
-        h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => this.showChunks(doc) }, doc.title || doc.filename || doc.id)),
-        h('td', {}, doc.filename || '—'),
-        h('td', {}, doc.file_type),
-        h('td', { class: 'num' }, String(doc.chunk_count)),
-        h('td', {}, (doc.tags || []).join(', ')),
-        h('td', {}, formatDate(doc.created_at)),
+        { dataset: { documentId: doc.id, status: doc.status } },
+        cell(
+          'Title',
+          [
+            h('button', { type: 'button', class: 'link', onclick: () => this.showChunks(doc) }, doc.title || doc.filename || doc.id),
+            doc.filename && doc.filename !== doc.title ? h('span', { class: 'doc-file' }, doc.filename) : null,
+          ],
+          'doc-title',
+        ),
+        statusCell(doc),
+        cell('Size', formatBytes(doc.size_bytes), 'num doc-size'),
+        cell('Pages', doc.pages ? String(doc.pages) : '—', 'num doc-pages'),
+        cell('Chunks', String(doc.chunk_count), 'num doc-chunks'),
+        cell('Type', doc.file_type),
+        cell('Added', formatDate(doc.created_at)),
+        cell(
+          'Actions',
+          h(
+            'div',
+            { class: 'row doc-actions' },
+            h('button', { type: 'button', class: 'small', dataset: { action: 'reindex' }, 'aria-label': `Re-index ${doc.title || doc.filename}`, disabled: doc.status === 'pending', onclick: () => this.reindex(doc) }, 'Re-index'),
+            h('button', { type: 'button', class: 'small danger', dataset: { action: 'delete' }, 'aria-label': `Delete ${doc.title || doc.filename}`, onclick: () => this.deleteDocument(doc) }, 'Delete'),
+          ),
+        ),
       ),
     );
     this.documents.replaceChildren(
       h(
-        'div',
-        { class: 'table-wrap' },
-        h(
-          'table',
-          { class: 'grid' },
-          h('thead', {}, h('tr', {}, ['Title', 'File', 'Type', 'Chunks', 'Tags', 'Added'].map((t) => h('th', {}, t)))),
-          h('tbody', {}, rows),
-        ),
+        'table',
+        { class: 'grid documents-table' },
+        h('caption', { class: 'visually-hidden' }, 'Documents of this knowledge base'),
+        h('thead', {}, h('tr', {}, ['Title', 'Status', 'Size', 'Pages', 'Chunks', 'Type', 'Added', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, rows),
       ),
     );
+    // Uploads answer once their chunks are stored; the vectors follow in the background (AWS: the indexing
+    // function). Follow them until every document is indexed or failed.
+    if (docs.some((doc) => doc.status === 'pending')) {
+      this.pendingPoll = setTimeout(() => {
+        if (this.kbId === kbId) this.loadDocuments();
+      }, PENDING_POLL_MS);
+    }
+  }
+
+  async reindex(doc) {
+    try {
+      await api('POST', `/api/v1/knowledge/${encodeURIComponent(doc.id)}/reparse`);
+    } catch (err) {
+      this.documents.prepend(h('p', { class: 'notice error', role: 'alert' }, err.message));
+    }
+    await this.loadDocuments();
+  }
+
+  async deleteDocument(doc) {
+    const yes = await confirmAction(`Delete “${doc.title || doc.filename}” and its ${count(doc.chunk_count, 'chunk')}?`, 'Delete document');
+    if (!yes) return;
+    try {
+      await api('DELETE', `/api/v1/knowledge/${encodeURIComponent(doc.id)}`);
+    } catch (err) {
+      this.documents.prepend(h('p', { class: 'notice error', role: 'alert' }, err.message));
+    }
+    if (this.chunks.dataset.documentId === doc.id) this.chunks.hidden = true;
+    await this.loadDocuments();
+    await this.refreshList();
   }
 
   async showChunks(doc) {
@@ -237,30 +389,33 @@ export class KnowledgePage {
     this.chunks.replaceChildren(h('h2', {}, `Chunks of ${doc.title || doc.filename}`), h('p', { class: 'muted' }, 'Loading…'));
     let chunks;
     try {
-      chunks = await api(
-        'GET',
-        `/api/v1/knowledge-bases/${encodeURIComponent(this.kbId)}/documents/${encodeURIComponent(doc.id)}/chunks`,
-      );
+      chunks = await api('GET', `${kbPath(this.kbId)}/documents/${encodeURIComponent(doc.id)}/chunks`);
     } catch (err) {
       this.chunks.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, err.message));
       return;
     }
     if (this.chunks.dataset.documentId !== doc.id) return;
+    // Passages (what search matches) are numbered in reading order; the sections that hold them (context for
+    // their passages) are named, not numbered, so no two items share a number.
+    const passages = chunks.filter((c) => c.searchable).length;
+    const sections = chunks.length - passages;
+    let n = 0;
     this.chunks.replaceChildren(
-      h('h2', {}, `Chunks of ${doc.title || doc.filename} · ${chunks.length}`),
+      h('h2', {}, `Chunks of ${doc.title || doc.filename}`),
+      h('p', { class: 'muted chunk-count' }, [count(passages, 'passage'), sections ? count(sections, 'section') : ''].filter(Boolean).join(' · ')),
       h(
         'ol',
         { class: 'chunk-list' },
         chunks.map((chunk) =>
           h(
             'li',
-            { class: 'chunk', dataset: { chunkId: chunk.id } },
+            { class: `chunk${chunk.searchable ? '' : ' parent'}`, dataset: { chunkId: chunk.id } },
             h(
               'div',
               { class: 'chunk-meta' },
-              `#${chunk.chunk_index + 1}`,
+              chunk.searchable ? `Passage ${(n += 1)}` : 'Section (context for its passages)',
               chunk.header ? ` · ${chunk.header}` : '',
-              chunk.searchable ? '' : ' · parent (context for its children)',
+              chunk.metadata && chunk.metadata.page ? ` · page ${chunk.metadata.page}` : '',
               ` · ${chunk.content.length} characters`,
             ),
             h('pre', { class: 'chunk-text' }, chunk.content),
@@ -268,6 +423,96 @@ export class KnowledgePage {
         ),
       ),
     );
-    this.chunks.scrollIntoView({ block: 'start', behavior: 'smooth' });
+    this.chunks.scrollIntoView({ block: 'start' });
+  }
+
+  // Search ----------------------------------------------------------------------------------------------------------
+  renderSearch(kb) {
+    const query = h('input', { type: 'search', id: 'kb-search-query', placeholder: 'Search this knowledge base', required: true, maxlength: '2000' });
+    const topK = h('select', { id: 'kb-search-top-k' }, [5, 10, 20, 50].map((n) => h('option', { value: String(n), selected: n === 10 }, String(n))));
+    const retrievers = h(
+      'select',
+      { id: 'kb-search-retrievers' },
+      h('option', { value: 'hybrid' }, 'Hybrid'),
+      h('option', { value: 'vector' }, 'Vector'),
+      h('option', { value: 'keyword' }, 'Keyword'),
+    );
+    const results = h('div', { id: 'kb-search-results', class: 'search-results', 'aria-live': 'polite' });
+    const form = h(
+      'form',
+      {
+        id: 'kb-search',
+        class: 'search-form',
+        role: 'search',
+        onsubmit: (event) => {
+          event.preventDefault();
+          this.search(kb, query.value.trim(), Number(topK.value), retrievers.value, results);
+        },
+      },
+      h('label', { for: 'kb-search-query', class: 'visually-hidden' }, 'Search'),
+      query,
+      h('label', { for: 'kb-search-top-k' }, 'Top'),
+      topK,
+      h('label', { for: 'kb-search-retrievers' }, 'by'),
+      retrievers,
+      h('button', { type: 'submit', class: 'primary' }, 'Search'),
+    );
+    this.detail.replaceChildren(
+      this.head(kb, 'search'),
+      form,
+      h('p', { class: 'muted small-text' }, 'The passages a question would find, through the same search and ranking the chat uses, with every score.'),
+      results,
+    );
+    query.focus();
+  }
+
+  async search(kb, query, topK, retrievers, results) {
+    if (!query) return;
+    results.dataset.state = 'loading';
+    results.replaceChildren(h('p', { class: 'muted' }, 'Searching…'));
+    let hits;
+    try {
+      hits = await api('POST', '/api/v1/knowledge-search', { query, knowledge_base_ids: [kb.id], top_k: topK, retrievers });
+    } catch (err) {
+      results.dataset.state = 'error';
+      results.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, err.message));
+      return;
+    }
+    results.dataset.state = 'done';
+    results.dataset.count = String(hits.length);
+    if (!hits.length) {
+      results.replaceChildren(h('p', { class: 'muted' }, 'No passage matches.'));
+      return;
+    }
+    const score = (name, value) => (typeof value === 'number' ? h('span', { class: 'score', dataset: { score: name } }, `${name} ${value.toFixed(3)}`) : null);
+    results.replaceChildren(
+      h('p', { class: 'muted' }, `${count(hits.length, 'passage')}, best first`),
+      h(
+        'ol',
+        { class: 'hit-list' },
+        hits.map((hit) =>
+          h(
+            'li',
+            { class: 'hit', dataset: { chunkId: hit.id, rank: String(hit.seq) } },
+            h(
+              'div',
+              { class: 'hit-head' },
+              h('span', { class: 'hit-rank' }, `#${hit.seq}`),
+              h('button', { type: 'button', class: 'link hit-title', onclick: () => this.openSource({ chunkId: hit.id, doc: hit.knowledge_title, kbId: kb.id, reference: hit, claim: '' }) }, hit.knowledge_title || 'Untitled'),
+              hit.header ? h('span', { class: 'muted' }, hit.header) : null,
+            ),
+            h(
+              'div',
+              { class: 'hit-scores' },
+              h('span', { class: 'score total', dataset: { score: 'score' } }, `score ${hit.score.toFixed(3)}`),
+              score('vector', hit.scores.vector),
+              score('keyword', hit.scores.keyword),
+              score('rerank', hit.scores.model),
+            ),
+            h('p', { class: 'hit-text' }, hit.content.replace(/\s+/g, ' ').slice(0, 400)),
+          ),
+        ),
+      ),
+    );
   }
 }

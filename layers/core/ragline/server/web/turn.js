@@ -3,8 +3,13 @@
 // The state is plain JSON (kept in sessionStorage while the turn runs, so a reload resumes after the last
 // frame received); the view is rebuilt from it at most once per animation frame.
 
-import { count, h } from './dom.js';
+import { copyText, count, h } from './dom.js';
 import { citationClaims, renderMarkdown, safeUrl, stripPartialTag } from './markdown.js';
+
+// Citation tags in an answer's Markdown, as the server writes them.
+const CITATION_TAG = /<(kb|web)\s+((?:[\w-]+="[^"]*"\s*)*)\/>/g;
+// What is left of an answer that holds no words (a list marker, emphasis marks): shown as nothing.
+const NO_WORDS = /^[\s\-*+>#_`•|.]*$/;
 
 const TOOLS = {
   query_understand: ['Understanding the question…', 'Question understood'],
@@ -36,6 +41,9 @@ export function emptyState(init = {}) {
     stopped: null,
     completed: false,
     stored: false, // rebuilt from the stored messages, not from a stream
+    feedback: '',
+    feedbackComment: '',
+    alternativeOf: '',
     ...init,
   };
 }
@@ -56,6 +64,9 @@ export function storedState(sessionId, user, assistant) {
     stopped: reason === 'stopped' ? { message: 'Generation stopped by user', reason: 'user_requested' } : null,
     error: reason === 'error' ? { message: 'The answer failed.', stage: '', type: '' } : null,
     stored: true,
+    feedback: assistant ? assistant.feedback || '' : '',
+    feedbackComment: assistant ? assistant.feedback_comment || '' : '',
+    alternativeOf: assistant ? assistant.alternative_of || '' : '',
   });
 }
 
@@ -96,7 +107,11 @@ function toolWindow(tool, ended) {
 }
 
 export class Turn {
-  /** options: onCite(citation) opens the source viewer; onTitle(title, sessionId); onRender(). */
+  /**
+   * options: onCite(citation) opens the source viewer; onTitle(title, sessionId); onRender(); onModel(id);
+   * the answer actions: onRegenerate(turn), onEdit(turn, query), onFeedback(turn, rating, comment) → Promise,
+   * onFork(turn), onRewind(turn).
+   */
   constructor(state, options = {}) {
     this.state = emptyState(state);
     this.options = options;
@@ -109,13 +124,45 @@ export class Turn {
     this.cited = new Map();
     this.claims = [];
     this.userToggled = false;
+    this.referencesOpen = false;
+    this.copied = '';
+    this.busy = false;
     this.pending = false;
     this.build();
     this.render();
   }
 
   build() {
-    this.userEl = h('div', { class: 'msg user' });
+    this.userText = h('div', { class: 'user-text' });
+    this.editButton = h(
+      'button',
+      { type: 'button', class: 'ghost small edit-question', onclick: () => this.startEdit() },
+      'Edit',
+    );
+    this.editArea = h('textarea', { rows: '3', class: 'edit-area', 'aria-label': 'Edited question' });
+    this.editForm = h(
+      'form',
+      {
+        class: 'edit-form',
+        hidden: true,
+        onsubmit: (event) => {
+          event.preventDefault();
+          const query = this.editArea.value.trim();
+          if (!query) return;
+          this.editForm.hidden = true;
+          this.userText.hidden = false;
+          this.options.onEdit?.(this, query);
+        },
+      },
+      this.editArea,
+      h(
+        'div',
+        { class: 'row' },
+        h('button', { type: 'submit', class: 'primary small' }, 'Send'),
+        h('button', { type: 'button', class: 'small', onclick: () => this.cancelEdit() }, 'Cancel'),
+      ),
+    );
+    this.userEl = h('div', { class: 'msg user' }, this.userText, this.editForm, this.editButton);
     this.progressEl = h('div', { class: 'progress' });
     this.reasoningSummary = h('summary', { onclick: () => (this.userToggled = true) }, 'Reasoning');
     this.reasoningText = h('div', { class: 'reasoning-text' });
@@ -131,6 +178,8 @@ export class Turn {
     this.errorEl = h('div', { class: 'notice error', role: 'alert', hidden: true });
     this.stoppedEl = h('div', { class: 'notice stopped', hidden: true });
     this.statusEl = h('div', { class: 'status', 'aria-live': 'polite' });
+    this.actionsEl = h('div', { class: 'turn-actions', role: 'group', 'aria-label': 'Answer actions', hidden: true });
+    this.feedbackForm = this.buildFeedbackForm();
     this.assistantEl = h(
       'div',
       { class: 'msg assistant' },
@@ -143,8 +192,11 @@ export class Turn {
       this.errorEl,
       this.stoppedEl,
       this.statusEl,
+      this.actionsEl,
+      this.feedbackForm,
     );
     this.el = h('article', { class: 'turn' }, this.userEl, this.assistantEl);
+    this.isLast = false;
     this.el.raglineTurn = this; // for tests and debugging: the state behind the view
   }
 
@@ -259,8 +311,9 @@ export class Turn {
     this.el.dataset.messageId = s.messageId;
     this.el.dataset.state = phase;
     if (s.resumedFrom !== null && s.resumedFrom !== undefined) this.el.dataset.resumedFrom = String(s.resumedFrom);
-    this.userEl.textContent = s.query;
+    if (this.userText.textContent !== s.query) this.userText.textContent = s.query;
     this.userEl.hidden = !s.query;
+    this.editButton.hidden = phase === 'streaming' || !this.editForm.hidden || !this.options.onEdit;
 
     const windows = s.tools.map((tool) => toolWindow(tool, phase !== 'streaming'));
     if (s.memories && s.memories.length) {
@@ -327,7 +380,8 @@ export class Turn {
       }
     }
     if (text.trim()) this.mark('answer');
-    this.answerEl.hidden = !text && phase !== 'streaming';
+    // An answer stopped before its first words (a lone list marker) shows as nothing, not as an empty "•".
+    this.answerEl.hidden = NO_WORDS.test(text) && phase !== 'streaming';
 
     this.truncatedEl.hidden = !s.truncated;
     this.errorEl.hidden = !s.error;
@@ -341,6 +395,11 @@ export class Turn {
     if (s.stopped) this.stoppedEl.textContent = `■ Stopped — ${s.stopped.message}`;
     this.statusEl.textContent = phase === 'streaming' ? this.status || 'Answering…' : '';
     this.statusEl.hidden = phase !== 'streaming';
+    if (s.modelId && s.modelId !== this.reportedModel) {
+      this.reportedModel = s.modelId;
+      this.options.onModel?.(s.modelId);
+    }
+    this.renderActions(phase);
     this.options.onRender?.(this);
   }
 
@@ -472,6 +531,192 @@ export class Turn {
     const heading = citedCount
       ? `References · ${citedCount} of ${count(documents.length, 'document')} cited`
       : `References · ${count(documents.length, 'document')}`;
-    this.referencesEl.replaceChildren(h('h3', {}, heading), h('ol', { class: 'reference-list' }, items));
+    // Collapsed by default: the cited documents' names stand in for the cards until the reader opens them.
+    const citedNames = ordered.filter(([doc]) => this.numbers.has(doc.key)).map(([doc]) => doc.title);
+    const listId = `refs-${this.state.messageId || Math.random().toString(36).slice(2)}`;
+    const toggle = h(
+      'button',
+      {
+        type: 'button',
+        class: 'ref-toggle',
+        'aria-expanded': String(this.referencesOpen),
+        'aria-controls': listId,
+        onclick: () => {
+          this.referencesOpen = !this.referencesOpen;
+          this.renderReferences();
+        },
+      },
+      heading,
+    );
+    this.referencesEl.dataset.open = String(this.referencesOpen);
+    this.referencesEl.replaceChildren(
+      ...[
+        h('h3', {}, toggle),
+      citedNames.length > 0 && !this.referencesOpen
+        ? h('p', { class: 'ref-summary' }, citedNames.map((name, i) => h('span', { class: 'ref-summary-item' }, h('span', { class: 'ref-n' }, String(i + 1)), name)))
+        : null,
+        h('ol', { class: 'reference-list', id: listId, hidden: !this.referencesOpen }, items),
+      ].filter(Boolean),
+    );
+  }
+
+  // Answer actions ------------------------------------------------------------------------------------------
+  renderActions(phase) {
+    const s = this.state;
+    const ended = phase !== 'streaming' && Boolean(s.messageId);
+    this.actionsEl.hidden = !ended;
+    if (!ended) return;
+    const key = [s.feedback, this.isLast, Boolean(s.answer), this.copied, this.busy].join('|');
+    if (key === this.renderedActions) return;
+    this.renderedActions = key;
+    const button = (label, action, attrs = {}) =>
+      h('button', { type: 'button', class: `ghost small action-${action}`, dataset: { action }, ...attrs }, label);
+    const items = [];
+    if (s.answer) {
+      items.push(
+        button(this.copied === 'markdown' ? 'Copied ✓' : 'Copy', 'copy', {
+          title: 'Copy the answer as Markdown',
+          onclick: () => this.copy('markdown'),
+        }),
+        button(this.copied === 'plain' ? 'Copied ✓' : 'Copy text', 'copy-plain', {
+          title: 'Copy the answer as plain text',
+          onclick: () => this.copy('plain'),
+        }),
+      );
+    }
+    if (this.isLast && this.options.onRegenerate) {
+      items.push(button('Regenerate', 'regenerate', { disabled: this.busy, onclick: () => this.options.onRegenerate(this) }));
+    }
+    items.push(
+      button('▲ Good', 'up', {
+        'aria-label': 'Good answer',
+        'aria-pressed': String(s.feedback === 'up'),
+        onclick: () => this.rate('up'),
+      }),
+      button('▼ Bad', 'down', {
+        'aria-label': 'Bad answer',
+        'aria-pressed': String(s.feedback === 'down'),
+        onclick: () => this.rate('down'),
+      }),
+    );
+    if (this.options.onFork) {
+      items.push(button('Branch', 'fork', { title: 'A new session with the conversation up to here', onclick: () => this.options.onFork(this) }));
+    }
+    if (!this.isLast && this.options.onRewind) {
+      items.push(button('Delete later turns', 'rewind', { title: 'Rewind the session to this answer', onclick: () => this.options.onRewind(this) }));
+    }
+    this.actionsEl.replaceChildren(...items);
+  }
+
+  buildFeedbackForm() {
+    this.feedbackComment = h('textarea', { rows: '2', maxlength: '2000', class: 'feedback-comment', 'aria-label': 'Comment on this answer (optional)', placeholder: 'What was good or wrong? (optional)' });
+    this.feedbackStatus = h('span', { class: 'muted feedback-status', role: 'status' });
+    return h(
+      'form',
+      {
+        class: 'feedback-form',
+        hidden: true,
+        onsubmit: async (event) => {
+          event.preventDefault();
+          await this.sendFeedback(this.state.feedback, this.feedbackComment.value);
+          if (!this.feedbackError) this.feedbackForm.hidden = true;
+        },
+      },
+      this.feedbackComment,
+      h(
+        'div',
+        { class: 'row' },
+        h('button', { type: 'submit', class: 'small primary' }, 'Save comment'),
+        h('button', { type: 'button', class: 'small', onclick: () => (this.feedbackForm.hidden = true) }, 'Close'),
+        this.feedbackStatus,
+      ),
+    );
+  }
+
+  async rate(rating) {
+    const next = this.state.feedback === rating ? 'none' : rating;
+    await this.sendFeedback(next, next === 'none' ? '' : this.state.feedbackComment);
+    this.feedbackComment.value = this.state.feedbackComment;
+    this.feedbackForm.hidden = next === 'none' || Boolean(this.feedbackError);
+    if (!this.feedbackForm.hidden) this.feedbackComment.focus();
+  }
+
+  async sendFeedback(rating, comment) {
+    this.feedbackError = null;
+    try {
+      const message = await this.options.onFeedback(this, rating, comment);
+      this.state.feedback = message.feedback;
+      this.state.feedbackComment = message.feedback_comment;
+      this.feedbackStatus.textContent = message.feedback ? 'Saved.' : '';
+    } catch (err) {
+      this.feedbackError = err;
+      this.feedbackStatus.textContent = err.message;
+      this.feedbackForm.hidden = false;
+    }
+    this.el.dataset.feedback = this.state.feedback;
+    this.schedule();
+  }
+
+  /** The answer with citations as [n] and the references listed under it (Markdown), or as plain text. */
+  exportText(kind) {
+    const numbers = new Map();
+    const titles = [];
+    const markdown = this.state.answer.replace(CITATION_TAG, (tag, tagKind, attrs) => {
+      const title = (/(?:doc|title)="([^"]*)"/.exec(attrs) || [])[1] || (/url="([^"]*)"/.exec(attrs) || [])[1] || 'source';
+      if (!numbers.has(title)) {
+        numbers.set(title, numbers.size + 1);
+        titles.push(title);
+      }
+      return `[${numbers.get(title)}]`;
+    });
+    if (kind === 'markdown') {
+      const sources = titles.map((title, i) => `[${i + 1}] ${title}`).join('\n');
+      return sources ? `${markdown.trim()}\n\n${sources}\n` : `${markdown.trim()}\n`;
+    }
+    const clone = this.answerEl.cloneNode(true);
+    for (const chip of clone.querySelectorAll('.cite')) {
+      const n = chip.querySelector('.cite-n');
+      chip.replaceWith(`[${n ? n.textContent : ''}]`);
+    }
+    // innerText needs a rendered element: measure the clone off screen.
+    clone.classList.add('offscreen');
+    document.body.append(clone);
+    const text = clone.innerText.replace(/\n{3,}/g, '\n\n').trim();
+    clone.remove();
+    const sources = titles.map((title, i) => `[${i + 1}] ${title}`).join('\n');
+    return sources ? `${text}\n\n${sources}\n` : `${text}\n`;
+  }
+
+  async copy(kind) {
+    const text = this.exportText(kind);
+    this.el.dataset.copied = kind;
+    this.lastCopied = text;
+    await copyText(text);
+    this.copied = kind;
+    this.schedule();
+    setTimeout(() => {
+      this.copied = '';
+      this.schedule();
+    }, 2000);
+  }
+
+  startEdit() {
+    this.editArea.value = this.state.query;
+    this.editForm.hidden = false;
+    this.userText.hidden = true;
+    this.editButton.hidden = true;
+    this.editArea.focus();
+  }
+
+  cancelEdit() {
+    this.editForm.hidden = true;
+    this.userText.hidden = false;
+    this.schedule();
+  }
+
+  setLast(isLast) {
+    if (this.isLast === isLast) return;
+    this.isLast = isLast;
+    this.schedule();
   }
 }

@@ -1,0 +1,78 @@
+"""The stack deployed with WorkflowType EXPRESS: a turn runs through the same functions, and a turn whose
+execution passed EXPRESS's 5-minute limit with nothing written is ended by the reader waiting on it — by the
+execution's age, since EXPRESS executions cannot be described."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.scripted_model import Script
+from tests.support.serverless import checked_client, failing_steps, scripted_stack
+from tests.support.sse import answer_text
+
+
+@pytest.fixture(scope="module")
+def express_stack(request, tmp_path_factory, scripted):
+    with scripted_stack(request, tmp_path_factory.mktemp("aws-express"), scripted, WorkflowType="EXPRESS") as stack:
+        yield stack
+
+
+@pytest.fixture
+def express(express_stack):
+    with checked_client(express_stack) as client:
+        yield client
+
+
+def test_a_turn_runs_on_an_express_workflow(express, scripted):
+    machine = express.stack.client("stepfunctions").describe_state_machine(
+        stateMachineArn=express.stack.state_machine_arn
+    )
+    assert machine["type"] == "EXPRESS"
+    assert express.stack.environment("StreamReaderFunction")["RAGLINE_WORKFLOW_TYPE"] == "EXPRESS"
+    session = express.session()
+    scripted.queue(Script.answer("Fast ", "and ", "short."))
+    ids = express.ask(session, "Express?")
+    frames = express.frames(ids)
+    assert frames[-1].type == "complete"
+    assert answer_text(frames) == "Fast and short."
+
+
+def test_a_reader_ends_a_turn_whose_express_execution_passed_its_time_limit(express, scripted):
+    """Nothing wrote the end (the execution was cut at its limit mid-step; here its steps fail and so does
+    fail_turn). While the execution may still run the reader waits; once its start is older than the limit
+    and a margin, the reader writes one terminal error and serves it — without DescribeExecution, which AWS
+    does not offer for EXPRESS."""
+    session = express.session()
+
+    express.stack.lambdas.around(
+        "PipelineStepFunction", failing_steps("into_chat_message", "fail", error_type="Sandbox.Timedout")
+    )
+    since = len(express.stack.calls())
+    ids = express.ask(session, "Will anyone notice?")
+    express.wait(ids)
+    types = [e.type.value for e in express.log(ids)]
+    assert not {"error", "complete", "stop"} & set(types)
+    # A young execution is taken for alive: a reader gives up at its own time limit, the turn stays open.
+    with express.stack.function_environment("StreamReaderFunction", RAGLINE_STREAM_MAX_SECONDS="15"):
+        frames = express.frames(ids)
+    assert frames[-1].type not in ("error", "complete", "stop")
+    # The execution started longer ago than EXPRESS's 5 minutes and the margin.
+    from ragline.serverless.watch import EXPRESS_GRACE_S, EXPRESS_LIMIT_S
+
+    record = {"turn": f"{ids['session_id']}#{ids['assistant_message_id']}", "item": "execution"}
+    state = express.stack.table("StateTable")
+    started_at = int(state.get_item(Key=record)["Item"]["started_at"])
+    state.update_item(
+        Key=record,
+        UpdateExpression="SET started_at = :t",
+        ExpressionAttributeValues={":t": started_at - int(EXPRESS_LIMIT_S + EXPRESS_GRACE_S) - 1},
+    )
+    frames = express.frames(ids)
+    assert frames[-1].type == "error"
+    assert frames[-1].extra["reason"] == "interrupted"
+    # The interrupted error every runtime writes, with the execution's status beside it.
+    assert (frames[-1].extra["cause"], frames[-1].extra["execution_status"]) == ("runner_lost", "EXPIRED")
+    assert [e.type.value for e in express.log(ids)].count("error") == 1
+    assert express.assistant(ids)["is_completed"] is True
+    reader_calls = {c.action for c in express.stack.calls()[since:] if c.function == "StreamReaderFunction"}
+    assert "states:DescribeExecution" not in reader_calls
