@@ -103,16 +103,17 @@ def load(lang: str, limit: int | None = None, data: Path = DATA) -> QASet:
     return QASet(lang, corpus, questions, off_topic)
 
 
+def side(doc_id: str) -> str:
+    """The half a paragraph's questions fall in: ``tune`` or ``held-out``."""
+    return "tune" if hashlib.sha256(doc_id.encode()).digest()[0] % 2 == 0 else "held-out"
+
+
 def part(data: QASet, which: str) -> QASet:
     """Half of the questions, split by paragraph (a paragraph's questions all fall on one side, so tuning on
     one half learns nothing about the other's text): ``tune`` or ``held-out``; ``all`` keeps every one.
     The off-topic questions alternate the same way."""
     if which == "all":
         return data
-
-    def side(key: str) -> str:
-        return "tune" if hashlib.sha256(key.encode()).digest()[0] % 2 == 0 else "held-out"
-
     questions = [q for q in data.questions if side(q.doc_id) == which]
     off_topic = [q for i, q in enumerate(data.off_topic) if ("tune" if i % 2 == 0 else "held-out") == which]
     return QASet(data.lang, data.corpus, questions, off_topic)
@@ -483,6 +484,14 @@ def main(argv: list[str] | None = None) -> int:
         cache = None if args.no_cache else args.cache
         summary, outcomes = run_set(sets[lang], models, answerer, progress=True, record=record, cache=cache)
         summaries.append(summary)
+        if args.part == "all":  # the same run's figures on the half no constant was tuned on
+            held_out = {
+                q.id for q in [*part(sets[lang], "held-out").questions, *part(sets[lang], "held-out").off_topic]
+            }
+            kept = [o for o in outcomes if o.question.id in held_out]
+            answered = [o for o in kept if o.question.doc_id]
+            off = [o for o in kept if not o.question.doc_id]
+            summaries.append(summarize(lang, f"{answerer} (held-out half)", answered, off))
         if args.record is not None:
             with args.record.open("a") as out:
                 for outcome in outcomes:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ragline.answering.sentences import Span, split_sentences
-from ragline.answering.terms import terms
+from ragline.answering.terms import STOPWORDS_EN, terms
 from ragline.retrieval.text import has_han
 
 MIN_COVERAGE = 0.5
@@ -116,7 +116,11 @@ _UNITS = {
 
 def answer_kind(question: str) -> str:
     q = question.lower().strip()
-    if re.search(r"\b(what|which) (year|decade|century|date|day|month)\b|\bwhen\b|\bhow long ago\b", q):
+    # "when" asks for a time where it opens the question or ends it; "How old was she when she ..." asks
+    # for a number, "Where was he when ..." for a place.
+    if re.search(
+        r"\b(what|which) (year|decade|century|date|day|month)\b|^(since |until )?when\b|\bwhen\W*$|\bhow long ago\b", q
+    ):
         return "time"
     if re.search(r"哪一?年|何时|什么时候|哪一天|几月|哪个月|哪年|年份|日期|何年", q):
         return "time"
@@ -297,6 +301,52 @@ def trim(candidate: Candidate, question: str, question_terms: Sequence[str]) -> 
     if end < len(clauses) - 1:
         excerpt = excerpt + ELLIPSIS
     return excerpt
+
+
+# The answer itself, when the question asks for a kind of thing --------------------------------------------
+_WORD = re.compile(r"[\w'’]+(?:[.,][0-9]+)*|[^\w\s]")
+SPAN_WORDS = 16  # a stretch longer than this is no exact answer: the sentence is quoted instead
+_CLAUSE_MARK = re.compile(r"[,;:()]")
+_QUANTITY_WORDS = frozenset({"one", "once", "over", "under", "more", "less", "than", "few", "most", "about"})
+
+
+def _edge_word(word: str) -> bool:
+    """Whether a stretch may begin or end with this word: not punctuation, not a stop word (but for those
+    that say how much)."""
+    lowered = word.lower()
+    return re.match(r"\w", word) is not None and (lowered not in STOPWORDS_EN or lowered in _QUANTITY_WORDS)
+
+
+def answer_span(candidate: Candidate, question: str, question_terms: Sequence[str]) -> str | None:
+    """For an English question that asks for a time, a number, a distance, a share or a person: the one
+    stretch of the sentence between the question's own words that holds that kind of thing ("1849" in "The
+    first degrees from the college were awarded in 1849." for "In what year were the first degrees
+    awarded?"). None when the question asks for no such kind, when no stretch or more than one holds it (the
+    sentence is quoted whole then), or when it is long."""
+    kind = answer_kind(question)
+    if not kind or has_han(question):
+        return None
+    text = candidate.text
+    words = list(_WORD.finditer(text))
+    asked = set(question_terms) | candidate.context_terms
+    holding = []
+    # Stretches run between the question's words and stop at clause punctuation; a stop word at either end
+    # is left out unless it says how much ("over 230", "one").
+    breaks = [bool(set(terms(w.group())) & asked) or _CLAUSE_MARK.fullmatch(w.group()) is not None for w in words]
+    for is_break, group in itertools.groupby(range(len(words)), key=lambda i: breaks[i]):
+        run = [] if is_break else list(group)
+        while run and not _edge_word(words[run[0]].group()):
+            run.pop(0)
+        while run and not _edge_word(words[run[-1]].group()):
+            run.pop()
+        if not run:
+            continue
+        piece = text[words[run[0]].start() : words[run[-1]].end()]
+        if _holds_kind(kind, piece, question):
+            holding.append((piece, len(run)))
+    if len(holding) != 1 or holding[0][1] > SPAN_WORDS:
+        return None
+    return holding[0][0]
 
 
 Similarity = Callable[[str, list[str]], list[float]]

@@ -17,7 +17,16 @@ import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 
-from ragline.answering.selection import DEFAULT_WEIGHTS, Selection, Similarity, Source, Weights, select, trim
+from ragline.answering.selection import (
+    DEFAULT_WEIGHTS,
+    Selection,
+    Similarity,
+    Source,
+    Weights,
+    answer_span,
+    select,
+    trim,
+)
 from ragline.answering.terms import is_chinese
 from ragline.models.base import ChatChunk, ChatMessage, ChatModel, ChatResponse, Embedder, collect
 from ragline.types import ChatOptions
@@ -69,14 +78,16 @@ def _sources(messages: Sequence[ChatMessage]) -> list[Source]:
 
 
 def compose(question: str, selection: Selection, cite: bool) -> str:
-    """The answer text: each quote (a long sentence trimmed to its answering clauses) followed by the
-    citation of its own passage."""
+    """The answer text: each quote followed by the citation of its own passage. A quote is the part of its
+    sentence that answers when the question asks for a time, a number or a person and one part holds it,
+    else the sentence (a long one trimmed to its answering clauses)."""
     if not selection.best:
         return NOTHING_FOUND_ZH if is_chinese(question) else NOTHING_FOUND
     parts = []
     for candidate in selection.best:
         citation = f'<ref id="{candidate.source}"/>' if cite and candidate.source.startswith(("c", "w")) else ""
-        parts.append(f"{trim(candidate, question, selection.question_terms)}{citation}")
+        quote = answer_span(candidate, question, selection.question_terms) if len(selection.best) == 1 else None
+        parts.append(f"{quote or trim(candidate, question, selection.question_terms)}{citation}")
     return " ".join(parts)
 
 

@@ -1,4 +1,5 @@
-from ragline.answering.selection import TRIM_ABOVE, Source, Weights, answer_kind, select, trim
+from ragline.answering.selection import TRIM_ABOVE, Source, Weights, answer_kind, answer_span, select, trim
+from ragline.answering.terms import stem
 
 TEA = Source(
     "c1",
@@ -38,6 +39,11 @@ def test_answer_kinds():
     assert answer_kind("When did the Scholastic Magazine begin publishing?") == "time"
     assert answer_kind("How many undergrads attend Notre Dame?") == "number"
     assert answer_kind("Who was the president of Notre Dame in 2012?") == "person"
+    # "when" in the middle of a question sets the scene: it asks for a time opening or ending the question
+    assert answer_kind("How old was Beyonce when she went to her first concert?") == "number"
+    assert answer_kind("Where was Karadzic when he was finally arrested?") == ""
+    assert answer_kind("The first products were to be sold in stores when?") == "time"
+    assert answer_kind("Since when has Montana been a destination for trout fisheries?") == "time"
     assert answer_kind("范廷颂是什么时候被任为主教的？") == "time"
     assert answer_kind("木星有多少颗卫星？") == "number"
 
@@ -117,3 +123,36 @@ def test_only_a_long_quote_is_trimmed_and_the_trim_keeps_what_is_asked():
     assert len(short) <= TRIM_ABOVE
     kept = select("When did the family move across the street?", [Source("c1", short)])
     assert trim(kept.best[0], "When did the family move across the street?", kept.question_terms) == short
+
+
+COLLEGE = Source(
+    "c1",
+    "The College of Arts and Letters was founded in 1842. The first degrees from the college were awarded in 1849. "
+    "Its first dean, a priest from France, taught Latin and Greek.",
+    "Notre Dame > History",
+)
+
+
+def test_a_question_asking_for_a_year_gets_the_year_alone():
+    question = "In what year were the first degrees awarded?"
+    chosen = select(question, [COLLEGE])
+    assert chosen.best[0].text == "The first degrees from the college were awarded in 1849."
+    assert answer_span(chosen.best[0], question, chosen.question_terms) == "1849"
+
+
+def test_the_sentence_stays_whole_when_the_question_asks_for_no_kind_or_two_parts_hold_it():
+    what = "What did the first dean of the college teach?"
+    chosen = select(what, [COLLEGE])
+    assert chosen.best[0].text.startswith("Its first dean")
+    assert answer_span(chosen.best[0], what, chosen.question_terms) is None
+    two_years = Source("c1", "The college was founded in 1842, and its first degrees were awarded in 1849.")
+    when = "When was the college founded?"
+    chosen = select(when, [two_years])
+    assert chosen.found
+    assert answer_span(chosen.best[0], when, chosen.question_terms) is None
+
+
+def test_irregular_verbs_meet_their_base_form():
+    assert stem("wrote") == stem("write") == stem("written")
+    assert stem("became") == stem("become")
+    assert stem("died") == stem("die")
