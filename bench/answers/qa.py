@@ -65,7 +65,8 @@ _KB_TAG = re.compile(r"<(kb|web|ref)\b[^>]*/>")
 # How generative models say they cannot answer from the sources (the extractive answerer is detected by its
 # fixed sentence; the fallback answer by its flag).
 _NOT_FOUND = re.compile(
-    r"(does not (say|mention|contain|provide|specify)|do(es)? not have (any )?information|no (relevant )?information"
+    r"((do|does|did)(n't| not) (say|mention|contain|provide|specify|include|cover)|do(es)? not have (any )?information"
+    r"|no (relevant )?information"
     r"|not (mentioned|found|provided|specified|stated)|cannot (be )?(answer|found|determine)|unable to answer"
     r"|knowledge base (does not|doesn't)|没有(提到|提及|相关|找到|说明|包含)|未(提及|提到|找到|说明)|无法(回答|确定|找到)"
     r"|不包含|并未)",
