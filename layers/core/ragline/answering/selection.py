@@ -104,6 +104,11 @@ _UNIT_QUESTIONS = (
     ("distance", r"\bhow far\b|\b(what|which) (distance|range)\b|多远|距离多少"),
     ("duration", r"\bhow long (does|did|do|will|is|was|should|can)\b|多久|多长时间"),
     ("percentage", r"\bwhat (percentage|percent|share|proportion)\b|百分之|比例"),
+    ("frequency", r"\bhow often\b|多久一次"),
+    (
+        "ordinal",
+        r"\b(what|which) (position|place|rank|ranking)\b|\bwhere (do|does|did|is|was)\b.*\b(rank|ranked|list)\b",
+    ),
 )
 _UNITS = {
     "distance": r"\d[\d,.]*\s*(km|kilomet|mile|metre|meter|m\b|ft\b|feet|yard)|公里|千米|英里|米",
@@ -111,6 +116,9 @@ _UNITS = {
     r"|\b(one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty)\s+(second|minute|hour|day|week|month|year)"
     r"|分钟|小时|天|周|月|年",
     "percentage": r"\d\s*(%|percent|per cent)|百分之|％",
+    "frequency": r"\b(once|twice|thrice|daily|weekly|monthly|annually|yearly|every|times)\b|每[年月周天日]|\d+\s*次",
+    "ordinal": r"\b\d+(st|nd|rd|th)\b|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b"
+    r"|第[一二三四五六七八九十百0-9]+",
 }
 
 

@@ -44,6 +44,8 @@ def test_answer_kinds():
     assert answer_kind("Where was Karadzic when he was finally arrested?") == ""
     assert answer_kind("The first products were to be sold in stores when?") == "time"
     assert answer_kind("Since when has Montana been a destination for trout fisheries?") == "time"
+    assert answer_kind("How often is the Juggler published?") == "frequency"
+    assert answer_kind("Forbes placed Notre Dame at what position among research universities?") == "ordinal"
     assert answer_kind("范廷颂是什么时候被任为主教的？") == "time"
     assert answer_kind("木星有多少颗卫星？") == "number"
 
