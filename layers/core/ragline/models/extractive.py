@@ -97,14 +97,14 @@ def compose(question: str, selection: Selection, cite: bool) -> str:
 # right answer of the tuning half) does not answer it; one sharing its meaning (0.5) does, in other words.
 ENGLISH_WEIGHTS = replace(DEFAULT_WEIGHTS, min_coverage=0.45, agree_similarity=0.3, min_similarity=0.5)
 # multilingual-e5 scores any two sentences 0.75-0.95: a larger weight spreads its differences, and its
-# cosine clears the bar only high (0.9) and with a third of the question's words. Twelve sentences are
+# cosine clears the bar only high (0.9) and with a quarter of the question's words. Twelve sentences are
 # re-ranked (it is slower than MiniLM). Chinese sentences are short: a second one joins the best when it
 # scores half as much and both stay within 150 characters.
 MULTILINGUAL_WEIGHTS = replace(
     DEFAULT_WEIGHTS,
     similarity=4.0,
     min_similarity=0.9,
-    agree_coverage=0.35,
+    agree_coverage=0.25,
     shortlist=12,
     companion=0.5,
     companion_chars=150,
