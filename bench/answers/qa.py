@@ -20,7 +20,12 @@ OpenAI-compatible endpoint (``RAGLINE_CHAT_BASE_URL``, ``RAGLINE_CHAT_MODEL``), 
     .venv/bin/python bench/answers/qa.py --lang en --limit 100 # a quick subset
     .venv/bin/python bench/answers/qa.py --record /tmp/qa.jsonl  # also keep each answerer input ...
     .venv/bin/python bench/answers/qa.py --replay /tmp/qa.jsonl  # ... and re-run the extractive answerer on
-                                                                 # them alone (seconds; for tuning)
+                                                                 # them alone (minutes; for tuning)
+    .venv/bin/python bench/answers/qa.py --part tune             # one half of the questions (split by
+                                                                 # paragraph); --part held-out the other
+
+Each set's ingested knowledge base is kept under bench/results/qa-cache/ (keyed by the paragraphs and the
+ingestion and model code) and reused by the next run; ``--no-cache`` ingests into a temporary directory.
 
 The data is read from ../shared/data and never copied.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -54,11 +60,13 @@ from bench.answers.off_topic import CHINESE, ENGLISH  # noqa: E402
 DATA = ROOT.parent / "shared" / "data"
 SETS = {"en": "squad-train-qa", "zh": "cmrc2018-train-qa"}
 OFF_TOPIC = {"en": ENGLISH, "zh": CHINESE}
-_KB_TAG = re.compile(r"<kb\b[^>]*/>|<web\b[^>]*/>")
+CACHE = ROOT / "bench" / "results" / "qa-cache"
+_KB_TAG = re.compile(r"<(kb|web|ref)\b[^>]*/>")
 # How generative models say they cannot answer from the sources (the extractive answerer is detected by its
 # fixed sentence; the fallback answer by its flag).
 _NOT_FOUND = re.compile(
-    r"(does not (say|mention|contain|provide|specify)|do(es)? not have (any )?information|no (relevant )?information"
+    r"((do|does|did)(n't| not) (say|mention|contain|provide|specify|include|cover)|do(es)? not have (any )?information"
+    r"|no (relevant )?information"
     r"|not (mentioned|found|provided|specified|stated)|cannot (be )?(answer|found|determine)|unable to answer"
     r"|knowledge base (does not|doesn't)|没有(提到|提及|相关|找到|说明|包含)|未(提及|提到|找到|说明)|无法(回答|确定|找到)"
     r"|不包含|并未)",
@@ -94,6 +102,22 @@ def load(lang: str, limit: int | None = None, data: Path = DATA) -> QASet:
         questions = questions[:limit]
     off_topic = [Question(f"off-{lang}-{i}", text, [], "") for i, text in enumerate(OFF_TOPIC[lang])]
     return QASet(lang, corpus, questions, off_topic)
+
+
+def side(doc_id: str) -> str:
+    """The half a paragraph's questions fall in: ``tune`` or ``held-out``."""
+    return "tune" if hashlib.sha256(doc_id.encode()).digest()[0] % 2 == 0 else "held-out"
+
+
+def part(data: QASet, which: str) -> QASet:
+    """Half of the questions, split by paragraph (a paragraph's questions all fall on one side, so tuning on
+    one half learns nothing about the other's text): ``tune`` or ``held-out``; ``all`` keeps every one.
+    The off-topic questions alternate the same way."""
+    if which == "all":
+        return data
+    questions = [q for q in data.questions if side(q.doc_id) == which]
+    off_topic = [q for i, q in enumerate(data.off_topic) if ("tune" if i % 2 == 0 else "held-out") == which]
+    return QASet(data.lang, data.corpus, questions, off_topic)
 
 
 def subset(data: QASet, questions: int, extra_docs: int, off_topic: int | None = None) -> QASet:
@@ -252,8 +276,8 @@ class RecordingModel:
 def build_models(llm: str | None, record: list[dict[str, Any]] | None) -> Any:
     from ragline.config import Settings, load_config
     from ragline.container import build_models as build
+    from ragline.container import extractive_model
     from ragline.models.extractive import ExtractiveChatModel
-    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
 
     if llm:
         os.environ["RAGLINE_LLM"] = llm
@@ -261,10 +285,7 @@ def build_models(llm: str | None, record: list[dict[str, Any]] | None) -> Any:
     models = build(Settings(), config)
     if models.default_chat_model_id == ExtractiveChatModel.model_id:
         # The page's word-by-word pacing (10 ms a word) is for eyes, not for measuring.
-        embedder = models.embedder(OnnxMiniLMEmbedder.model_id)
-        models.add_chat_model(
-            ExtractiveChatModel.model_id, lambda: ExtractiveChatModel(embedder=lambda: embedder), default=True
-        )
+        models.add_chat_model(ExtractiveChatModel.model_id, lambda: extractive_model(models, 0.0), default=True)
     if record is not None:
         inner_id = models.default_chat_model_id
         inner = models.chat_model(inner_id)
@@ -307,6 +328,9 @@ def ingest(container: Any, tenant: Any, data: QASet) -> Any:
     from ragline.ingest.service import DocumentInput
 
     kb = ensure_knowledge_base(container, tenant, f"qa-{data.lang}")
+    present = container.knowledge.documents(tenant.id, kb.id, limit=1_000_000)
+    if {d.source for d in present if d.status == "indexed"} >= {doc["_id"] for doc in data.corpus}:
+        return kb  # a cached knowledge base, whole
     items = [
         DocumentInput(content=doc["text"], title=doc["title"], source=doc["_id"], file_type="text")
         for doc in data.corpus
@@ -330,10 +354,43 @@ def ask(client: Any, kb_id: str, question: Question, sources: dict[str, str]) ->
     return Outcome(question, visible_answer(answer), docs, fallback, seconds)
 
 
+def cache_key(data: QASet) -> str:
+    """What decides the ingested knowledge base: the paragraphs, and the code that chunks and embeds them
+    (the library's ingestion and model sources)."""
+    digest = hashlib.sha256()
+    for doc in data.corpus:
+        digest.update(json.dumps([doc["_id"], doc["title"], doc["text"]], ensure_ascii=False).encode())
+    library = ROOT / "layers" / "core" / "ragline"
+    for folder in ("ingest", "models"):
+        for path in sorted((library / folder).rglob("*.py")):
+            if path.name != "extractive.py":  # the answerer reads the knowledge base, it does not make it
+                digest.update(path.read_bytes())
+    return f"{data.lang}-{len(data.corpus)}-{digest.hexdigest()[:12]}"
+
+
+@contextmanager
+def workdir(data: QASet, cache: Path | None) -> Iterator[Path]:
+    """The data directory of a run: kept under ``cache`` (its database reused while the paragraphs and the
+    ingestion code are the same: the Chinese set's multilingual embeddings take long on a small machine),
+    else a temporary one."""
+    if cache is None:
+        with tempfile.TemporaryDirectory(prefix=f"ragline-qa-{data.lang}-") as tmp:
+            yield Path(tmp)
+        return
+    folder = cache / cache_key(data)
+    folder.mkdir(parents=True, exist_ok=True)
+    yield folder
+
+
 def run_set(
-    data: QASet, models: Any, answerer: str, progress: bool, record: list[dict[str, Any]] | None = None
+    data: QASet,
+    models: Any,
+    answerer: str,
+    progress: bool,
+    record: list[dict[str, Any]] | None = None,
+    cache: Path | None = None,
 ) -> tuple[Summary, list[Outcome]]:
-    with tempfile.TemporaryDirectory(prefix=f"ragline-qa-{data.lang}-") as tmp, served(models, Path(tmp)) as served_:
+    with workdir(data, cache) as folder, served(models, folder) as served_:
         container, tenant, client = served_
         started = time.perf_counter()
         kb = ingest(container, tenant, data)
@@ -358,12 +415,9 @@ def run_set(
 def replay(path: Path, sets: dict[str, QASet]) -> list[Summary]:
     """The extractive answerer alone, on recorded inputs (retrieval as it was when they were recorded)."""
     from ragline.models.base import ChatMessage, collect
-    from ragline.models.extractive import ExtractiveChatModel
-    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
     from ragline.types import ChatOptions
 
-    embedder = OnnxMiniLMEmbedder()
-    model = ExtractiveChatModel(embedder=lambda: embedder)
+    model = build_models(None, None).chat_model()
     by_question = {q.text: (lang, q) for lang, s in sets.items() for q in [*s.questions, *s.off_topic]}
     results: dict[str, tuple[list[Outcome], list[Outcome]]] = {lang: ([], []) for lang in sets}
     for line in path.read_text().splitlines():
@@ -402,10 +456,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm", default=None, help="a local GGUF answers (smollm2 or a path), as RAGLINE_LLM")
     parser.add_argument("--record", type=Path, default=None, help="write each answerer input to this JSONL file")
     parser.add_argument("--replay", type=Path, default=None, help="re-run the extractive answerer on a recording")
+    parser.add_argument(
+        "--part",
+        choices=["all", "tune", "held-out"],
+        default="all",
+        help="half of the questions, split by paragraph: tune the answerer on one, report on the other",
+    )
     parser.add_argument("--show", type=int, default=0, help="print the first N answers of each set")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=CACHE,
+        help=f"keep each set's ingested knowledge base here between runs (default {CACHE.relative_to(ROOT)})",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="ingest into a temporary directory")
     args = parser.parse_args(argv)
     langs = ["en", "zh"] if args.lang == "both" else [args.lang]
-    sets = {lang: load(lang, args.limit) for lang in langs}
+    sets = {lang: part(load(lang, args.limit), args.part) for lang in langs}
     load_avg = os.getloadavg()[0]
     if args.replay is not None:
         print(table(replay(args.replay, sets)))
@@ -415,8 +482,17 @@ def main(argv: list[str] | None = None) -> int:
     answerer = models.default_chat_model_id
     summaries = []
     for lang in langs:
-        summary, outcomes = run_set(sets[lang], models, answerer, progress=True, record=record)
+        cache = None if args.no_cache else args.cache
+        summary, outcomes = run_set(sets[lang], models, answerer, progress=True, record=record, cache=cache)
         summaries.append(summary)
+        if args.part == "all":  # the same run's figures on the half no constant was tuned on
+            held_out = {
+                q.id for q in [*part(sets[lang], "held-out").questions, *part(sets[lang], "held-out").off_topic]
+            }
+            kept = [o for o in outcomes if o.question.id in held_out]
+            answered = [o for o in kept if o.question.doc_id]
+            off = [o for o in kept if not o.question.doc_id]
+            summaries.append(summarize(lang, f"{answerer} (held-out half)", answered, off))
         if args.record is not None:
             with args.record.open("a") as out:
                 for outcome in outcomes:

@@ -266,6 +266,11 @@ class CitedSource:
     chunks: list[str] = field(default_factory=list)
 
 
+def _count(number: int, noun: str) -> str:
+    """ "1 passage", "3 passages"."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 class AnswerPrinter:
     """Renders a stream of StreamResponse frames for a terminal: progress, answer, numbered citations.
 
@@ -328,9 +333,10 @@ class AnswerPrinter:
             self.out.print(f"[dim]… {data.get('tool_name', '')}[/]")
         elif kind == "tool_result":
             if data.get("tool_name") == "knowledge_search":
+                passages = _count(data.get("count", 0), "passage")
+                documents = _count(data.get("doc_count", 0), "document")
                 self.out.print(
-                    f"[dim]✓ {data.get('count', 0)} passages from {data.get('doc_count', 0)} documents"
-                    f" ({data.get('candidate_count', 0)} candidates)[/]"
+                    f"[dim]✓ {passages} from {documents} ({_count(data.get('candidate_count', 0), 'candidate')})[/]"
                 )
         elif kind == "references":
             self.references = list(frame.get("knowledge_references") or [])
@@ -362,7 +368,7 @@ class AnswerPrinter:
             return
         retrieved = len({r.get("knowledge_id") for r in self.references if r.get("knowledge_id")})
         cited = sum(1 for key in self.citations if not key.startswith(("http://", "https://")))
-        summary = f" ({cited} of {retrieved} retrieved documents cited)" if retrieved else ""
+        summary = f" ({cited} of {_count(retrieved, 'retrieved document')} cited)" if retrieved else ""
         self.out.print(f"\n[bold]References[/]{summary}")
         for source in sorted(self.citations.values(), key=lambda s: s.number):
             self.out.print(f"  [{source.number}] {source.label}", markup=False, highlight=False)

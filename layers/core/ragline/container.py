@@ -78,6 +78,20 @@ from ragline.web.service import WebSearchService
 logger = logging.getLogger(__name__)
 
 
+def extractive_model(models: ModelRegistry, word_delay_s: float) -> ExtractiveChatModel:
+    """The quoting answerer, reading questions with the local sentence models: MiniLM for English, and
+    multilingual-e5 for Chinese where it is installed."""
+    from ragline.models.e5_multilingual import E5MultilingualEmbedder
+    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
+
+    e5 = E5MultilingualEmbedder.model_id
+    return ExtractiveChatModel(
+        word_delay_s=word_delay_s,
+        embedder=lambda: models.embedder(OnnxMiniLMEmbedder.model_id),
+        multilingual=(lambda: models.embedder(e5)) if models.has_embedder(e5) else None,
+    )
+
+
 def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
     """Local MiniLM embeddings always; chat from an OpenAI-compatible endpoint, a local GGUF, or extractive."""
     from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
@@ -104,11 +118,7 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
         )
         models.add_embedder(remote.model_id, lambda: remote, default=True)
 
-    models.add_chat_model(
-        ExtractiveChatModel.model_id,
-        lambda: ExtractiveChatModel(word_delay_s=0.01, embedder=lambda: models.embedder(OnnxMiniLMEmbedder.model_id)),
-        default=True,
-    )
+    models.add_chat_model(ExtractiveChatModel.model_id, lambda: extractive_model(models, 0.01), default=True)
     if settings.chat_provider == "bedrock" and settings.chat_model:
         from ragline.models.bedrock import BedrockChatModel
 

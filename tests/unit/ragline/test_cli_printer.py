@@ -68,3 +68,19 @@ def test_references_are_one_entry_per_document_and_the_counts_agree():
 def test_tags_a_model_spells_loosely_are_still_cited():
     answer, _ = printer()
     assert answer.render_text('x <kb  doc="D"  chunk_id="c2"/> y') == "x [1] y"
+
+
+def test_search_progress_and_reference_counts_say_one_in_the_singular():
+    answer, out = printer()
+    answer.handle(
+        {
+            "response_type": "tool_result",
+            "data": {"tool_name": "knowledge_search", "count": 1, "doc_count": 1, "candidate_count": 1},
+        }
+    )
+    answer.handle({"response_type": "references", "knowledge_references": [{"id": "a1", "knowledge_id": "doc-a"}]})
+    answer.handle({"response_type": "answer", "content": 'Yes.<kb doc="Streaming" chunk_id="a1" />', "data": {}})
+    answer.finish()
+    printed = out.getvalue()
+    assert "✓ 1 passage from 1 document (1 candidate)" in printed
+    assert "References (1 of 1 retrieved document cited)" in printed

@@ -5,11 +5,14 @@ with the passage ranked first). A candidate is scored by the question terms it h
 rare it is among all candidates (a term no passage holds weighs the most: the knowledge base does not
 know it), with a bonus for question phrases it holds in order, for holding the kind of thing asked (a year
 for "when", a number for "how many") and a small prior for the passage's retrieval rank. A candidate that
-only repeats the question, with nothing else, cannot answer it.
+only repeats the question, with nothing else, cannot answer it. A sentence model that reads the question's
+language (MiniLM for English, multilingual-e5 for Chinese) re-ranks the best of them by meaning.
 
-The relevance bar is the share of the question's weight the best candidate covers: below ``min_coverage``
-the answer is that the knowledge base does not say. The quote is then trimmed to the clauses that carry
-the matched terms and the answer, marked with an ellipsis where text was left out.
+The relevance bar is the share of the question's whole words the best candidate covers (``min_coverage``),
+with the sentence model not disagreeing, or the sentence model's similarity (``min_similarity``) with some
+of the words: below it the answer is that the knowledge base does not say. A second sentence close in score
+joins the first when both stay short (Chinese sentences often are). A long quote is trimmed to the clauses
+that carry the matched terms and the answer, marked with an ellipsis where text was left out.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ragline.answering.sentences import Span, split_sentences
-from ragline.answering.terms import terms
+from ragline.answering.terms import STOPWORDS_EN, terms
+from ragline.retrieval.text import has_han
 
 MIN_COVERAGE = 0.5
 CONTEXT_WEIGHT = 0.5
@@ -56,6 +60,10 @@ class Candidate:
     @property
     def text(self) -> str:
         return self.span.text
+
+    @property
+    def term_set(self) -> frozenset[str]:
+        return frozenset(self.terms)
 
 
 def _signature(text: str) -> str:
@@ -96,6 +104,11 @@ _UNIT_QUESTIONS = (
     ("distance", r"\bhow far\b|\b(what|which) (distance|range)\b|多远|距离多少"),
     ("duration", r"\bhow long (does|did|do|will|is|was|should|can)\b|多久|多长时间"),
     ("percentage", r"\bwhat (percentage|percent|share|proportion)\b|百分之|比例"),
+    ("frequency", r"\bhow often\b|多久一次"),
+    (
+        "ordinal",
+        r"\b(what|which) (position|place|rank|ranking)\b|\bwhere (do|does|did|is|was)\b.*\b(rank|ranked|list)\b",
+    ),
 )
 _UNITS = {
     "distance": r"\d[\d,.]*\s*(km|kilomet|mile|metre|meter|m\b|ft\b|feet|yard)|公里|千米|英里|米",
@@ -103,12 +116,19 @@ _UNITS = {
     r"|\b(one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty)\s+(second|minute|hour|day|week|month|year)"
     r"|分钟|小时|天|周|月|年",
     "percentage": r"\d\s*(%|percent|per cent)|百分之|％",
+    "frequency": r"\b(once|twice|thrice|daily|weekly|monthly|annually|yearly|every|times)\b|每[年月周天日]|\d+\s*次",
+    "ordinal": r"\b\d+(st|nd|rd|th)\b|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b"
+    r"|第[一二三四五六七八九十百0-9]+",
 }
 
 
 def answer_kind(question: str) -> str:
     q = question.lower().strip()
-    if re.search(r"\b(what|which) (year|decade|century|date|day|month)\b|\bwhen\b|\bhow long ago\b", q):
+    # "when" asks for a time where it opens the question or ends it; "How old was she when she ..." asks
+    # for a number, "Where was he when ..." for a place.
+    if re.search(
+        r"\b(what|which) (year|decade|century|date|day|month)\b|^(since |until )?when\b|\bwhen\W*$|\bhow long ago\b", q
+    ):
         return "time"
     if re.search(r"哪一?年|何时|什么时候|哪一天|几月|哪个月|哪年|年份|日期|何年", q):
         return "time"
@@ -147,14 +167,19 @@ def _holds_kind(kind: str, text: str, question: str) -> bool:
 class Weights:
     """The answerer's constants, measured on the development sets (bench/answers/qa.py)."""
 
-    min_coverage: float = MIN_COVERAGE  # the relevance bar (lexical)
-    min_similarity: float = 0.55  # ... or the dense one, where a sentence model reads the language
+    min_coverage: float = MIN_COVERAGE  # the relevance bar (lexical) ...
+    agree_similarity: float = -1.0  # ... with the sentence model not disagreeing (its cosine at least this)
+    min_similarity: float = 0.55  # or the dense bar, where a sentence model reads the language ...
+    agree_coverage: float = 0.0  # ... with at least this share of the question's words
     context: float = CONTEXT_WEIGHT  # a question word in the heading or title instead of the sentence
     phrase: float = 0.5  # a question phrase (two terms in order) held as a phrase
     rank: float = 0.3  # prior for the passage retrieval ranked first
     kind_miss: float = 0.7  # factor for a sentence without the kind of thing asked
     number_miss: float = 0.5  # factor for a passage without the number the question names
     similarity: float = 2.0  # weight of the dense similarity beside the lexical score
+    shortlist: int = 24  # the best lexical candidates the sentence model re-ranks
+    companion: float = 0.6  # a second sentence scoring this share of the best one joins the answer ...
+    companion_chars: int = 110  # ... when both together stay this short (Chinese sentences are short)
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -189,19 +214,29 @@ def score(
         return question_terms
     wanted = set(question_terms)
     total = len(pool)
+    # The relevance bar counts whole words: jieba's search segmentation gives a Chinese word and its
+    # parts (澳大利亚, 澳大利, 大利, 利亚), and a sentence holding the word once must not cover the question
+    # four times over while it lacks what is asked (首都). A word counts as held when the sentence's text
+    # holds it, however jieba cut the sentence.
+    words = [t for t in question_terms if not (has_han(t) and any(t != o and t in o for o in question_terms))]
+
+    def holds(candidate: Candidate, term: str) -> bool:
+        return term in candidate.term_set or (has_han(term) and term in candidate.text)
+
     frequency: Counter[str] = Counter()
     for candidate in pool:
-        frequency.update(set(candidate.terms) & wanted)
+        frequency.update(t for t in wanted if holds(candidate, t))
     weight = {t: math.log(1 + total / (frequency[t] + 0.5)) for t in question_terms}
     question_weight = sum(weight.values())
+    words_weight = sum(weight[t] for t in words)
     question_bigrams = _bigrams(question_terms)
     kind = answer_kind(question)
     numbers = set(_NUMBER_TOKEN.findall(question))
     texts = {p.handle: f"{p.context} {p.content}" for p in passages}
     mean_length = sum(len(c.terms) for c in pool) / total
     for candidate in pool:
-        held = set(candidate.terms)
-        matched = held & wanted
+        held = candidate.term_set
+        matched = {t for t in wanted if holds(candidate, t)}
         candidate.matched = matched
         # Words of the title or section heading name what every sentence under them is about ("she" in a
         # passage titled with her name): they count for all of those sentences alike, and choose among them
@@ -209,7 +244,11 @@ def score(
         headed = candidate.context_terms & wanted
         direct = matched - headed
         overlap = sum(weight[t] for t in direct) + weights.context * sum(weight[t] for t in headed)
-        coverage = (overlap + (1 - weights.context) * sum(weight[t] for t in headed)) / question_weight
+        held_words = sum(weight[t] for t in words if t in direct) + weights.context * sum(
+            weight[t] for t in words if t in headed
+        )
+        headed_words = sum(weight[t] for t in words if t in headed)
+        coverage = (held_words + (1 - weights.context) * headed_words) / words_weight
         if numbers and not any(n in texts.get(candidate.source, candidate.text) for n in numbers):
             coverage *= weights.number_miss
         candidate.coverage = coverage
@@ -229,8 +268,8 @@ def score(
 # Trimming a long quote to the clauses that answer ------------------------------------------------------
 _CLAUSE_BREAK = re.compile(r"(?<=[,;:，；：、])\s*|\s+(?=\()|\s[-–—]\s")
 ELLIPSIS = "…"
-TRIM_ABOVE = 110  # a sentence this long is trimmed to its answering clauses
-MIN_QUOTE = 45  # ... never shorter than this
+TRIM_ABOVE = 250  # a sentence this long is trimmed to its answering clauses
+MIN_QUOTE = 90  # ... never shorter than this
 
 
 def trim(candidate: Candidate, question: str, question_terms: Sequence[str]) -> str:
@@ -272,8 +311,53 @@ def trim(candidate: Candidate, question: str, question_terms: Sequence[str]) -> 
     return excerpt
 
 
+# The answer itself, when the question asks for a kind of thing --------------------------------------------
+_WORD = re.compile(r"[\w'’]+(?:[.,][0-9]+)*|[^\w\s]")
+SPAN_WORDS = 16  # a stretch longer than this is no exact answer: the sentence is quoted instead
+_CLAUSE_MARK = re.compile(r"[,;:()]")
+_QUANTITY_WORDS = frozenset({"one", "once", "over", "under", "more", "less", "than", "few", "most", "about"})
+
+
+def _edge_word(word: str) -> bool:
+    """Whether a stretch may begin or end with this word: not punctuation, not a stop word (but for those
+    that say how much)."""
+    lowered = word.lower()
+    return re.match(r"\w", word) is not None and (lowered not in STOPWORDS_EN or lowered in _QUANTITY_WORDS)
+
+
+def answer_span(candidate: Candidate, question: str, question_terms: Sequence[str]) -> str | None:
+    """For an English question that asks for a time, a number, a distance, a share or a person: the one
+    stretch of the sentence between the question's own words that holds that kind of thing ("1849" in "The
+    first degrees from the college were awarded in 1849." for "In what year were the first degrees
+    awarded?"). None when the question asks for no such kind, when no stretch or more than one holds it (the
+    sentence is quoted whole then), or when it is long."""
+    kind = answer_kind(question)
+    if not kind or has_han(question):
+        return None
+    text = candidate.text
+    words = list(_WORD.finditer(text))
+    asked = set(question_terms) | candidate.context_terms
+    holding = []
+    # Stretches run between the question's words and stop at clause punctuation; a stop word at either end
+    # is left out unless it says how much ("over 230", "one").
+    breaks = [bool(set(terms(w.group())) & asked) or _CLAUSE_MARK.fullmatch(w.group()) is not None for w in words]
+    for is_break, group in itertools.groupby(range(len(words)), key=lambda i: breaks[i]):
+        run = [] if is_break else list(group)
+        while run and not _edge_word(words[run[0]].group()):
+            run.pop(0)
+        while run and not _edge_word(words[run[-1]].group()):
+            run.pop()
+        if not run:
+            continue
+        piece = text[words[run[0]].start() : words[run[-1]].end()]
+        if _holds_kind(kind, piece, question):
+            holding.append((piece, len(run)))
+    if len(holding) != 1 or holding[0][1] > SPAN_WORDS:
+        return None
+    return holding[0][0]
+
+
 Similarity = Callable[[str, list[str]], list[float]]
-DENSE_CANDIDATES = 24
 
 
 def select(
@@ -293,7 +377,7 @@ def select(
     question_terms = score(question, pool, weights, sources)
     ranked = sorted((c for c in pool if c.score > 0), key=lambda c: -c.score)
     if similarity is not None and pool:
-        shortlist = ranked[:DENSE_CANDIDATES]
+        shortlist = ranked[: weights.shortlist]
         listed = {id(c) for c in shortlist}
         shortlist += [c for c in pool if c.rank == 0 and id(c) not in listed and c.score == 0.0][:8]
         for candidate, cosine in zip(shortlist, similarity(question, [c.text for c in shortlist]), strict=True):
@@ -304,9 +388,19 @@ def select(
     if not ranked:
         return Selection([], question_terms, 0.0)
     best = ranked[0]
-    relevant = best.coverage >= weights.min_coverage or (
-        similarity is not None and best.similarity >= weights.min_similarity
-    )
+    if similarity is None:
+        relevant = best.coverage >= weights.min_coverage
+    else:
+        relevant = (best.coverage >= weights.min_coverage and best.similarity >= weights.agree_similarity) or (
+            best.similarity >= weights.min_similarity and best.coverage >= weights.agree_coverage
+        )
     if not relevant:
         return Selection([], question_terms, best.coverage, ranked)
-    return Selection([best], question_terms, best.coverage, ranked)
+    chosen = [best]
+    for other in ranked[1:]:
+        if other.score < weights.companion * best.score:
+            break
+        if len(best.text) + len(other.text) <= weights.companion_chars:
+            chosen.append(other)
+            break
+    return Selection(chosen, question_terms, best.coverage, ranked)

@@ -275,10 +275,59 @@ STOPWORDS_ZH = frozenset(
 )
 
 
+# Irregular verb forms a question and its answer often put differently ("Who wrote ..." / "... has written",
+# "When did she become ..." / "... became"): each meets its base form. Forms that are also other words
+# ("found", "left", "saw", "lead") are left out.
+_IRREGULAR = {
+    form: base
+    for base, forms in {
+        "become": "became",
+        "begin": "began begun",
+        "break": "broke broken",
+        "bring": "brought",
+        "build": "built",
+        "buy": "bought",
+        "choose": "chose chosen",
+        "come": "came",
+        "die": "died dies",
+        "draw": "drew drawn",
+        "eat": "ate eaten",
+        "fall": "fell fallen",
+        "fight": "fought",
+        "fly": "flew flown",
+        "give": "gave given",
+        "grow": "grew grown",
+        "hold": "held",
+        "know": "knew known",
+        "make": "made",
+        "meet": "met",
+        "pay": "paid",
+        "rise": "rose risen",
+        "run": "ran",
+        "sell": "sold",
+        "send": "sent",
+        "sing": "sang sung",
+        "speak": "spoke spoken",
+        "spend": "spent",
+        "stand": "stood",
+        "strike": "struck",
+        "take": "took taken",
+        "teach": "taught",
+        "tell": "told",
+        "think": "thought",
+        "win": "won",
+        "write": "wrote written",
+    }.items()
+    for form in forms.split()
+}
+
+
 @lru_cache(maxsize=4096)
 def stem(word: str) -> str:
-    """A light English stemmer: plural, -ing, -ed, -ly and a final e; enough to match inflections."""
+    """A light English stemmer: plural, -ing, -ed, -ly and a final e; enough to match inflections (and the
+    common irregular verbs)."""
     w = word.lower().replace("'s", "").replace("’s", "")
+    w = _IRREGULAR.get(w, w)
     if len(w) <= 3 or not w.isalpha():
         return w
     for suffix, replacement in (("sses", "ss"), ("ies", "y"), ("ied", "y")):

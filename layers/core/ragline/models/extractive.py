@@ -15,8 +15,18 @@ import asyncio
 import html
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 
-from ragline.answering.selection import Selection, Similarity, Source, select, trim
+from ragline.answering.selection import (
+    DEFAULT_WEIGHTS,
+    Selection,
+    Similarity,
+    Source,
+    Weights,
+    answer_span,
+    select,
+    trim,
+)
 from ragline.answering.terms import is_chinese
 from ragline.models.base import ChatChunk, ChatMessage, ChatModel, ChatResponse, Embedder, collect
 from ragline.types import ChatOptions
@@ -68,15 +78,37 @@ def _sources(messages: Sequence[ChatMessage]) -> list[Source]:
 
 
 def compose(question: str, selection: Selection, cite: bool) -> str:
-    """The answer text: each quote (a long sentence trimmed to its answering clauses) followed by the
-    citation of its own passage."""
+    """The answer text: each quote followed by the citation of its own passage. A quote is the part of its
+    sentence that answers when the question asks for a time, a number or a person and one part holds it,
+    else the sentence (a long one trimmed to its answering clauses)."""
     if not selection.best:
         return NOTHING_FOUND_ZH if is_chinese(question) else NOTHING_FOUND
     parts = []
     for candidate in selection.best:
         citation = f'<ref id="{candidate.source}"/>' if cite and candidate.source.startswith(("c", "w")) else ""
-        parts.append(f"{trim(candidate, question, selection.question_terms)}{citation}")
+        quote = answer_span(candidate, question, selection.question_terms) if len(selection.best) == 1 else None
+        parts.append(f"{quote or trim(candidate, question, selection.question_terms)}{citation}")
     return " ".join(parts)
+
+
+# The answerer's constants for each sentence model, tuned on one half of the development sets (split by
+# paragraph) and reported on the other (bench/answers/qa.py --part).
+# MiniLM: a sentence sharing words with the question but not its meaning (cosine under 0.3, lower than any
+# right answer of the tuning half) does not answer it; one sharing its meaning (0.5) does, in other words.
+ENGLISH_WEIGHTS = replace(DEFAULT_WEIGHTS, min_coverage=0.45, agree_similarity=0.3, min_similarity=0.5)
+# multilingual-e5 scores any two sentences 0.75-0.95: a larger weight spreads its differences, and its
+# cosine clears the bar only high (0.9) and with a quarter of the question's words. Twelve sentences are
+# re-ranked (it is slower than MiniLM). Chinese sentences are short: a second one joins the best when it
+# scores half as much and both stay within 150 characters.
+MULTILINGUAL_WEIGHTS = replace(
+    DEFAULT_WEIGHTS,
+    similarity=4.0,
+    min_similarity=0.9,
+    agree_coverage=0.25,
+    shortlist=12,
+    companion=0.5,
+    companion_chars=150,
+)
 
 
 def model_writes(model: ChatModel) -> bool:
@@ -87,20 +119,29 @@ def model_writes(model: ChatModel) -> bool:
 
 class ExtractiveChatModel:
     """``embedder``: a sentence model for English (MiniLM); it re-ranks the best lexical candidates by meaning
-    and lets a paraphrase clear the relevance bar. Chinese is matched by words alone (MiniLM cannot read it,
-    and the multilingual model is too slow to embed sentences while the user waits)."""
+    and lets a paraphrase clear the relevance bar. ``multilingual``: the one for Chinese questions
+    (multilingual-e5, slower: it re-ranks fewer candidates); without it Chinese is matched by words alone."""
 
     model_id = "local:extractive"
     generative = False  # it quotes the context: no titles, SQL or graph extractions from it
 
-    def __init__(self, word_delay_s: float = 0.0, embedder: Callable[[], Embedder] | None = None) -> None:
+    def __init__(
+        self,
+        word_delay_s: float = 0.0,
+        embedder: Callable[[], Embedder] | None = None,
+        multilingual: Callable[[], Embedder] | None = None,
+    ) -> None:
         self._delay = word_delay_s
         self._embedder = embedder
+        self._multilingual = multilingual
 
-    def _similarity(self, question: str) -> Similarity | None:
-        if self._embedder is None or is_chinese(question):
-            return None
-        embedder = self._embedder()
+    def _reader(self, question: str) -> tuple[Similarity | None, Weights]:
+        """The sentence model that reads the question's language, and the constants that go with it."""
+        chinese = is_chinese(question)
+        factory, weights = (self._multilingual, MULTILINGUAL_WEIGHTS) if chinese else (self._embedder, ENGLISH_WEIGHTS)
+        if factory is None:
+            return None, DEFAULT_WEIGHTS
+        embedder = factory()
 
         def similarity(query: str, sentences: list[str]) -> list[float]:
             if not sentences:
@@ -108,12 +149,13 @@ class ExtractiveChatModel:
             vectors = embedder.embed_documents(sentences)
             return [float(value) for value in vectors @ embedder.embed_query(query)]
 
-        return similarity
+        return similarity, weights
 
     def answer(self, messages: Sequence[ChatMessage]) -> str:
         question = _question(messages)
         cite = any('<ref id="' in m.content for m in messages if m.role == "system")
-        selection = select(question, _sources(messages), similarity=self._similarity(question))
+        similarity, weights = self._reader(question)
+        selection = select(question, _sources(messages), weights=weights, similarity=similarity)
         return compose(question, selection, cite)
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
