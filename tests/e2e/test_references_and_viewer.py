@@ -104,4 +104,15 @@ def test_one_card_per_document_chips_numbered_by_document_and_the_viewer_highlig
         }"""
     )
     assert highlighted == "Whole beans keep their aroma for a month."
+    # An exact part quoted from a sentence ("a month", as an extractive answer to "how long") highlights
+    # that sentence.
+    part = page.evaluate(
+        """async () => {
+          const { highlightRange } = await import('/static/viewer.js');
+          const content = 'Store beans in an airtight container. Whole beans keep their aroma for a month.';
+          const range = highlightRange(content, 'a month');
+          return range ? content.slice(range[0], range[1]) : null;
+        }"""
+    )
+    assert part == "Whole beans keep their aroma for a month."
     assert_no_page_errors(page)

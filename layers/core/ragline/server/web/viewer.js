@@ -25,8 +25,9 @@ function termsOf(text) {
 const squash = (text) => text.replace(/\s+/g, ' ').trim();
 
 /**
- * The [start, end) range of `content` to highlight for `claim`: the claim itself where the chunk holds it
- * (whitespace aside), else the chunk's sentence sharing the most words with it; null when none shares any.
+ * The [start, end) range of `content` to highlight for `claim`: the sentence that holds the claim where the
+ * chunk holds it (whitespace aside; the claim itself when it spans sentences), else the chunk's sentence sharing
+ * the most words with it; null when none shares any.
  */
 export function highlightRange(content, claim) {
   const wanted = squash(claim || '');
@@ -36,7 +37,16 @@ export function highlightRange(content, claim) {
     .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
     .replace(/ /g, '\\s+');
   const exact = new RegExp(pattern).exec(content);
-  if (exact) return [exact.index, exact.index + exact[0].length];
+  if (exact) {
+    // A quoted part of a sentence ("1849") is shown in the sentence it was taken from.
+    const [start, end] = [exact.index, exact.index + exact[0].length];
+    for (const match of content.matchAll(SENTENCE)) {
+      const lead = match[0].length - match[0].trimStart().length;
+      const [from, to] = [match.index + lead, match.index + match[0].trimEnd().length];
+      if (from <= start && end <= to) return [from, to];
+    }
+    return [start, end];
+  }
   const claimTerms = termsOf(wanted);
   if (!claimTerms.size) return null;
   let best = null;
