@@ -372,15 +372,6 @@ def fold_accents(text: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
 
-def han_pairs(text: str) -> list[str]:
-    """Consecutive Han character pairs: a match that does not depend on how jieba cut either side."""
-    pairs: list[str] = []
-    for run in _HAN_RUN.finditer(text):
-        chars = run.group(0)
-        pairs.extend(chars[i : i + 2] for i in range(len(chars) - 1))
-    return pairs
-
-
 def _latin_terms(text: str, drop_question_words: bool) -> list[str]:
     words = _LATIN.findall(fold_accents(text))
     return [

@@ -83,12 +83,6 @@ def fts_match(terms: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def fts_query(text: str) -> str:
-    """An FTS5 OR-query of the text's words (stop words dropped); long queries keep their first terms
-    (the engine keeps the rarest ones instead: :meth:`EmbeddedEngine.keyword_search`)."""
-    return fts_match(query_terms(text)[:_MAX_QUERY_TERMS])
-
-
 @cache
 def single_threaded_blas() -> None:
     """BLAS (the exact vector search's matrix product) on one thread, for the whole process.
