@@ -56,7 +56,7 @@ class PluginQueryUnderstand:
     """Rewrite + intent (+ image description) for one turn.
 
     ``understand_model_id``: a small model dedicated to this call ("" = the chat model); the request's
-    ``understand_model_id`` wins over it, as its ``rewrite_template_id`` over ``rewrite_template_id``.
+    ``understand_model_id`` wins over it, as its ``rewrite_template_id`` over the one given here.
     ``agent_intent_prompts``: an agent's system prompt per intent, preferred over intent_prompts.yaml; the
     request's ``intent_prompts`` win over both.
     ``notes``: where the image description is written for later turns (fire and forget).

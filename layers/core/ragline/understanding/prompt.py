@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ragline.config import PromptTemplates, render_placeholders
+from ragline.config import ConversationConfig, PromptTemplates, render_placeholders
 from ragline.models.base import ChatMessage
 from ragline.types import History
 from ragline.understanding.conversation import format_conversation
 from ragline.understanding.messages import ImageChatMessage
 
 REWRITE_TEMPLATES_FILE = "rewrite"
-DEFAULT_REWRITE_TEMPLATE_ID = "default"
+# The configuration's default (conversation.rewrite_template_id) is the one source.
+DEFAULT_REWRITE_TEMPLATE_ID = ConversationConfig().rewrite_template_id
 INTENT_PROMPTS_FILE = "intent_prompts"
 
 # Appended to the question so the model knows images came with it, whether or not it can see them; a
