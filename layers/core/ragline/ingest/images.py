@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
 from ragline.models.ocr import ImageCaptioner, OcrEngine
@@ -74,6 +75,10 @@ class BadImage(UnsupportedFile):
 
 class ImagesNotRead(UnsupportedFileType):
     """Images are not read by this deployment (OCR not installed, or ``ingestion.ocr`` off)."""
+
+
+class _Cancel(Protocol):
+    def is_set(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -276,8 +281,9 @@ class ImageReader:
         """An image uploaded as a document: checked (:class:`BadImage` naming ``field``), then read."""
         return self._read(raw, inspect(raw, field), page=None)
 
-    def read_document(self, file_type: str, raw: bytes) -> ReadImages:
-        """The images in a PDF, DOCX or PPTX file, each checked, repeats and those past the limit skipped."""
+    def read_document(self, file_type: str, raw: bytes, cancel: _Cancel | None = None) -> ReadImages:
+        """The images in a PDF, DOCX or PPTX file, each checked, repeats and those past the limit skipped.
+        Stops between two images once ``cancel`` is set (the caller then stores nothing)."""
         read = ReadImages()
         try:
             found = find_images(file_type, raw)
@@ -286,6 +292,8 @@ class ImageReader:
             return read
         seen: set[str] = set()
         for item in found:
+            if cancel is not None and cancel.is_set():
+                break
             digest = hashlib.sha256(item.data).hexdigest()
             if digest in seen:
                 read.skipped["duplicate"] += 1

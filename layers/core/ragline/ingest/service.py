@@ -377,7 +377,7 @@ class IngestService:
                     if not table.duplicate:
                         self._originals.save(table.document.tenant_id, table.document.id, raw)
             return results[0]
-        extracted, images = self._extract_with_images(filename, raw)
+        extracted, images = self._extract_with_images(filename, raw, cancel)
         _check(cancel)
         item = DocumentInput(
             content=extracted.text,
@@ -394,7 +394,9 @@ class IngestService:
         )
         return self.accept_many(kb, [item], cancel=cancel)[0]
 
-    def _extract_with_images(self, filename: str, raw: bytes) -> tuple[Extracted, list[DocumentImage]]:
+    def _extract_with_images(
+        self, filename: str, raw: bytes, cancel: Cancel | None = None
+    ) -> tuple[Extracted, list[DocumentImage]]:
         """The file's text and its images read (:mod:`ragline.ingest.images`). An image upload, known by its
         bytes (or by its name, to refuse a broken one), is one image; a file with neither text nor readable
         images is refused."""
@@ -412,7 +414,8 @@ class IngestService:
             no_text, extracted = exc, Extracted("", Path(filename).suffix.lower().lstrip("."))
         images: list[DocumentImage] = []
         if self._images is not None and extracted.file_type in ("pdf", "docx", "pptx"):
-            images = self._images.read_document(extracted.file_type, raw).images
+            images = self._images.read_document(extracted.file_type, raw, cancel).images
+            _check(cancel)
         if not extracted.text.strip() and not any(image.content.strip() for image in images):
             raise no_text or UnsupportedFile("the file has no text")
         return extracted, images

@@ -134,3 +134,18 @@ def test_image_chunks_carry_the_handle_page_and_image_info_and_only_text_is_sear
     }
     assert "page" not in chunks[0].metadata
     assert chunks[1].metadata["page"] == 3
+
+
+def test_reading_stops_between_two_images_once_cancelled():
+    import threading
+
+    cancel = threading.Event()
+
+    class CancellingOcr(CountingOcr):
+        def ocr(self, image: bytes) -> OcrResult:
+            cancel.set()  # the client goes away while the first image is read
+            return super().ocr(image)
+
+    ocr = CancellingOcr()
+    read = ImageReader(ocr).read_document("pdf", scanned_pdf([blank_image(40 + i, 40) for i in range(3)]), cancel)
+    assert (ocr.calls, len(read.images)) == (1, 1)
