@@ -129,6 +129,8 @@ class FoundImage:
     data: bytes
     page: int | None = None
     scanned_page: bool = False
+    # Set when the image was left out before its bytes were read (a reason of ReadImages.skipped).
+    skip: str = ""
 
 
 @dataclass
@@ -190,11 +192,15 @@ def pdf_images(raw: bytes) -> list[FoundImage]:
                 found.append(FoundImage(out.getvalue(), index + 1, scanned_page=True))
             else:
                 for item in objects:
+                    width, height = item.get_px_size()
+                    if width * height > MAX_PIXELS:  # not decoded at all: its bitmap alone could exhaust memory
+                        found.append(FoundImage(b"", index + 1, skip="too_many_pixels"))
+                        continue
                     try:
                         out = io.BytesIO()
                         item.get_bitmap(render=True).to_pil().save(out, "PNG")
-                    except Exception:  # an image filter PDFium cannot decode: counted as broken below
-                        found.append(FoundImage(b"", index + 1))
+                    except Exception:  # an image filter PDFium cannot decode
+                        found.append(FoundImage(b"", index + 1, skip="broken"))
                         continue
                     found.append(FoundImage(out.getvalue(), index + 1))
             page.close()
@@ -226,13 +232,14 @@ def office_images(file_type: str, raw: bytes) -> list[FoundImage]:
     archive = office._archive(raw)
     names = set(archive.namelist())
 
-    def read(target: str) -> bytes:
-        info = archive.getinfo(target)
-        return archive.read(target) if info.file_size <= office.MAX_PART_BYTES else b""
+    def read(target: str, page: int | None) -> FoundImage:
+        if archive.getinfo(target).file_size > MAX_IMAGE_BYTES:  # not unpacked: it would be refused anyway
+            return FoundImage(b"", page, skip="too_large")
+        return FoundImage(archive.read(target), page)
 
     found: list[FoundImage] = []
     if file_type == "docx":
-        found = [FoundImage(read(t)) for t in _blip_targets(archive, "word/document.xml") if t in names]
+        found = [read(t, None) for t in _blip_targets(archive, "word/document.xml") if t in names]
     elif file_type == "pptx":
         presentation = office._xml(archive, "ppt/presentation.xml")
         if presentation is None:
@@ -240,7 +247,7 @@ def office_images(file_type: str, raw: bytes) -> list[FoundImage]:
         rels = office._rels(archive, "ppt/presentation.xml")
         slides = [rels[s.get(f"{office.R}id", "")] for s in presentation.iter(f"{office.P}sldId")]
         for number, part in enumerate((s for s in slides if s), start=1):
-            found.extend(FoundImage(read(t), number) for t in _blip_targets(archive, part) if t in names)
+            found.extend(read(t, number) for t in _blip_targets(archive, part) if t in names)
     return found
 
 
@@ -294,6 +301,9 @@ class ImageReader:
         for item in found:
             if cancel is not None and cancel.is_set():
                 break
+            if item.skip:
+                read.skipped[item.skip] += 1
+                continue
             digest = hashlib.sha256(item.data).hexdigest()
             if digest in seen:
                 read.skipped["duplicate"] += 1

@@ -149,3 +149,13 @@ def test_reading_stops_between_two_images_once_cancelled():
     ocr = CancellingOcr()
     read = ImageReader(ocr).read_document("pdf", scanned_pdf([blank_image(40 + i, 40) for i in range(3)]), cancel)
     assert (ocr.calls, len(read.images)) == (1, 1)
+
+
+def test_oversized_pictures_are_skipped_before_they_are_decoded_or_unpacked(monkeypatch):
+    monkeypatch.setattr("ragline.ingest.images.MAX_PIXELS", 150 * 100)
+    pdf = pdf_with_picture(make_pdf(["a"]), blank_image(200, 100, "JPEG"), 1)
+    read = ImageReader(CountingOcr()).read_document("pdf", pdf)
+    assert (read.images, dict(read.skipped)) == ([], {"too_many_pixels": 1})
+    monkeypatch.setattr("ragline.ingest.images.MAX_IMAGE_BYTES", 100)
+    read = ImageReader(CountingOcr()).read_document("docx", docx_with_picture("Notes.", blank_image(64, 48)))
+    assert (read.images, dict(read.skipped)) == ([], {"too_large": 1})
