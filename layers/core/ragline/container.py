@@ -147,8 +147,10 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
 
 
 def build_rerank_models(settings: Settings, config: AppConfig) -> RerankModelRegistry:
-    """Rerank models from config.yaml, plus one from the environment (a /rerank endpoint or a local ONNX
-    cross-encoder). None ships offline, so by default the registry is empty and rerank passes on."""
+    """Rerank models from config.yaml, plus one from the environment (a /rerank endpoint or a local ONNX cross-encoder).
+
+    None ships offline, so by default the registry is empty and rerank passes on.
+    """
     rerank = config.rerank
     specs = list(rerank.models)
     if settings.rerank_base_url and settings.rerank_model:
@@ -230,8 +232,10 @@ def build_event_manager(
 def remember_after_turn(
     memories: MemoryStore, models: ModelRegistry, templates: PromptTemplates
 ) -> Callable[[ChatManage], Awaitable[None]]:
-    """After a completed turn that opted in: durable facts about the user become memories. A generative
-    model extracts them; the extractive default cannot, so a conservative heuristic does."""
+    """After a completed turn that opted in: durable facts about the user become memories.
+
+    A generative model extracts them; the extractive default cannot, so a conservative heuristic does.
+    """
 
     async def remember(cm: ChatManage) -> None:
         if not cm.request.memory_enabled:
@@ -289,8 +293,11 @@ def web_search_config(settings: Settings, config: AppConfig) -> AppConfig:
 
 
 def wiki_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
-    """kb_id → wiki enabled. The knowledge store checks the tenant; wiki flags are not secret, so the
-    lookup is by id alone through the first tenant that owns it (ids are globally unique)."""
+    """kb_id → wiki enabled.
+
+    The knowledge store checks the tenant; wiki flags are not secret, so the lookup is by id alone through the first
+    tenant that owns it (ids are globally unique).
+    """
 
     def enabled(kb_id: str) -> bool:
         kb = knowledge.knowledge_base_any_tenant(kb_id)
@@ -451,9 +458,11 @@ class Container:
         self.indexer.start()
 
     def wait_indexed(self, documents: Sequence[Document], timeout: float | None = None) -> bool:
-        """Blocks until the background thread is done with ``documents`` (at once without a scheduler). Where
-        another process indexes them (AWS's indexing function), waits on their stored statuses instead, at most
-        ``timeout`` (default ``wait_indexed_s``: within the HTTP API's 30-second limit)."""
+        """Blocks until the background thread is done with ``documents`` (at once without a scheduler).
+
+        Where another process indexes them (AWS's indexing function), waits on their stored statuses instead, at most
+        ``timeout`` (default ``wait_indexed_s``: within the HTTP API's 30-second limit).
+        """
         if self.ingest.scheduler is None:
             return True
         if self.indexer is not None:

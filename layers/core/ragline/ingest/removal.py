@@ -31,8 +31,10 @@ class KnowledgeRemoval:
         self._originals = originals
 
     def delete_document(self, tenant_id: str, document_id: str) -> Document | None:
-        """The document removed (None: not this tenant's). The index goes first: a document half deleted
-        must never be found by a search whose chunks are gone."""
+        """The document removed (None: not this tenant's).
+
+        The index goes first: a document half deleted must never be found by a search whose chunks are gone.
+        """
         document = self._knowledge.document(tenant_id, document_id)
         if document is None:
             return None

@@ -47,8 +47,11 @@ def _memory(item: dict[str, Any]) -> Memory:
 
 
 class DynamoMemoryStore(MemoryStore):
-    """The user's partition of the knowledge table. Writes are not transactional: two concurrent adds of
-    the same new fact can both land, and the next add of it merges into one of them."""
+    """The user's partition of the knowledge table.
+
+    Writes are not transactional: two concurrent adds of the same new fact can both land, and the next add of it merges
+    into one of them.
+    """
 
     def __init__(self, table: Any) -> None:
         self._table = table

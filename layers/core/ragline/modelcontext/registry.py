@@ -152,9 +152,11 @@ class SourceRegistry:
         return self._web_by_handle.get(handle.lower())
 
     def expand_handle(self, handle: str, preceding: str = "") -> str:
-        """The client-facing tag for a cited alias, or ``""`` for anything not citable. ``preceding`` is the
-        answer text before the citation: a passage made of several chunks is cited by the chunk that holds
-        the claim the citation closes."""
+        """The client-facing tag for a cited alias, or ``""`` for anything not citable.
+
+        ``preceding`` is the answer text before the citation: a passage made of several chunks is cited by the chunk
+        that holds the claim the citation closes.
+        """
         chunk = self.chunk(handle)
         if chunk is not None:
             kb = f' kb_id="{escape(chunk.knowledge_base_id)}"' if chunk.knowledge_base_id else ""

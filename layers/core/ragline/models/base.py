@@ -54,8 +54,11 @@ class ChatModel(Protocol):
 
 
 def is_generative(model: ChatModel) -> bool:
-    """Whether the model writes text of its own. A model that only quotes its context (the extractive
-    answerer) says ``generative = False``; it is asked for no title, SQL or graph extraction."""
+    """Whether the model writes text of its own.
+
+    A model that only quotes its context (the extractive answerer) says ``generative = False``; it is asked for no
+    title, SQL or graph extraction.
+    """
     return bool(getattr(model, "generative", True))
 
 

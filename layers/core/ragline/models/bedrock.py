@@ -135,8 +135,10 @@ def finish_reason(stop_reason: str | None) -> str | None:
 
 
 def stream_chunks(events: Iterable[Mapping[str, Any]], stop: threading.Event) -> Iterator[ChatChunk]:
-    """Chunks from ConverseStream events, closed by the "end" chunk. ``stop`` is checked before each
-    (blocking) read, so a consumer that went away costs at most one more event."""
+    """Chunks from ConverseStream events, closed by the "end" chunk.
+
+    ``stop`` is checked before each (blocking) read, so a consumer that went away costs at most one more event.
+    """
     finish: str | None = None
     pending = iter(events)
     while not stop.is_set():

@@ -78,9 +78,11 @@ def _sources(messages: Sequence[ChatMessage]) -> list[Source]:
 
 
 def compose(question: str, selection: Selection, cite: bool) -> str:
-    """The answer text: each quote followed by the citation of its own passage. A quote is the part of its
-    sentence that answers when the question asks for a time, a number or a person and one part holds it,
-    else the sentence (a long one trimmed to its answering clauses)."""
+    """The answer text: each quote followed by the citation of its own passage.
+
+    A quote is the part of its sentence that answers when the question asks for a time, a number or a person and one
+    part holds it, else the sentence (a long one trimmed to its answering clauses).
+    """
     if not selection.best:
         return NOTHING_FOUND_ZH if is_chinese(question) else NOTHING_FOUND
     parts = []

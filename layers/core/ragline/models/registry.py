@@ -1,5 +1,7 @@
-"""Which models exist in this process, by id. Adapters are built lazily: loading ONNX weights or a GGUF
-file costs time that a process serving only reads never pays."""
+"""Which models exist in this process, by id.
+
+Adapters are built lazily: loading ONNX weights or a GGUF file costs time that a process serving only reads never pays.
+"""
 
 from __future__ import annotations
 
@@ -56,9 +58,11 @@ class ModelRegistry:
 
 
 def describe_chat_model(model_id: str) -> tuple[str, str, str]:
-    """What a chat model id says about the model, for people: (kind, name, description). Kinds:
-    ``extractive`` (no generative model: answers quote the documents), ``gguf`` (a local file run by
-    llama.cpp), ``bedrock`` (Amazon Bedrock) and ``endpoint`` (an OpenAI-compatible server)."""
+    """What a chat model id says about the model, for people: (kind, name, description).
+
+    Kinds: ``extractive`` (no generative model: answers quote the documents), ``gguf`` (a local file run by llama.cpp),
+    ``bedrock`` (Amazon Bedrock) and ``endpoint`` (an OpenAI-compatible server).
+    """
     if model_id == "local:extractive":
         return "extractive", "Extractive answers", "No generative model is configured: answers quote the documents."
     if model_id.startswith("local:"):

@@ -89,8 +89,7 @@ class PluginRerank:
         return await next()
 
     async def rerank(self, cm: ChatManage) -> RerankDiagnostics:
-        """Write ``rerank_result`` (or, without a model, the diversified ``search_result``); return what
-        happened."""
+        """Write ``rerank_result`` (or, without a model, the diversified ``search_result``); return what happened."""
         state = cm.state
         options = rerank_options(cm.request)
         state.rerank_result = []

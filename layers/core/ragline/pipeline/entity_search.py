@@ -155,9 +155,11 @@ class PluginSearchEntity:
         return [EventType.ENTITY_SEARCH]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
-        """Without entities the state is left as it is. With entities, ``search_result`` is replaced by the
-        graph hits (this runs on the parallel stage's own clone) even when there are none, and a failing
-        graph store only means no graph hits: chunk search answers alone."""
+        """Without entities the state is left as it is.
+
+        With entities, ``search_result`` is replaced by the graph hits (this runs on the parallel stage's own clone)
+        even when there are none, and a failing graph store only means no graph hits: chunk search answers alone.
+        """
         if not cm.state.entity:
             return await next()
         try:

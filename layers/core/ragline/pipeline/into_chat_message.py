@@ -30,8 +30,7 @@ _INJECTION_PATTERNS = [
 
 
 def validate_input(text: str) -> tuple[str, bool]:
-    """The trimmed text and True, or ``("", False)`` for control characters, broken Unicode or markup
-    injection."""
+    """The trimmed text and True, or ``("", False)`` for control characters, broken Unicode or markup injection."""
     if not text:
         return "", True
     if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in text):

@@ -52,8 +52,10 @@ def top_web_indexes(results: list[SearchResult], top_n: int) -> list[int]:
 
 
 class PluginWebFetch:
-    """Replaces the top web results' snippets with their pages' text. ``fetcher`` defaults to the SSRF-safe
-    :class:`ragline.web.fetch.SafePageFetcher` built from ``config``."""
+    """Replaces the top web results' snippets with their pages' text.
+
+    ``fetcher`` defaults to the SSRF-safe :class:`ragline.web.fetch.SafePageFetcher` built from ``config``.
+    """
 
     def __init__(self, config: WebFetchConfig | None = None, fetcher: PageFetcher | None = None) -> None:
         self._config = config if config is not None else WebFetchConfig()

@@ -12,9 +12,12 @@ from ragline.reranking.base import RerankModel
 
 
 class RerankModelRegistry(LazyRegistry[RerankModel]):
-    """Model id → factory. The default answers requests that name no rerank model; without one, such
-    requests take the stage's ``no_model`` path. A failed build (a missing model directory, say) raises
-    what its factory raised and is retried on the next call."""
+    """Model id → factory.
+
+    The default answers requests that name no rerank model; without one, such requests take the stage's ``no_model``
+    path. A failed build (a missing model directory, say) raises what its factory raised and is retried on the next
+    call.
+    """
 
     def __init__(self) -> None:
         super().__init__(UnknownModel)

@@ -75,10 +75,11 @@ def best_score(scores: Sequence[RankResult]) -> RankResult | None:
 def apply_threshold(
     scores: Sequence[RankResult], threshold: float, explicit_scope: bool, config: RerankConfig
 ) -> ThresholdDecision:
-    """Keep scores ≥ ``threshold``. If none pass and the threshold is above the floor, retry once at
-    max(threshold × factor, floor). If still none, keep the best one when it reaches the fallback minimum,
-    or unconditionally when the user scoped the turn to documents or tags: a global threshold must not
-    erase the whole scope the user chose. Otherwise nothing passes.
+    """Keep scores ≥ ``threshold``.
+
+    If none pass and the threshold is above the floor, retry once at max(threshold × factor, floor). If still none, keep
+    the best one when it reaches the fallback minimum, or unconditionally when the user scoped the turn to documents or
+    tags: a global threshold must not erase the whole scope the user chose. Otherwise nothing passes.
     """
     passing = [s for s in scores if s.score >= threshold]
     if passing:

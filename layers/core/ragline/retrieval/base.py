@@ -37,8 +37,10 @@ def keyword_divisor(best: float) -> float:
 
 
 class RetrieveEngine(Protocol):
-    """Returns hits best first. Vector scores are cosine similarities; keyword scores are raw engine scores
-    (higher is better) that fusion normalises.
+    """Returns hits best first.
+
+    Vector scores are cosine similarities; keyword scores are raw engine scores (higher is better) that fusion
+    normalises.
 
     An engine may leave out hits that hybrid search drops anyway, before building them: vector hits scoring
     below ``params.vector_threshold``, and keyword hits whose score divided by :func:`keyword_divisor` of the

@@ -184,7 +184,9 @@ class EmbeddedEngine:
         vectors: npt.NDArray[np.float32],
     ) -> None:
         """Vectors of stored chunks (row ``i`` for ``chunks[i]``); writing a chunk's vector again replaces it.
-        Searches see them at their next call, reading only what was appended."""
+
+        Searches see them at their next call, reading only what was appended.
+        """
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if not len(chunks):
@@ -556,8 +558,7 @@ _HIT_CACHE_SIZE = 20_000
 
 
 def _scored(hit: SearchResult, score: float) -> SearchResult:
-    """A remembered hit with this search's score, and containers of its own (later stages fill them in
-    place)."""
+    """A remembered hit with this search's score, and containers of its own (later stages fill them in place)."""
     return hit.model_copy(
         update={"score": score, "metadata": {}, "sub_chunk_id": [], "chunk_metadata": dict(hit.chunk_metadata)}
     )

@@ -1,5 +1,6 @@
-"""Editing a conversation's history: fork a session at a turn, rewind it to a turn, search sessions by what
-they say. Built on the session store's primitives, so both runtimes (SQLite, DynamoDB) behave the same.
+"""Editing a conversation's history: fork a session at a turn, rewind it to a turn, search sessions by what they say.
+
+Built on the session store's primitives, so both runtimes (SQLite, DynamoDB) behave the same.
 
 A point in a conversation is a turn: the message named and the other message of its turn (same request id).
 Forking copies the turns up to and including that one into a new session; rewinding deletes the turns after

@@ -160,8 +160,10 @@ class QuestionBody(BaseModel):
 
 
 def request_images(body: QuestionBody) -> tuple[str, ...]:
-    """The images a question carries into the pipeline. The seam for image questions (issue 14): WeKnora's
-    ``images`` are accepted and validated, and not yet passed on."""
+    """The images a question carries into the pipeline.
+
+    The seam for image questions (issue 14): WeKnora's ``images`` are accepted and validated, and not yet passed on.
+    """
     if body.images:
         logger.debug("question images accepted but not yet used (%d)", len(body.images))
     return ()
@@ -329,8 +331,9 @@ class TurnService:
     async def accept(
         self, session: Session, body: QuestionBody, user_id: str = "", *, agent_requested: bool = False
     ) -> AcceptedTurn:
-        """Validate, store both messages, open the log with ``agent_query``. Nothing is stored if
-        validation fails.
+        """Validate, store both messages, open the log with ``agent_query``.
+
+        Nothing is stored if validation fails.
 
         ``agent_requested`` (WeKnora's agent chat, or ``agent_enabled``): the turn runs this pipeline all
         the same, and its ``agent_query`` event says agent mode is off.

@@ -71,8 +71,11 @@ def create_app(
     stream_base_url: str = "",
     uploads: Any = None,
 ) -> FastAPI:
-    """The whole API. ``uploads`` (the AWS runtime's ``LargeUploads``) adds the routes of files sent through
-    object storage, beyond a request's size limit."""
+    """The whole API.
+
+    ``uploads`` (the AWS runtime's ``LargeUploads``) adds the routes of files sent through object storage, beyond a
+    request's size limit.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

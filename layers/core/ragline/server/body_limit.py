@@ -13,9 +13,11 @@ MULTIPART_OVERHEAD = 64 * 1024
 
 
 class BodySizeLimit:
-    """Pure ASGI middleware: a request whose Content-Length passes the limit is answered 413 before its body
-    is read. Routes that read bodies themselves also stop chunked bodies (no Content-Length) at the limit
-    (:func:`ragline.ingest.uploads.read_body`), and a multipart file is held to it on its own."""
+    """Pure ASGI middleware: a request whose Content-Length passes the limit is answered 413 before its body is read.
+
+    Routes that read bodies themselves also stop chunked bodies (no Content-Length) at the limit
+    (:func:`ragline.ingest.uploads.read_body`), and a multipart file is held to it on its own.
+    """
 
     def __init__(self, app: Any, limit: Callable[[], int]) -> None:
         self._app = app

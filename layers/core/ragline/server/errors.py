@@ -94,8 +94,10 @@ def _validator_error(error: Any) -> object:
 
 
 def validation_error(errors: Sequence[Any]) -> ApiError:
-    """The error for a request body that failed validation, named by its first failing field. Used for
-    FastAPI's own validation and by routes that validate a body themselves (JSON or multipart)."""
+    """The error for a request body that failed validation, named by its first failing field.
+
+    Used for FastAPI's own validation and by routes that validate a body themselves (JSON or multipart).
+    """
     first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
     if first.get("type") == "json_invalid":
         return ApiError(400, "invalid_json", "request body is not valid JSON")

@@ -126,8 +126,10 @@ class IndexingLeases:
         self._clock = clock
 
     def take(self, job: str, holder: str, until: float, progress: int) -> Lease | None:
-        """The lease, or None while another invocation holds it. ``progress`` (chunks done) since the last
-        attempt resets the count of attempts."""
+        """The lease, or None while another invocation holds it.
+
+        ``progress`` (chunks done) since the last attempt resets the count of attempts.
+        """
         key = {"turn": f"index#{job}", "item": _LEASE_ITEM}
         now = self._clock()
         for _ in range(5):

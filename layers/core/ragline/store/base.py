@@ -69,7 +69,9 @@ class KnowledgeStore(Protocol):
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
         """Removes the knowledge base with its documents and chunks; False when it is not this tenant's.
-        An external search index and graph are the caller's to clear (see ``ingest/removal.py``)."""
+
+        An external search index and graph are the caller's to clear (see ``ingest/removal.py``).
+        """
         ...
 
     def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None: ...
@@ -93,8 +95,10 @@ class KnowledgeStore(Protocol):
         enabled: bool | None = None,
         metadata: dict[str, object] | None = None,
     ) -> Chunk | None:
-        """A chunk's text, enabled flag or metadata changed (None: not this tenant's). The index is the
-        caller's."""
+        """A chunk's text, enabled flag or metadata changed (None: not this tenant's).
+
+        The index is the caller's.
+        """
         ...
 
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:

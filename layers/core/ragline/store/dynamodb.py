@@ -675,9 +675,11 @@ _OPEN = "open"
 
 
 class DynamoSessionStore:
-    """Sessions and messages. ``open_index`` names the messages table's sparse index of open turns
-    (``OPEN_TURN_ATTRIBUTE`` as its partition key, ``created_at`` as its sort key), which a scheduled sweep
-    queries; without one the sweep scans the table."""
+    """Sessions and messages.
+
+    ``open_index`` names the messages table's sparse index of open turns (``OPEN_TURN_ATTRIBUTE`` as its partition key,
+    ``created_at`` as its sort key), which a scheduled sweep queries; without one the sweep scans the table.
+    """
 
     def __init__(self, sessions: Any, messages: Any, open_index: str = "") -> None:
         self._sessions = sessions

@@ -46,8 +46,10 @@ _CHUNK_COLUMNS = (
 
 
 class SqliteKnowledgeStore:
-    """Knowledge bases, documents and chunks in SQLite. Every read takes the tenant: another tenant's id
-    reads as absent."""
+    """Knowledge bases, documents and chunks in SQLite.
+
+    Every read takes the tenant: another tenant's id reads as absent.
+    """
 
     def __init__(self, db: Database) -> None:
         self._db = db

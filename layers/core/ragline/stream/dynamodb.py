@@ -69,9 +69,11 @@ class DynamoDBStreamManager(StreamManager):
         return await asyncio.to_thread(self.append_sync, key, event)
 
     def append_if_open_sync(self, key: str, event: StreamEvent) -> StreamEvent | None:
-        """Write at the offset right after the last event unless that one is terminal. Two writers racing
-        for that offset cannot both win (conditional put): the loser reads the log again and, finding the
-        winner's terminal event, writes nothing."""
+        """Write at the offset right after the last event unless that one is terminal.
+
+        Two writers racing for that offset cannot both win (conditional put): the loser reads the log again and, finding
+        the winner's terminal event, writes nothing.
+        """
         while True:
             last = self.last_event_sync(key)
             if last is not None and last.is_terminal:

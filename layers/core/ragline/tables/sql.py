@@ -577,8 +577,11 @@ def execute_unchecked(
     max_rows: int = DEFAULT_MAX_ROWS,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> QueryResult:
-    """Run ``sql`` as given, with the time limit and the row cap. It does NOT validate: callers validate
-    first; tests call it directly to show the sandbox alone holds when validation is bypassed."""
+    """Run ``sql`` as given, with the time limit and the row cap.
+
+    It does NOT validate: callers validate first; tests call it directly to show the sandbox alone holds when validation
+    is bypassed.
+    """
     timed_out = threading.Event()
 
     def interrupt() -> None:

@@ -119,8 +119,10 @@ Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 
 
 async def system_resolver(host: str, port: int) -> list[IPAddress]:
-    """Addresses of ``host`` from the system resolver, in its order, without duplicates. ``getaddrinfo``
-    blocks, so it runs in a worker thread."""
+    """Addresses of ``host`` from the system resolver, in its order, without duplicates.
+
+    ``getaddrinfo`` blocks, so it runs in a worker thread.
+    """
     infos = await asyncio.to_thread(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
     addresses: list[IPAddress] = []
     for _family, _type, _proto, _canon, sockaddr in infos:
@@ -217,8 +219,10 @@ def media_type_of(content_type: str) -> tuple[str, str | None]:
 
 
 async def read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
-    """At most ``max_bytes`` of the (decoded) body, and whether more was on its way. Stops reading there: the
-    caller closes the response, which closes the connection instead of draining it."""
+    """At most ``max_bytes`` of the (decoded) body, and whether more was on its way.
+
+    Stops reading there: the caller closes the response, which closes the connection instead of draining it.
+    """
     body = bytearray()
     async for chunk in response.aiter_bytes():
         if len(body) + len(chunk) > max_bytes:
@@ -384,8 +388,11 @@ class _Hop:
 
 
 async def _get(target: VettedTarget, limits: _Limits, content_types: frozenset[str] = ALLOWED_CONTENT_TYPES) -> _Hop:
-    """One GET to the pinned address. A fresh client per hop: a pooled connection would carry a request for
-    the next host over a TLS session that was verified for the previous one."""
+    """One GET to the pinned address.
+
+    A fresh client per hop: a pooled connection would carry a request for the next host over a TLS session that was
+    verified for the previous one.
+    """
     async with httpx.AsyncClient(
         timeout=limits.timeout, follow_redirects=False, trust_env=False, verify=limits.trust
     ) as client:

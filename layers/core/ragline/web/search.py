@@ -95,8 +95,11 @@ class UnknownWebSearchProvider(WebSearchError):
 
 @dataclass(frozen=True)
 class WebHit:
-    """One provider hit, before conversion. ``score`` is the provider's own relevance in [0, 1] when it
-    gives one (Tavily); None otherwise, and the rank decides."""
+    """One provider hit, before conversion.
+
+    ``score`` is the provider's own relevance in [0, 1] when it gives one (Tavily); None otherwise, and the rank
+    decides.
+    """
 
     url: str
     title: str
@@ -322,9 +325,11 @@ class BraveProvider(_KeyedProvider):
 
 
 class WebSearchRegistry(LazyRegistry[WebSearchProvider]):
-    """Provider id → factory, built on first use. The default answers requests whose agent and tenant name
-    no provider; with no default and no named provider the web branch has nothing to run. ``get`` raises
-    :class:`UnknownWebSearchProvider` when no factory has that id."""
+    """Provider id → factory, built on first use.
+
+    The default answers requests whose agent and tenant name no provider; with no default and no named provider the web
+    branch has nothing to run. ``get`` raises :class:`UnknownWebSearchProvider` when no factory has that id.
+    """
 
     def __init__(self) -> None:
         super().__init__(

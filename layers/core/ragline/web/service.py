@@ -51,8 +51,11 @@ def web_count(results: Iterable[SearchResult]) -> int:
 
 
 class WebSearchService:
-    """Resolves the turn's provider and converts its hits. ``choose`` tells the agent/session-level and
-    tenant-level provider ids of a turn; the wiring supplies it from wherever those settings live."""
+    """Resolves the turn's provider and converts its hits.
+
+    ``choose`` tells the agent/session-level and tenant-level provider ids of a turn; the wiring supplies it from
+    wherever those settings live.
+    """
 
     def __init__(
         self,

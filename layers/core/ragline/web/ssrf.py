@@ -117,8 +117,7 @@ def is_non_canonical_numeric(host: str) -> bool:
 
 
 def hostname_block_reason(host: str) -> str | None:
-    """A refusal the name alone decides (before DNS), which a policy exemption lifts; None lets resolution
-    decide."""
+    """A refusal the name alone decides (before DNS), which a policy exemption lifts; None lets resolution decide."""
     name = normalize_host(host)
     if not name:
         return "empty host"

@@ -164,8 +164,11 @@ async def agent_chat(
     launcher: LauncherDep,
     x_user_id: UserIdHeader = "",
 ) -> EventSourceResponse:
-    """WeKnora's agent chat. Agent mode is not implemented: the question runs the knowledge-chat pipeline,
-    and the first event (``agent_query``) says so: ``data.agent_mode`` is ``"off"``."""
+    """WeKnora's agent chat.
+
+    Agent mode is not implemented: the question runs the knowledge-chat pipeline, and the first event (``agent_query``)
+    says so: ``data.agent_mode`` is ``"off"``.
+    """
     session = session_of(container, tenant, session_id)
     turn = await _accept(container, launcher, session, body, x_user_id, agent_requested=True)
     return _answer_stream(container, session.id, turn.assistant_message.id, turn.request.request_id, 0)

@@ -1,5 +1,7 @@
 """Documents of a knowledge base, ragline's routes: upload a file or text, import FAQ entries, list.
-WeKnora's routes for the same documents (its "knowledge") are in ``knowledge.py``."""
+
+WeKnora's routes for the same documents (its "knowledge") are in ``knowledge.py``.
+"""
 
 from __future__ import annotations
 
@@ -210,8 +212,7 @@ async def upload_document(
 async def get_document(
     kb_id: str, document_id: str, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:
-    """One document with its status, failure reason, progress (``embedded_count`` of ``chunk_count``),
-    size and pages."""
+    """One document with its status, failure reason, progress (``embedded_count`` of ``chunk_count``), size and pages."""
     kb = knowledge_base_of(container, tenant, kb_id)
     document = container.knowledge.document(tenant.id, document_id)
     if document is None or document.knowledge_base_id != kb.id:

@@ -400,9 +400,11 @@ class KnowledgeUpdated(Done):
 async def update_knowledge(
     knowledge_id: str, body: KnowledgeUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> KnowledgeUpdated:
-    """A new title or description (``""`` clears it). Both are searched and shown with every passage, and
-    the title is embedded with each: the document is searchable by its new title at the reply and is
-    ``pending`` again until its vectors are recomputed."""
+    """A new title or description (``""`` clears it).
+
+    Both are searched and shown with every passage, and the title is embedded with each: the document is searchable by
+    its new title at the reply and is ``pending`` again until its vectors are recomputed.
+    """
     document = document_or_404(container, tenant.id, knowledge_id)
     if body.custom_metadata is not None:
         logger.debug("update knowledge: ignoring custom_metadata")

@@ -186,8 +186,10 @@ def _views(container: Container, bases: list[KnowledgeBase]) -> list[KnowledgeBa
 async def list_knowledge_bases(
     tenant: TenantDep, container: ContainerDep, agent_id: Annotated[str, QueryParam(max_length=200)] = ""
 ) -> Envelope[list[KnowledgeBaseView]]:
-    """The tenant's knowledge bases, pinned ones first. (``agent_id``, WeKnora's shared agents, is accepted
-    and not acted on: ragline has no agents.)"""
+    """The tenant's knowledge bases, pinned ones first.
+
+    (``agent_id``, WeKnora's shared agents, is accepted and not acted on: ragline has no agents.)
+    """
     if agent_id:
         logger.debug("list knowledge bases: ignoring agent_id")
     return Envelope(data=_views(container, pinned_first(container.knowledge.list_knowledge_bases(tenant.id))))
@@ -416,8 +418,7 @@ class Cleared(Done):
 
 @router.delete("/{kb_id}/knowledge")
 async def clear_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Cleared:
-    """Every document of the knowledge base deleted, the knowledge base kept (done before the reply;
-    WeKnora queues it)."""
+    """Every document of the knowledge base deleted, the knowledge base kept (done before the reply; WeKnora queues it)."""
     knowledge_base_of(container, tenant, kb_id)
     deleted = await asyncio.to_thread(container.removal.clear_knowledge_base, tenant.id, kb_id)
     message = "Knowledge base contents cleared" if deleted else "Knowledge base is already empty"

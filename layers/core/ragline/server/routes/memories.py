@@ -54,8 +54,11 @@ def memory_router(
     get_store: Callable[..., MemoryStore],
     tenant_dependency: Callable[..., Any],
 ) -> APIRouter:
-    """The memory routes. ``get_store`` and ``tenant_dependency`` are FastAPI dependencies: the store
-    (e.g. ``lambda: container.memories``) and the caller's :class:`Tenant` (the app's ``tenant_of``)."""
+    """The memory routes.
+
+    ``get_store`` and ``tenant_dependency`` are FastAPI dependencies: the store (e.g. ``lambda: container.memories``)
+    and the caller's :class:`Tenant` (the app's ``tenant_of``).
+    """
     router = APIRouter(prefix=MEMORIES_PATH, tags=["memories"])
     StoreDep = Annotated[MemoryStore, Depends(get_store)]
     TenantDep = Annotated[Tenant, Depends(tenant_dependency)]

@@ -1,5 +1,7 @@
-"""Sessions and their messages (WeKnora's ``/sessions``): create, read, page, update, pin, title, clear and
-delete. A session whose answer is still being written is not deleted or cleared (409): stop it first."""
+"""Sessions and their messages (WeKnora's ``/sessions``): create, read, page, update, pin, title, clear and delete.
+
+A session whose answer is still being written is not deleted or cleared (409): stop it first.
+"""
 
 from __future__ import annotations
 
@@ -84,8 +86,10 @@ def _check_idle(container: Container, tenant: Tenant, sessions: list[Session], f
 
 @router.delete("/batch")
 async def delete_sessions(body: BatchDeleteBody, tenant: TenantDep, container: ContainerDep) -> Done:
-    """The sessions named in ``ids`` with their messages, all or none: an unknown id is a 404 and deletes
-    nothing. ``delete_all`` deletes every session of the tenant and ignores ``ids``."""
+    """The sessions named in ``ids`` with their messages, all or none: an unknown id is a 404 and deletes nothing.
+
+    ``delete_all`` deletes every session of the tenant and ignores ``ids``.
+    """
     if body.delete_all:
         sessions = container.sessions.sessions(tenant.id, limit=MAX_LISTED_SESSIONS)
     else:
@@ -145,8 +149,10 @@ async def list_messages(session_id: str, tenant: TenantDep, container: Container
 
 
 class SessionUpdate(BaseModel):
-    """WeKnora's update: a title and a description, each set as given when present. The read-only fields of
-    a session record (a client may send back the one it read) are ignored."""
+    """WeKnora's update: a title and a description, each set as given when present.
+
+    The read-only fields of a session record (a client may send back the one it read) are ignored.
+    """
 
     model_config = ConfigDict(extra="forbid")
     title: PlainName | None = Field(default=None, max_length=200)
