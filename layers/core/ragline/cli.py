@@ -209,8 +209,11 @@ def _start_background_indexing(settings: Settings) -> Path:
 
 @app.command()
 def index() -> None:
-    """Compute the vectors of every pending document (left by `ragline ingest --no-wait` or a stopped
-    server), with progress."""
+    """Compute the vectors of every pending document, with progress.
+
+    Compute the vectors of every pending document (left by `ragline ingest --no-wait` or a stopped server), with
+    progress.
+    """
     from ragline.store.models import DocumentStatus
 
     container = _container()
@@ -267,7 +270,7 @@ class CitedSource:
 
 
 def _count(number: int, noun: str) -> str:
-    """ "1 passage", "3 passages"."""
+    """A count with its noun: "1 passage", "3 passages"."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
@@ -275,7 +278,8 @@ class AnswerPrinter:
     """Renders a stream of StreamResponse frames for a terminal: progress, answer, numbered citations.
 
     Citations are numbered per document, as the page's reference cards are: two sentences quoted from one
-    document are both [1], and its entry lists the passages they came from (section, page)."""
+    document are both [1], and its entry lists the passages they came from (section, page).
+    """
 
     def __init__(self, out: Console) -> None:
         self.out = out

@@ -79,8 +79,11 @@ logger = logging.getLogger(__name__)
 
 
 def extractive_model(models: ModelRegistry, word_delay_s: float) -> ExtractiveChatModel:
-    """The quoting answerer, reading questions with the local sentence models: MiniLM for English, and
-    multilingual-e5 for Chinese where it is installed."""
+    """The quoting answerer, reading questions with the local sentence models.
+
+    The quoting answerer, reading questions with the local sentence models: MiniLM for English, and multilingual-e5 for
+    Chinese where it is installed.
+    """
     from ragline.models.e5_multilingual import E5MultilingualEmbedder
     from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
 
@@ -188,8 +191,10 @@ def build_event_manager(
     graph: GraphStore | None = None,
     tables: TableStore | None = None,
 ) -> tuple[EventManager, PluginSearchParallel]:
-    """Plugins register in the reference's container order: for one event, that order is the chain order
-    (chunk_rerank: Rerank → WikiBoost → MemoryAffinity).
+    """The event manager with every plugin registered in the reference's container order.
+
+    Plugins register in the reference's container order: for one event, that order is the chain order (chunk_rerank:
+    Rerank → WikiBoost → MemoryAffinity).
 
     Returns the parallel-search plugin too: the serverless runtime drives its plan/branch/reduce steps.
     """
@@ -423,8 +428,11 @@ class Container:
         models: ModelRegistry | None = None,
         engine: RetrieveEngine | None = None,
     ) -> Container:
-        """SQLite for everything, in-process wake-ups for live readers, local models; ``engine`` searches
-        instead of the embedded one (e.g. an OpenSearchEngine), the stores staying in SQLite."""
+        """The embedded wiring: SQLite for everything, in-process wake-ups, local models.
+
+        SQLite for everything, in-process wake-ups for live readers, local models; ``engine`` searches instead of the
+        embedded one (e.g. an OpenSearchEngine), the stores staying in SQLite.
+        """
         settings = settings or Settings()
         config, templates = load_config(config_dir or settings.config_dir)
         db = Database(settings.db_path)
@@ -450,8 +458,11 @@ class Container:
         return container
 
     def start_indexing(self) -> None:
-        """Vectors of accepted documents are computed by the background thread from now on (the embedded
-        server); without it, each upload is indexed before its reply."""
+        """Hand accepted documents to the background indexing thread from now on.
+
+        Vectors of accepted documents are computed by the background thread from now on (the embedded server); without
+        it, each upload is indexed before its reply.
+        """
         if self.indexer is None:
             return
         self.ingest.set_scheduler(self.indexer.submit)

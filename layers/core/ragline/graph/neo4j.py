@@ -131,8 +131,10 @@ class Neo4jGraphStore(GraphStore):
         self._schema_ready = False
 
     def _ensure_schema(self) -> None:
-        """Indexes before the first statement, once per store: not in the constructor, so building the
-        container never waits on the network."""
+        """Indexes before the first statement, once per store.
+
+        Not in the constructor, so building the container never waits on the network.
+        """
         if self._schema_ready:
             return
         with self._schema_lock:

@@ -80,9 +80,12 @@ class BackgroundIndexer:
         return self._stopping.is_set()
 
     def stop(self, timeout: float = 10.0) -> bool:
-        """Asks the work to stop after its current batch and waits until ``timeout`` seconds after the stop
-        was first asked for (here or by :meth:`request_stop`); True once stopped. A batch still running
-        then is left to the daemon thread: its documents stay ``pending`` at their last recorded progress."""
+        """Ask the work to stop after its current batch and wait for it; True once stopped.
+
+        Asks the work to stop after its current batch and waits until ``timeout`` seconds after the stop was first asked
+        for (here or by :meth:`request_stop`); True once stopped. A batch still running then is left to the daemon
+        thread: its documents stay ``pending`` at their last recorded progress.
+        """
         self.request_stop()
         assert self._stop_requested_at is not None
         thread, self._thread = self._thread, None
@@ -103,8 +106,10 @@ class BackgroundIndexer:
             return not self._queue and not self._busy
 
     def wait_for(self, document_ids: Sequence[str], timeout: float | None = None) -> bool:
-        """Blocks until none of ``document_ids`` is queued or being indexed; True when so (the documents'
-        statuses then say how it went)."""
+        """Blocks until none of ``document_ids`` is queued or being indexed.
+
+        True when so (the documents' statuses then say how it went).
+        """
         wanted = set(document_ids)
 
         def settled() -> bool:

@@ -11,8 +11,10 @@ from ragline.types import ChunkType
 
 
 def chunk_embedding_text(chunk: Chunk, document_title: str) -> str:
-    """What a chunk's vector is made from, as ingestion makes it: an FAQ entry's questions, or the
-    document title, the heading and the passage."""
+    """What a chunk's vector is made from, as ingestion makes it.
+
+    An FAQ entry's questions, or the document title, the heading and the passage.
+    """
     if chunk.chunk_type == ChunkType.FAQ:
         entry = FAQEntry.model_validate(chunk.metadata)
         return "\n".join([entry.standard_question, *entry.similar_questions])

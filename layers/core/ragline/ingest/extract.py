@@ -37,8 +37,11 @@ class UnsupportedFileType(UnsupportedFile):
 
 
 def require_parser(module: str, file_kind: str) -> None:
-    """A file type whose parser this installation leaves out (a slimmed install, or a Lambda layer held to its
-    size limit) is refused as a type, naming the type and why, instead of failing as an internal error."""
+    """Refuse a file type whose parser this installation leaves out, naming the type and why.
+
+    A file type whose parser this installation leaves out (a slimmed install, or a Lambda layer held to its size limit)
+    is refused as a type, naming the type and why, instead of failing as an internal error.
+    """
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
@@ -49,8 +52,10 @@ def require_parser(module: str, file_kind: str) -> None:
 
 
 def require_reader(filename: str) -> str:
-    """The file's type, once its type is known and its parser installed (UnsupportedFileType otherwise):
-    a file can be refused before it is sent (a presigned upload), not only once it is read."""
+    """The file's type, once its type is known and its parser installed (UnsupportedFileType otherwise).
+
+    A file can be refused before it is sent (a presigned upload), not only once it is read.
+    """
     file_type = file_type_for(filename)
     if file_type == "pdf":
         require_parser("pypdfium2", "PDF")

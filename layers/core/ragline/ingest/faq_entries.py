@@ -1,5 +1,8 @@
-"""FAQ entries one by one: each is an ``faq`` chunk of an FAQ document, found, edited and deleted in
-place (WeKnora's FAQ API; ragline's bulk import makes the same chunks)."""
+"""FAQ entries one by one.
+
+Each is an ``faq`` chunk of an FAQ document, found, edited and deleted in place (WeKnora's FAQ API; ragline's bulk
+import makes the same chunks).
+"""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ def _table(rows: list[list[str]]) -> str:
 
 # DOCX ---------------------------------------------------------------------------------------------------
 def _docx_styles(archive: zipfile.ZipFile) -> dict[str, tuple[str, int | None]]:
-    """style id → (name, outline level 0-based or None), levels inherited through ``basedOn``."""
+    """Style id → (name, outline level 0-based or None), levels inherited through ``basedOn``."""
     root = _xml(archive, "word/styles.xml")
     styles: dict[str, tuple[str, int | None, str]] = {}
     if root is None:

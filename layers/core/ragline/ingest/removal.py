@@ -1,5 +1,8 @@
-"""Removing documents and knowledge bases everywhere they live: the knowledge store, the search index,
-the entity graph and the table store. Both runtimes delete through this one place."""
+"""Removing documents and knowledge bases everywhere they live.
+
+The knowledge store, the search index, the entity graph and the table store. Both runtimes delete through this one
+place.
+"""
 
 from __future__ import annotations
 

@@ -80,8 +80,10 @@ def cosine_scores(memories: Sequence[Memory], query_vector: VectorLike | None, e
 
 
 def find_duplicate(existing: Sequence[Memory], candidate: Memory) -> Memory | None:
-    """The stored memory that ``candidate`` restates: same normalised text, else the most similar vector
-    at or above :data:`DUPLICATE_SIMILARITY`."""
+    """The stored memory that ``candidate`` restates.
+
+    Same normalised text, else the most similar vector at or above :data:`DUPLICATE_SIMILARITY`.
+    """
     key = normalise_memory(candidate.content)
     for memory in existing:
         if normalise_memory(memory.content) == key:

@@ -173,8 +173,11 @@ def parse_converse_reply(reply: Mapping[str, Any]) -> ChatResponse:
 
 
 class BedrockCallError(ModelCallError):
-    """A Bedrock call failed; ``code`` is the service's error code (``ThrottlingException``,
-    ``AccessDeniedException``, ``modelStreamErrorException`` mid-stream) or the botocore error class."""
+    """A Bedrock call failed.
+
+    ``code`` is the service's error code (``ThrottlingException``, ``AccessDeniedException``,
+    ``modelStreamErrorException`` mid-stream) or the botocore error class.
+    """
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"bedrock {code}: {message}")

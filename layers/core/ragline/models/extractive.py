@@ -114,15 +114,20 @@ MULTILINGUAL_WEIGHTS = replace(
 
 
 def model_writes(model: ChatModel) -> bool:
-    """False for the extractive answerer: it quotes sources and cannot follow any other instruction
-    (rewrite a question, write SQL, name a session)."""
+    """False for the extractive answerer.
+
+    It quotes sources and cannot follow any other instruction (rewrite a question, write SQL, name a session).
+    """
     return model.model_id != ExtractiveChatModel.model_id
 
 
 class ExtractiveChatModel:
-    """``embedder``: a sentence model for English (MiniLM); it re-ranks the best lexical candidates by meaning
-    and lets a paraphrase clear the relevance bar. ``multilingual``: the one for Chinese questions
-    (multilingual-e5, slower: it re-ranks fewer candidates); without it Chinese is matched by words alone."""
+    """The quoting answerer: it answers with the source sentences that best match the question.
+
+    ``embedder``: a sentence model for English (MiniLM); it re-ranks the best lexical candidates by meaning and lets a
+    paraphrase clear the relevance bar. ``multilingual``: the one for Chinese questions (multilingual-e5, slower: it
+    re-ranks fewer candidates); without it Chinese is matched by words alone.
+    """
 
     model_id = "local:extractive"
     generative = False  # it quotes the context: no titles, SQL or graph extractions from it

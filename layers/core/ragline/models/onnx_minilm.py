@@ -84,8 +84,11 @@ class OnnxMiniLMEmbedder:
         return self._run(self._tokenizer.encode_batch(list(texts)))
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Tokenised once, sorted by token count, and run in batches each padded to its own longest text,
-        so short texts never pay for a long one's padding; the batches run on ``threads`` threads."""
+        """Embed texts in length-sorted batches, each padded to its own longest text.
+
+        Tokenised once, sorted by token count, and run in batches each padded to its own longest text, so short texts
+        never pay for a long one's padding; the batches run on ``threads`` threads.
+        """
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         encodings = self._tokenizer.encode_batch(list(texts))

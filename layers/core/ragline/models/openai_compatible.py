@@ -25,8 +25,10 @@ class OpenAICompatibleChatModel:
         self._clients: dict[int, Any] = {}
 
     def _client(self) -> Any:
-        """One client per event loop: its connection pool is bound to the loop that created it, and a
-        warm Lambda runs each invocation on a new loop."""
+        """One client per event loop.
+
+        Its connection pool is bound to the loop that created it, and a warm Lambda runs each invocation on a new loop.
+        """
         from openai import AsyncOpenAI
 
         loop = asyncio.get_running_loop()

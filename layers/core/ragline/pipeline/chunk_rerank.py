@@ -68,9 +68,12 @@ def rerank_options(request: PipelineRequest) -> RerankOptions:
 
 
 class PluginRerank:
-    """Scores search results with the request's rerank model (``rerank_model_id``, else the registry's
-    default) and selects the top-k with MMR. Does its work before ``next()``, so the boosts registered
-    after it (WikiBoost, MemoryAffinity) post-process its result."""
+    """Score search results with the request's rerank model and select the top-k with MMR.
+
+    Scores search results with the request's rerank model (``rerank_model_id``, else the registry's default) and selects
+    the top-k with MMR. Does its work before ``next()``, so the boosts registered after it (WikiBoost, MemoryAffinity)
+    post-process its result.
+    """
 
     def __init__(self, models: RerankModelRegistry, config: RerankConfig | None = None) -> None:
         self._models = models
@@ -211,8 +214,10 @@ class PluginWikiBoost:
 
 
 class PluginMemoryAffinity:
-    """Prefers documents this caller's past answers keep drawing on; a tie-breaker between comparable
-    passages (×1.15 at most), never a reason for an irrelevant document to rank first."""
+    """Prefers documents this caller's past answers keep drawing on.
+
+    A tie-breaker between comparable passages (×1.15 at most), never a reason for an irrelevant document to rank first.
+    """
 
     def __init__(self, history: CitationHistory, config: MemoryAffinityConfig | None = None) -> None:
         self._history = history

@@ -307,11 +307,14 @@ def search_past_negative_faq(
     *,
     deepen: bool,
 ) -> list[SearchResult]:
-    """One group's hybrid search without the FAQ entries whose negative questions were asked — searched
-    deeper when FAQ answers come first (``deepen``, FAQ priority on) and those entries left the list short:
-    the reference's FAQ iteration. Each round asks for twice as many results as the one before (the first
-    deeper one three times the count wanted), at most :data:`FAQ_SEARCH_ROUNDS` rounds and the pool cap; it
-    stops once enough results are left, or when a round came back short (nothing deeper to find)."""
+    """One group's hybrid search without the FAQ entries whose negative questions were asked.
+
+    One group's hybrid search without the FAQ entries whose negative questions were asked — searched deeper when FAQ
+    answers come first (``deepen``, FAQ priority on) and those entries left the list short: the reference's FAQ
+    iteration. Each round asks for twice as many results as the one before (the first deeper one three times the count
+    wanted), at most :data:`FAQ_SEARCH_ROUNDS` rounds and the pool cap; it stops once enough results are left, or when a
+    round came back short (nothing deeper to find).
+    """
     wanted = params.match_count if params.match_count > 0 else config.default_match_count
     depth = wanted
     found = search(params)

@@ -31,8 +31,11 @@ STAGE = EventType.QUERY_UNDERSTAND.value
 
 
 def scope_knowledge_base_ids(cm: ChatManage, knowledge: KnowledgeStore | None = None) -> list[str]:
-    """The knowledge bases chunk search would read, in request order: explicit targets, else the request's
-    knowledge bases plus (given a store to resolve them) those of the documents it names."""
+    """The knowledge bases chunk search would read.
+
+    In request order: explicit targets, else the request's knowledge bases plus (given a store to resolve them) those of
+    the documents it names.
+    """
     request = cm.request
     if knowledge is not None:
         kb_ids = [target.knowledge_base_id for target in resolve_targets(cm, knowledge)]

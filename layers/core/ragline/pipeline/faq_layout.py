@@ -1,5 +1,8 @@
-"""FAQ priority in context assembly: FAQ answers first and marked high priority, documents after them;
-the first FAQ whose score (before any FAQ boost) reaches the direct-answer threshold is an exact match."""
+"""FAQ priority in context assembly.
+
+FAQ answers first and marked high priority, documents after them; the first FAQ whose score (before any FAQ boost)
+reaches the direct-answer threshold is an exact match.
+"""
 
 from __future__ import annotations
 

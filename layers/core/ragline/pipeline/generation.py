@@ -80,9 +80,12 @@ def build_messages(
 
 
 def attach_passage_parts(cm: ChatManage, registry: SourceRegistry, knowledge: KnowledgeStore | None) -> None:
-    """Tell the registry which stored chunks each passage is made of, so that a citation names the chunk
-    that holds its claim: merge gives a passage its parent section's text, joins consecutive chunks and
-    widens short ones with their neighbours, while the passage keeps its first chunk's id."""
+    """Tell the registry which stored chunks each passage is made of.
+
+    Tell the registry which stored chunks each passage is made of, so that a citation names the chunk that holds its
+    claim: merge gives a passage its parent section's text, joins consecutive chunks and widens short ones with their
+    neighbours, while the passage keeps its first chunk's id.
+    """
     if knowledge is None or not cm.needs_retrieval():
         return
     results = [r for r in cm.final_results() if not r.is_web and (r.sub_chunk_id or r.parent_chunk_id)]

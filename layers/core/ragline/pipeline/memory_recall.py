@@ -39,8 +39,11 @@ def recalled_event_data(recalled: ScoredMemories) -> dict[str, object]:
 
 
 class PluginMemoryRecall:
-    """Writes ``state.memory_prompt`` (appended to the system prompt by generation) and emits one
-    ``memory_recalled`` event when something was recalled."""
+    """Recall the caller's memories into ``state.memory_prompt`` for generation.
+
+    Writes ``state.memory_prompt`` (appended to the system prompt by generation) and emits one ``memory_recalled`` event
+    when something was recalled.
+    """
 
     def __init__(
         self,

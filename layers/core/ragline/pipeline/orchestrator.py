@@ -239,8 +239,10 @@ class Orchestrator:
         return StageOutcome.COMPLETED
 
     async def after_turn(self, cm: ChatManage) -> None:
-        """Work that follows a completed answer (memory extraction): never visible to the reader, never
-        failing the turn."""
+        """Work that follows a completed answer (memory extraction).
+
+        Never visible to the reader, never failing the turn.
+        """
         for hook in self._after_turn:
             try:
                 await hook(cm)

@@ -45,8 +45,11 @@ def plain_text(text: str) -> str:
 
 
 def clean_title(text: str, max_chars: int = TITLE_MAX_CHARS) -> str:
-    """The first non-empty line of plain text (no tags, quotes, markup, "Title:" prefix or final
-    punctuation), cut at a word with "…" when longer than ``max_chars``."""
+    """The first non-empty line of plain text, cut at a word when longer than ``max_chars``.
+
+    The first non-empty line of plain text (no tags, quotes, markup, "Title:" prefix or final punctuation), cut at a
+    word with "…" when longer than ``max_chars``.
+    """
     line = next((line for line in plain_text(text).splitlines() if line.strip()), "")
     title = _EDGE.sub("", _PREFIX.sub("", _EDGE.sub("", line)))
     title = " ".join(title.split())
@@ -83,8 +86,10 @@ class SessionTitler:
         )
 
     async def title_for(self, query: str, language: str, chat_model_id: str = "", session_id: str = "") -> str:
-        """A title for a conversation that starts with ``query``: the chat model's, or the query's first words
-        when there is no generative model or it fails."""
+        """A title for a conversation that starts with ``query``.
+
+        The chat model's, or the query's first words when there is no generative model or it fails.
+        """
         try:
             model = self._models.chat_model(chat_model_id)
         except UnknownModel:

@@ -39,8 +39,11 @@ def _as_score(value: object) -> float | None:
 
 
 def parse_rerank_response(payload: object) -> list[RankResult]:
-    """``{"results": [{"index": i, "relevance_score": s}, ...]}`` (or ``score``, or ``data``, or a bare
-    list) → rank results. A reply that has no readable list is an error; unreadable rows are skipped."""
+    """Rank results from a ``/rerank`` reply in any of the common shapes.
+
+    ``{"results": [{"index": i, "relevance_score": s}, ...]}`` (or ``score``, or ``data``, or a bare list) → rank
+    results. A reply that has no readable list is an error; unreadable rows are skipped.
+    """
     items: object = payload
     if isinstance(payload, dict):
         items = next((payload[key] for key in _RESULT_LIST_KEYS if key in payload), None)
@@ -82,8 +85,10 @@ class RemoteRerankModel:
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
 
     def _client(self) -> httpx.AsyncClient:
-        """One client per event loop: its connection pool is bound to the loop that created it, and a warm
-        Lambda runs each invocation on a new loop."""
+        """One client per event loop.
+
+        Its connection pool is bound to the loop that created it, and a warm Lambda runs each invocation on a new loop.
+        """
         loop = asyncio.get_running_loop()
         entry = self._clients.get(id(loop))
         if entry is None or entry[0] is not loop:
@@ -124,8 +129,11 @@ BEDROCK_MAX_TEXT_CHARS = 32_000
 
 
 class BedrockRerankModel:
-    """Amazon Bedrock reranking models (``amazon.rerank-v1:0``, ``cohere.rerank-v3-5:0``) through
-    ``bedrock-agent-runtime``'s ``rerank``. boto3 is synchronous, so calls run in a worker thread."""
+    """Amazon Bedrock reranking models through ``bedrock-agent-runtime``'s ``rerank``.
+
+    Amazon Bedrock reranking models (``amazon.rerank-v1:0``, ``cohere.rerank-v3-5:0``) through
+    ``bedrock-agent-runtime``'s ``rerank``. boto3 is synchronous, so calls run in a worker thread.
+    """
 
     def __init__(
         self,

@@ -147,8 +147,10 @@ def rank_key(scored: tuple[SearchResult, float]) -> tuple[float, float]:
 
 
 def pre_boost_score(result: SearchResult) -> float:
-    """The score to compare with absolute thresholds (FAQ direct answer): the composite before any boost
-    when the result was reranked, its current score otherwise."""
+    """The score to compare with absolute thresholds (FAQ direct answer).
+
+    The composite before any boost when the result was reranked, its current score otherwise.
+    """
     raw = result.metadata.get(COMPOSITE_SCORE_KEY)
     if raw is not None:
         try:

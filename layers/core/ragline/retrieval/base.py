@@ -31,8 +31,11 @@ class RetrieveParams:
 
 
 def keyword_divisor(best: float) -> float:
-    """What a keyword list's scores are divided by so its best hit scores 1: the best score, unless it is not
-    positive or already 1 (see :func:`ragline.retrieval.hybrid.normalize_keyword_scores`)."""
+    """What a keyword list's scores are divided by so its best hit scores 1.
+
+    What a keyword list's scores are divided by so its best hit scores 1: the best score, unless it is not positive or
+    already 1 (see :func:`ragline.retrieval.hybrid.normalize_keyword_scores`).
+    """
     return best if best > 0 and best != 1 else 1.0
 
 
@@ -62,8 +65,10 @@ class RetrieveEngine(Protocol):
     ) -> None: ...
 
     def delete_document(self, knowledge_id: str) -> int:
-        """Stops matching the document's chunks; returns how many index entries went (0 for an engine whose
-        entries live with the chunks and go with them)."""
+        """Stops matching the document's chunks.
+
+        Returns how many index entries went (0 for an engine whose entries live with the chunks and go with them).
+        """
         ...
 
     def reindex_chunks(

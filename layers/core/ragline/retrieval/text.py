@@ -163,7 +163,7 @@ def _jieba() -> object:
 
 
 def cut_for_search(text: str) -> list[str]:
-    """jieba's search segmentation (fine-grained, overlapping words) for a run of Han characters."""
+    """The search segmentation of jieba (fine-grained, overlapping words) for a run of Han characters."""
     jieba = _jieba()
     return [w for w in jieba.cut_for_search(text, HMM=True) if w.strip()]  # type: ignore[attr-defined]
 
@@ -184,8 +184,11 @@ def is_punct_only(token: str) -> bool:
 
 
 def tokenize_simple(text: str) -> set[str]:
-    """The seed's TokenizeSimple: lower-case; Han runs through jieba; otherwise word runs; tokens longer
-    than one character that are not all punctuation; as a set."""
+    """The seed's TokenizeSimple.
+
+    Lower-case; Han runs through jieba; otherwise word runs; tokens longer than one character that are not all
+    punctuation; as a set.
+    """
     lowered = text.lower()
     tokens: set[str] = set()
     position = 0

@@ -54,8 +54,11 @@ def fork_title(title: str) -> str:
 
 
 def fork_session(sessions: SessionStore, session: Session, message_id: str) -> tuple[Session, list[Message]]:
-    """A new session of the same tenant, knowledge bases and options holding copies (new ids, same text,
-    references, times and feedback) of the turns up to ``message_id``'s; the original is unchanged."""
+    """A new session holding copies of the turns up to ``message_id``'s.
+
+    A new session of the same tenant, knowledge bases and options holding copies (new ids, same text, references, times
+    and feedback) of the turns up to ``message_id``'s; the original is unchanged.
+    """
     kept, _ = split_at(sessions.messages(session.tenant_id, session.id, limit=100_000), message_id)
     if _running(kept):
         raise TurnRunning(message_id)
@@ -87,8 +90,10 @@ def rewind_session(sessions: SessionStore, session: Session, message_id: str) ->
 
 
 def snippet(text: str, needle: str, context: int = SNIPPET_CONTEXT) -> str:
-    """The part of ``text`` (markup removed) around the first case-insensitive occurrence of ``needle``;
-    "" when it does not occur."""
+    """The part of ``text`` (markup removed) around the first case-insensitive occurrence of ``needle``.
+
+    "" when it does not occur.
+    """
     plain = " ".join(_MARKUP.sub(" ", text).split())
     at = plain.casefold().find(needle.casefold())
     if at < 0:
@@ -100,9 +105,11 @@ def snippet(text: str, needle: str, context: int = SNIPPET_CONTEXT) -> str:
 def search_sessions(
     sessions: SessionStore, tenant_id: str, text: str, candidates: Sequence[Session]
 ) -> list[tuple[Session, str]]:
-    """The ``candidates`` (this tenant's sessions, in the order to list them) whose title or any message holds
-    ``text`` (case-insensitive), each with a snippet of the first message that does ("" when the title
-    matched)."""
+    """The ``candidates`` whose title or any message holds ``text`` (case-insensitive), with snippets.
+
+    The ``candidates`` (this tenant's sessions, in the order to list them) whose title or any message holds ``text``
+    (case-insensitive), each with a snippet of the first message that does ("" when the title matched).
+    """
     needle = " ".join(text.split())
     if not needle:
         return [(s, "") for s in candidates]

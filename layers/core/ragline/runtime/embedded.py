@@ -163,9 +163,12 @@ class LocalRunner:
         running.task.cancel()
 
     async def drain(self, grace_s: float, hurry: Callable[[], bool] | None = None) -> list[str]:
-        """Graceful shutdown: accept no more turns, let running ones finish for ``grace_s`` (less if
-        ``hurry()`` turns true), then end the rest with ``error`` "interrupted" (the message saved with the
-        partial answer). Returns the keys of the turns it interrupted."""
+        """Graceful shutdown.
+
+        Accept no more turns, let running ones finish for ``grace_s`` (less if ``hurry()`` turns true), then end the
+        rest with ``error`` "interrupted" (the message saved with the partial answer). Returns the keys of the turns it
+        interrupted.
+        """
         self._turns.close()
         deadline = time.monotonic() + grace_s
         while self._running and (remaining := deadline - time.monotonic()) > 0:

@@ -92,8 +92,11 @@ class TurnRecovery:
         self._batch = batch
 
     async def open_turns(self) -> list[OpenTurn]:
-        """Assistant messages not completed, plus logs without a terminal event where the log can list
-        them (a message completed without one is what an older version left after SIGTERM)."""
+        """Assistant messages not completed, plus logs without a terminal event.
+
+        Assistant messages not completed, plus logs without a terminal event where the log can list them (a message
+        completed without one is what an older version left after SIGTERM).
+        """
         found: dict[str, OpenTurn] = {}
         for message in self._sessions.incomplete_assistant_messages(self._batch):
             turn = OpenTurn(message.session_id, message.id, message.request_id, _epoch(message.created_at))
@@ -105,8 +108,11 @@ class TurnRecovery:
         return list(found.values())
 
     async def end_if_orphaned(self, turn: OpenTurn, cause: str = "runner_lost") -> str:
-        """``"interrupted"`` when this call ended the turn, ``"finalized"`` when its log had ended and only
-        the message was left to complete, ``"running"`` when its runner is alive, ``"ended"`` otherwise."""
+        """End a turn whose runner is gone, and say what this call found.
+
+        ``"interrupted"`` when this call ended the turn, ``"finalized"`` when its log had ended and only the message was
+        left to complete, ``"running"`` when its runner is alive, ``"ended"`` otherwise.
+        """
         last = await self._stream.last_event(turn.key)
         if last is not None and last.is_terminal:
             # Ended, but the runner died before saving the message: save it from the log.

@@ -1,5 +1,8 @@
-"""The knowledge-search API: the same search → rerank → MMR → top-k path a chat turn takes, without
-generation, so search quality can be inspected (and benchmarked) exactly as chat sees it."""
+"""The knowledge-search API.
+
+The same search → rerank → MMR → top-k path a chat turn takes, without generation, so search quality can be inspected
+(and benchmarked) exactly as chat sees it.
+"""
 
 from __future__ import annotations
 
@@ -137,8 +140,10 @@ class SearchService:
         )
 
     def _document_targets(self, tenant_id: str, body: SearchBody) -> tuple[SearchTarget, ...]:
-        """``knowledge_ids`` narrow a search to those documents (of the knowledge bases named); a chat turn,
-        by contrast, searches its knowledge bases and the documents named besides."""
+        """``knowledge_ids`` narrow a search to those documents (of the knowledge bases named).
+
+        A chat turn, by contrast, searches its knowledge bases and the documents named besides.
+        """
         by_kb: dict[str, list[str]] = {}
         for knowledge_id in dict.fromkeys(body.knowledge_ids or ()):
             document = self._knowledge.document(tenant_id, knowledge_id)

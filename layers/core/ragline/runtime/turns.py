@@ -98,8 +98,10 @@ AGENT_MODE_OFF = {"agent_enabled": False, "agent_mode": "off"}
 
 
 class QuestionBody(BaseModel):
-    """The body of ``POST /sessions/{sid}/questions`` and WeKnora's chat routes: the query, the seed's
-    request options and WeKnora's request fields."""
+    """The body of ``POST /sessions/{sid}/questions`` and WeKnora's chat routes.
+
+    The query, the seed's request options and WeKnora's request fields.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -170,8 +172,10 @@ def request_images(body: QuestionBody) -> tuple[str, ...]:
 
 
 def tag_targets(kb_ids: Sequence[str], tags: list[str], knowledge_ids: list[str]) -> tuple[SearchTarget, ...]:
-    """Knowledge bases narrowed to tagged documents (and any named documents), one target each; none
-    without tags, so the usual whole-base and document targets apply."""
+    """Knowledge bases narrowed to tagged documents (and any named documents).
+
+    One target each; none without tags, so the usual whole-base and document targets apply.
+    """
     if not tags:
         return ()
     return tuple(
@@ -186,8 +190,10 @@ def tag_targets(kb_ids: Sequence[str], tags: list[str], knowledge_ids: list[str]
 
 
 class UnknownKnowledgeBase(LookupError):
-    """A knowledge base, document or message a question names that is not the tenant's (a 404 naming
-    ``field``); ``what`` says what it is."""
+    """A knowledge base, document or message a question names that is not the tenant's (a 404 naming ``field``).
+
+    ``what`` says what it is.
+    """
 
     def __init__(self, field: str, value: str, what: str = "") -> None:
         super().__init__(f"unknown {field}: {value}")
@@ -376,9 +382,11 @@ class TurnService:
         return turn
 
     async def never_started(self, turn: AcceptedTurn, launcher: TurnLauncher) -> bool:
-        """A repeated request whose turn was stored (its ``agent_query`` written) but never started: the
-        accept that stored it died before starting it (a crash, a failed start). Such a turn is started by
-        the repeat; one still being accepted (no ``agent_query`` yet), running or ended is not."""
+        """A repeated request whose turn was stored (its ``agent_query`` written) but never started.
+
+        The accept that stored it died before starting it (a crash, a failed start). Such a turn is started by the
+        repeat; one still being accepted (no ``agent_query`` yet), running or ended is not.
+        """
         if not turn.duplicate:
             return False
         events = await self._stream.get_events(turn.key)
@@ -402,9 +410,11 @@ class TurnService:
         )
 
     async def interrupt(self, session_id: str, message_id: str, request_id: str = "", cause: str = "restart") -> bool:
-        """End a turn whose runner is gone (or is going): ``error`` with ``data.reason = "interrupted"``,
-        appended only if the log has no terminal event yet, then the message completed with the partial
-        answer and ``stop_reason = "interrupted"``. True when this call wrote the terminal event.
+        """End a turn whose runner is gone (or is going); True when this call wrote the terminal event.
+
+        End a turn whose runner is gone (or is going): ``error`` with ``data.reason = "interrupted"``, appended only if
+        the log has no terminal event yet, then the message completed with the partial answer and ``stop_reason =
+        "interrupted"``. True when this call wrote the terminal event.
 
         ``cause`` says why, for the client and the logs: ``restart`` (found at start), ``shutdown``
         (the grace period ran out), ``runner_lost`` (a sweep found its runner gone).
@@ -467,8 +477,11 @@ class TurnsClosed(RuntimeError):
 
 
 class TurnStarting(RuntimeError):
-    """Another accept of the same request is starting the turn right now, or died doing so a moment ago
-    (HTTP 503: asked again shortly, the turn is found started, or started then)."""
+    """Another accept of the same request is starting the turn right now, or died doing so.
+
+    Another accept of the same request is starting the turn right now, or died doing so a moment ago (HTTP 503: asked
+    again shortly, the turn is found started, or started then).
+    """
 
 
 INTERRUPTED = "interrupted"
@@ -480,8 +493,10 @@ INTERRUPTED_MESSAGES = {
 
 
 def interrupted_event(request_id: str, cause: str, summary: AnswerSummary) -> StreamEvent:
-    """The terminal ``error`` of a turn whose runner is gone; ``data.partial`` says whether answer text was
-    already streamed (it is kept, in the log and in the message)."""
+    """The terminal ``error`` of a turn whose runner is gone.
+
+    ``data.partial`` says whether answer text was already streamed (it is kept, in the log and in the message).
+    """
     message = INTERRUPTED_MESSAGES.get(cause, INTERRUPTED_MESSAGES["runner_lost"])
     return StreamEvent(
         id=f"{request_id[:8]}-interrupted",

@@ -46,8 +46,9 @@ def tenant_of(
     authorization: Annotated[str | None, Header()] = None,
     x_tenant_id: Annotated[str | None, Header()] = None,
 ) -> Tenant:
-    """The caller's tenant from its API key, sent as ``X-API-Key`` or ``Authorization: Bearer <key>``
-    (WeKnora's clients send either); every route depends on it.
+    """The caller's tenant from its API key.
+
+    Sent as ``X-API-Key`` or ``Authorization: Bearer <key>`` (WeKnora's clients send either); every route depends on it.
 
     ``X-Tenant-ID``, when sent, must name the key's own tenant (its number, or its id): the key alone
     decides the tenant, so the header can confirm it and never widen it.

@@ -106,8 +106,10 @@ def build_embedded_app(container: Container) -> FastAPI:
 
 
 class DrainingServer(uvicorn.Server):
-    """uvicorn that, on SIGTERM/SIGINT, closes its listening sockets and runs ``drain`` before it waits
-    for the open connections (readers of the draining turns among them) and shuts the app down.
+    """uvicorn that drains the running turns on SIGTERM/SIGINT before it closes connections.
+
+    uvicorn that, on SIGTERM/SIGINT, closes its listening sockets and runs ``drain`` before it waits for the open
+    connections (readers of the draining turns among them) and shuts the app down.
 
     A second SIGINT while draining (uvicorn's force exit) cuts the grace period short.
     """
@@ -136,9 +138,11 @@ class _Drains(Protocol):
 def shutdown_drain(
     container: Container, runner: _Drains, grace_s: float
 ) -> Callable[[Callable[[], bool]], Awaitable[None]]:
-    """What SIGTERM/SIGINT runs before the connections close: the background indexing is told to stop first
-    (its batch under way ends while the turns drain, so both fit in the grace period), then the running
-    turns get ``grace_s`` to finish."""
+    """What SIGTERM/SIGINT runs before the connections close.
+
+    The background indexing is told to stop first (its batch under way ends while the turns drain, so both fit in the
+    grace period), then the running turns get ``grace_s`` to finish.
+    """
 
     async def drain(hurry: Callable[[], bool]) -> None:
         container.request_stop_indexing()

@@ -1,4 +1,5 @@
-"""Errors in WeKnora's shape with a 4xx/5xx status:
+"""Errors in WeKnora's shape with a 4xx/5xx status.
+
 ``{"success": false, "error": {"code": <WeKnora's integer code>, "message", "type", "field"}}``.
 
 ``type`` is ragline's stable error type (``not_found``, ``missing_field``, ``invalid_field``, …) and
@@ -131,8 +132,10 @@ def empty_body_error(model: type[BaseModel] | None) -> ApiError:
 
 
 def parse_body(model: type[_Model], raw: bytes) -> _Model:
-    """A JSON body read by a route itself (one that also takes multipart), with the errors FastAPI's own
-    validation gives: an empty body names the first required field."""
+    """A JSON body read by a route itself (one that also takes multipart).
+
+    With the errors FastAPI's own validation gives: an empty body names the first required field.
+    """
     if not raw.strip():
         raw = b"{}"
     try:
@@ -142,8 +145,10 @@ def parse_body(model: type[_Model], raw: bytes) -> _Model:
 
 
 def _in_body(exc: ValidationError) -> list[Any]:
-    """A model's errors located as FastAPI locates them (``("body", field)``), so a field named like a
-    location (``query``) keeps its name."""
+    """A model's errors located as FastAPI locates them (``("body", field)``).
+
+    So a field named like a location (``query``) keeps its name.
+    """
     return [{**error, "loc": ("body", *error.get("loc", ()))} for error in exc.errors()]
 
 

@@ -1,5 +1,8 @@
-"""Stored records as the API shows them: WeKnora's fields (so its clients decode them) and ragline's own
-fields beside them (so ragline's page and CLI keep what they read). Tenant ids are numbers here."""
+"""Stored records as the API shows them.
+
+WeKnora's fields (so its clients decode them) and ragline's own fields beside them (so ragline's page and CLI keep what
+they read). Tenant ids are numbers here.
+"""
 
 from __future__ import annotations
 
@@ -331,8 +334,10 @@ class MessageView(BaseModel):
 
 
 class SearchResultView(SearchHit):
-    """A ranked passage: WeKnora's ``SearchResult`` (integer ``match_type``, ``seq`` the rank from 1) and
-    ragline's scores."""
+    """A ranked passage.
+
+    WeKnora's ``SearchResult`` (integer ``match_type``, ``seq`` the rank from 1) and ragline's scores.
+    """
 
     match_type: int  # type: ignore[assignment]
     seq: int

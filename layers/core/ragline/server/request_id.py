@@ -1,5 +1,8 @@
-"""``X-Request-ID``: echoed on every reply (a new one when the client sent none or an unusable one), as
-WeKnora's clients and proxies expect, so a client's id can be found in the server's logs."""
+"""``X-Request-ID``.
+
+Echoed on every reply (a new one when the client sent none or an unusable one), as WeKnora's clients and proxies expect,
+so a client's id can be found in the server's logs.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""A knowledge base's tags as WeKnora's clients see them: the registered ones (created through the tag
-API: a name, a colour, an order) and the implicit ones, strings documents carry that were never
-registered (ragline's free ``tags``), whose id is the string itself. Either is found by its id, its
-number (``seq_id``: WeKnora's FAQ and filter fields name tags by an integer) or, for a filter, its name."""
+"""A knowledge base's tags as WeKnora's clients see them, registered and implicit.
+
+A knowledge base's tags as WeKnora's clients see them: the registered ones (created through the tag API: a name, a
+colour, an order) and the implicit ones, strings documents carry that were never registered (ragline's free ``tags``),
+whose id is the string itself. Either is found by its id, its number (``seq_id``: WeKnora's FAQ and filter fields name
+tags by an integer) or, for a filter, its name.
+"""
 
 from __future__ import annotations
 
@@ -65,8 +68,10 @@ class TagIndex:
         return sorted(self.entries.values(), key=lambda e: (e.sort_order, e.name))
 
     def filter_values(self, refs: Iterable[str]) -> list[str]:
-        """What documents carry for any of ``refs`` (ids, numbers or names); an unknown ref stays as it is
-        (it matches the documents carrying that very string, if any)."""
+        """What documents carry for any of ``refs`` (ids, numbers or names).
+
+        An unknown ref stays as it is (it matches the documents carrying that very string, if any).
+        """
         values: list[str] = []
         for ref in refs:
             entry = self.find(ref) or self._by_name.get(ref)

@@ -62,8 +62,10 @@ BAD_REQUEST_CODE = 1000
 
 
 def stable_number(text: str) -> int:
-    """A number for a string id where WeKnora's clients expect an integer: the first 52 bits of its
-    SHA-256 (never 0), the same in every process and runtime."""
+    """A number for a string id where WeKnora's clients expect an integer.
+
+    The first 52 bits of its SHA-256 (never 0), the same in every process and runtime.
+    """
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return int(digest[:_NUMBER_HEX_DIGITS], 16) or 1
 
@@ -102,8 +104,10 @@ def _text(value: object) -> str:
 
 
 def wire_reference(reference: Mapping[str, Any]) -> dict[str, Any]:
-    """One knowledge reference (a search hit as stored in the log or on a message) in WeKnora's shape;
-    fields WeKnora does not know are kept."""
+    """One knowledge reference (a search hit as stored in the log or on a message) in WeKnora's shape.
+
+    Fields WeKnora does not know are kept.
+    """
     view = dict(reference)
     view["match_type"] = match_type_code(reference.get("match_type"))
     view["metadata"] = string_map(reference.get("metadata"))

@@ -69,8 +69,10 @@ class IndexRequest(BaseModel):
 
 
 class LambdaIndexScheduler:
-    """The ingestion service's scheduler on AWS: accepted documents go to the indexing function, one
-    asynchronous invocation per tenant (and per 500 documents)."""
+    """The ingestion service's scheduler on AWS.
+
+    Accepted documents go to the indexing function, one asynchronous invocation per tenant (and per 500 documents).
+    """
 
     def __init__(self, lambda_client: Any, function_name: str) -> None:
         self._lambda = lambda_client
@@ -107,8 +109,10 @@ class Deadline:
 
 @dataclass(frozen=True)
 class Lease:
-    """One invocation's hold on a job (a document, an upload): how many attempts it has had without progress
-    and why the last one ended, if it said."""
+    """One invocation's hold on a job (a document, an upload).
+
+    How many attempts it has had without progress and why the last one ended, if it said.
+    """
 
     job: str
     holder: str
@@ -117,8 +121,11 @@ class Lease:
 
 
 class IndexingLeases:
-    """Leases on indexing jobs, in the state table (``turn`` = ``index#<job>``): one invocation works on a job
-    at a time; a lease ends when its holder releases it or its invocation's deadline passes."""
+    """Leases on indexing jobs, in the state table (``turn`` = ``index#<job>``).
+
+    One invocation works on a job at a time; a lease ends when its holder releases it or its invocation's deadline
+    passes.
+    """
 
     def __init__(self, table: Any, ttl_seconds: int, clock: Callable[[], float] = time.time) -> None:
         self._table = table

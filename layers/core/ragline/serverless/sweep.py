@@ -42,8 +42,10 @@ _UNRECORDED = "UNRECORDED"
 
 
 class ExecutionRunnerLiveness:
-    """:class:`~ragline.runtime.recovery.RunnerLiveness` of the serverless runtime: a turn's runner is its
-    workflow execution."""
+    """:class:`~ragline.runtime.recovery.RunnerLiveness` of the serverless runtime.
+
+    A turn's runner is its workflow execution.
+    """
 
     def __init__(
         self,

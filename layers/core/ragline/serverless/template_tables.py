@@ -24,8 +24,11 @@ _SIMPLE_TABLE_TYPES = {"String": "S", "Number": "N", "Binary": "B"}
 
 
 class CfnLoader(yaml.SafeLoader):
-    """SafeLoader that reads CloudFormation short forms (``!Ref X``, ``!GetAtt A.B``, ``!Sub``, ...) as the
-    long forms (``{"Ref": "X"}``, ``{"Fn::GetAtt": ["A", "B"]}``, ``{"Fn::Sub": ...}``)."""
+    """SafeLoader that reads CloudFormation short forms as the long forms.
+
+    SafeLoader that reads CloudFormation short forms (``!Ref X``, ``!GetAtt A.B``, ``!Sub``, ...) as the long forms
+    (``{"Ref": "X"}``, ``{"Fn::GetAtt": ["A", "B"]}``, ``{"Fn::Sub": ...}``).
+    """
 
 
 def _construct_short_form(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:

@@ -50,8 +50,11 @@ class ExecutionLiveness:
         self._clock = clock
 
     def status(self, turn: str, unrecorded: str = "RUNNING") -> str:
-        """RUNNING, a final status (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), EXPIRED (EXPRESS past its limit),
-        or ``unrecorded`` for a turn whose execution was never recorded."""
+        """The execution status of a turn, or ``unrecorded`` when none was recorded.
+
+        RUNNING, a final status (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), EXPIRED (EXPRESS past its limit), or
+        ``unrecorded`` for a turn whose execution was never recorded.
+        """
         recorded = self._state.execution_record(turn)
         if recorded is None:
             return unrecorded
@@ -68,9 +71,11 @@ class ExecutionLiveness:
 
 
 def interrupted_error(turn: str, status: str, events: list[StreamEvent]) -> StreamEvent:
-    """The ``error`` a reader writes for a turn whose execution ended without one: the interrupted error
-    every runtime writes for a turn whose runner is gone (``cause`` runner_lost, ``partial``), with the
-    execution's status beside it."""
+    """The ``error`` a reader writes for a turn whose execution ended without one.
+
+    The ``error`` a reader writes for a turn whose execution ended without one: the interrupted error every runtime
+    writes for a turn whose runner is gone (``cause`` runner_lost, ``partial``), with the execution's status beside it.
+    """
     request_id = events[0].id if events else hashlib.sha1(turn.encode()).hexdigest()[:8]
     event = interrupted_event(request_id, RUNNER_LOST, summarize_answer(events))
     event.data["execution_status"] = status

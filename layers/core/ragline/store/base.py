@@ -36,8 +36,10 @@ class KnowledgeStore(Protocol):
     def set_embedding_model(
         self, tenant_id: str, kb_id: str, embedding_model: str, *, language: str | None = None, auto: bool | None = None
     ) -> KnowledgeBase | None:
-        """Sets the model its vectors are made with (``language`` / ``auto`` when given); None when the
-        knowledge base is not this tenant's."""
+        """Sets the model its vectors are made with (``language`` / ``auto`` when given).
+
+        None when the knowledge base is not this tenant's.
+        """
         ...
 
     def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None: ...
@@ -63,8 +65,11 @@ class KnowledgeStore(Protocol):
         description: str | None = None,
         pinned: bool | None = None,
     ) -> KnowledgeBase | None:
-        """Renames, re-describes, pins or unpins a knowledge base (None: not this tenant's); a name taken by
-        another of the tenant's knowledge bases raises :class:`DuplicateName`."""
+        """Rename, re-describe, pin or unpin a knowledge base (None: not this tenant's).
+
+        Renames, re-describes, pins or unpins a knowledge base (None: not this tenant's); a name taken by another of the
+        tenant's knowledge bases raises :class:`DuplicateName`.
+        """
         ...
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
@@ -81,9 +86,11 @@ class KnowledgeStore(Protocol):
         ...
 
     def replace_document(self, document: Document, chunks: Sequence[Chunk]) -> bool:
-        """A stored document parsed again: its record becomes ``document`` (same id, tenant, knowledge base
-        and creation time) and its chunks ``chunks``, the old ones gone; False when it is not stored. The
-        index is the caller's."""
+        """A stored document parsed again.
+
+        Its record becomes ``document`` (same id, tenant, knowledge base and creation time) and its chunks ``chunks``,
+        the old ones gone; False when it is not stored. The index is the caller's.
+        """
         ...
 
     def update_chunk(
@@ -102,8 +109,11 @@ class KnowledgeStore(Protocol):
         ...
 
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
-        """Removes one chunk: its neighbours link to each other, its children lose their parent, its
-        document counts one chunk less. False when it is not this tenant's."""
+        """Removes one chunk.
+
+        Its neighbours link to each other, its children lose their parent, its document counts one chunk less. False
+        when it is not this tenant's.
+        """
         ...
 
     def update_document(
@@ -115,13 +125,18 @@ class KnowledgeStore(Protocol):
         description: str | None = None,
         tags: Sequence[str] | None = None,
     ) -> Document | None:
-        """A document's title, description or tags changed (None leaves a field as it is; a change is
-        activity: ``updated_at``); None when it is not this tenant's. The index is the caller's."""
+        """Change a document's title, description or tags; the document as stored after.
+
+        None leaves a field as it is; a change is activity (``updated_at``). None when the document is not this
+        tenant's. The index is the caller's.
+        """
         ...
 
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
-        """Every document of the knowledge base carrying ``old`` carries ``new`` instead (nothing when
-        None); returns how many changed."""
+        """Every document of the knowledge base carrying ``old`` carries ``new`` instead (nothing when None).
+
+        Returns how many changed.
+        """
         ...
 
     def document(self, tenant_id: str, document_id: str) -> Document | None: ...
@@ -140,13 +155,19 @@ class KnowledgeStore(Protocol):
         embedded_count: int | None = None,
         embedding_model: str | None = None,
     ) -> Document | None:
-        """Status, failure reason and progress of a document (None fields keep their value; ``updated_at``
-        becomes now); None when the document is not this tenant's."""
+        """Pending documents of every tenant, oldest first, for the indexing worker and recovery.
+
+        Status, failure reason and progress of a document (None fields keep their value; ``updated_at`` becomes now);
+        None when the document is not this tenant's.
+        """
         ...
 
     def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
-        """Pending documents of every tenant, oldest first (for the indexing worker and recovery only,
-        never for serving a request); with ``updated_before``, those without progress since then."""
+        """Pending documents of every tenant, oldest first, for the indexing worker and recovery.
+
+        Pending documents of every tenant, oldest first (for the indexing worker and recovery only, never for serving a
+        request); with ``updated_before``, those without progress since then.
+        """
         ...
 
     def document_ids_with_tags(self, tenant_id: str, kb_id: str, tags: Sequence[str]) -> list[str]: ...
@@ -210,9 +231,11 @@ class SessionStore(Protocol):
         description: str | None = None,
         pinned: bool | None = None,
     ) -> Session | None:
-        """Changes what is given (None leaves a field as it is); the session as stored after, or None when
-        there is no such session of this tenant's. A title or description change is activity
-        (``updated_at``); pinning is not."""
+        """Changes what is given (None leaves a field as it is).
+
+        The session as stored after, or None when there is no such session of this tenant's. A title or description
+        change is activity (``updated_at``); pinning is not.
+        """
         ...
 
     def delete_session(self, tenant_id: str, session_id: str) -> bool:
@@ -230,15 +253,20 @@ class SessionStore(Protocol):
         ...
 
     def set_provisional_title(self, tenant_id: str, session_id: str, title: str) -> bool:
-        """Titles a session that has no title yet with ``title``, marked provisional (a generated title replaces
-        it); False when the session has a title or is not this tenant's. Not activity."""
+        """Title a session that has no title yet with a provisional ``title``.
+
+        Titles a session that has no title yet with ``title``, marked provisional (a generated title replaces it); False
+        when the session has a title or is not this tenant's. Not activity.
+        """
         ...
 
     def create_turn(
         self, session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
     ) -> tuple[Message, Message]:
-        """The turn's two messages, stored together; ``alternative_of``: the assistant message of the turn
-        this one regenerates or edits; ``user_id``: who asked."""
+        """The turn's two messages, stored together.
+
+        ``alternative_of``: the assistant message of the turn this one regenerates or edits; ``user_id``: who asked.
+        """
         ...
 
     def add_messages(self, messages: Sequence[Message]) -> None:
@@ -252,8 +280,10 @@ class SessionStore(Protocol):
     def set_feedback(
         self, tenant_id: str, session_id: str, message_id: str, rating: str, comment: str
     ) -> Message | None:
-        """The reader's rating (``up``, ``down``, ``""``) and comment on a message; the message as stored
-        after, or None when it is not this tenant's. Not activity."""
+        """The reader's rating (``up``, ``down``, ``""``) and comment on a message.
+
+        The message as stored after, or None when it is not this tenant's. Not activity.
+        """
         ...
 
     def complete_assistant_message(
@@ -263,8 +293,10 @@ class SessionStore(Protocol):
         ...
 
     def incomplete_assistant_messages(self, limit: int = 1000) -> list[Message]:
-        """Assistant messages not completed yet, of every tenant, oldest first: the turns that may still be
-        running, or whose runner is gone (for recovery; never for serving a request)."""
+        """Assistant messages not completed yet, of every tenant, oldest first.
+
+        The turns that may still be running, or whose runner is gone (for recovery; never for serving a request).
+        """
         ...
 
     def message_by_request(self, tenant_id: str, session_id: str, request_id: str) -> tuple[Message, Message] | None:

@@ -1,5 +1,8 @@
-"""The citation history of ragline's SQLite database: which documents a caller's past answers cited (the
-memory-affinity boost's signal; the port is :class:`ragline.reranking.citations.CitationHistory`)."""
+"""The citation history of ragline's SQLite database.
+
+Which documents a caller's past answers cited (the memory-affinity boost's signal; the port is
+:class:`ragline.reranking.citations.CitationHistory`).
+"""
 
 from __future__ import annotations
 

@@ -132,10 +132,12 @@ def _attrs(values: dict[str, Any]) -> dict[str, Any]:
 
 
 class DynamoKnowledgeStore:
-    """Knowledge bases (``tenant#<t>`` / ``kb#<id>``), their names (``tenant#<t>`` / ``kbname#<name>``),
-    documents (``kb#<kb>`` / ``doc#<created>#<id>`` and ``doc#<id>`` / ``meta``), content hashes
-    (``kb#<kb>`` / ``hash#<sha>``) and chunks (``doc#<id>`` / ``chunk#<type>#<index>`` and ``chunk#<id>`` /
-    ``meta``)."""
+    """Knowledge bases, their names, documents, content hashes and chunks in the knowledge table.
+
+    Knowledge bases (``tenant#<t>`` / ``kb#<id>``), their names (``tenant#<t>`` / ``kbname#<name>``), documents
+    (``kb#<kb>`` / ``doc#<created>#<id>`` and ``doc#<id>`` / ``meta``), content hashes (``kb#<kb>`` / ``hash#<sha>``)
+    and chunks (``doc#<id>`` / ``chunk#<type>#<index>`` and ``chunk#<id>`` / ``meta``).
+    """
 
     def __init__(self, table: Any) -> None:
         self._table = table
@@ -451,9 +453,11 @@ class DynamoKnowledgeStore:
         return changed
 
     def replace_document(self, document: Document, chunks: Sequence[Chunk]) -> bool:
-        """The new chunks and record written first (a chunk's place in its document is its key, so the new
-        overwrite the old at the same places), then what is left of the old removed: a reader never finds the
-        document without chunks."""
+        """Replace a document's record and chunks so a reader never finds it without chunks.
+
+        The new chunks and record written first (a chunk's place in its document is its key, so the new overwrite the
+        old at the same places), then what is left of the old removed: a reader never finds the document without chunks.
+        """
         current = self.document(document.tenant_id, document.id)
         if current is None or current.knowledge_base_id != document.knowledge_base_id:
             return False
@@ -926,9 +930,12 @@ class DynamoSessionStore:
         return messages[:limit]
 
     def incomplete_assistant_messages(self, limit: int = 1000) -> list[Message]:
-        """The open turns' messages, oldest first: a Query of the sparse index of open turns (it reads those
-        alone, whatever the table's size), else a filtered Scan of the table. The index is eventually
-        consistent: a message completed a moment ago may still be listed (recovery reads its log first)."""
+        """The open turns' messages, oldest first.
+
+        A Query of the sparse index of open turns (it reads those alone, whatever the table's size), else a filtered
+        Scan of the table. The index is eventually consistent: a message completed a moment ago may still be listed
+        (recovery reads its log first).
+        """
         if self._open_index:
             found: list[Message] = []
             query: dict[str, Any] = {
@@ -1008,8 +1015,11 @@ class DynamoCitationHistory:
 
 
 class DynamoTagStore:
-    """Tags of a knowledge base in the knowledge table: ``kb#<kb>`` / ``tag#<id>`` (the tag) and
-    ``kb#<kb>`` / ``tagname#<name>`` (its name, unique within the knowledge base)."""
+    """Tags of a knowledge base in the knowledge table.
+
+    Tags of a knowledge base in the knowledge table: ``kb#<kb>`` / ``tag#<id>`` (the tag) and ``kb#<kb>`` /
+    ``tagname#<name>`` (its name, unique within the knowledge base).
+    """
 
     def __init__(self, table: Any) -> None:
         self._table = table

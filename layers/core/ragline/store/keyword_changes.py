@@ -1,6 +1,8 @@
-"""The log of changes to the keyword index (``chunks_fts``) and to the chunks it indexes, so in-memory
-copies of them in any process can follow: rows appended above every row read before, rows deleted, chunk
-rows updated in place (their keyword rows unchanged), or anything else (a reset).
+"""The log of changes to the keyword index and to the chunks it indexes.
+
+The log of changes to the keyword index (``chunks_fts``) and to the chunks it indexes, so in-memory copies of them in
+any process can follow: rows appended above every row read before, rows deleted, chunk rows updated in place (their
+keyword rows unchanged), or anything else (a reset).
 
 Every writer of ``chunks_fts`` records its change in the same transaction. A reader that finds a gap in
 the sequence (the log is pruned) or a reset rebuilds its copy.
@@ -34,8 +36,10 @@ def _record(conn: sqlite3.Connection, kind: ChangeKind, first_rowid: int = 0, ro
 
 
 def record_keyword_rows(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
-    """Rows about to be written: an append when every one is above the highest existing row, else a reset
-    (a row replaced in place)."""
+    """Rows about to be written.
+
+    An append when every one is above the highest existing row, else a reset (a row replaced in place).
+    """
     if not rowids:
         return
     top = conn.execute("SELECT rowid FROM chunks_fts ORDER BY rowid DESC LIMIT 1").fetchone()

@@ -98,8 +98,10 @@ class SqliteKnowledgeStore:
     def set_embedding_model(
         self, tenant_id: str, kb_id: str, embedding_model: str, *, language: str | None = None, auto: bool | None = None
     ) -> KnowledgeBase | None:
-        """The knowledge base's embedding model (and detected language, and whether the model is chosen
-        by detection); None when it is not this tenant's."""
+        """The knowledge base's embedding model (and detected language, and whether the model is chosen by detection).
+
+        None when it is not this tenant's.
+        """
         kb = self.knowledge_base(tenant_id, kb_id)
         if kb is None:
             return None
@@ -231,8 +233,10 @@ class SqliteKnowledgeStore:
         embedded_count: int | None = None,
         embedding_model: str | None = None,
     ) -> Document | None:
-        """The document's status, failure reason and progress (fields left None keep their value); None
-        when the document is not this tenant's (or is gone)."""
+        """The document's status, failure reason and progress (fields left None keep their value).
+
+        None when the document is not this tenant's (or is gone).
+        """
         with self._db.transaction() as conn:
             row = conn.execute(
                 "SELECT * FROM documents WHERE id = ? AND tenant_id = ?", (document_id, tenant_id)
@@ -264,8 +268,10 @@ class SqliteKnowledgeStore:
         return updated
 
     def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
-        """Documents of every tenant still waiting for their vectors, oldest first; with
-        ``updated_before``, only those nobody has reported progress on since then (abandoned work)."""
+        """Documents of every tenant still waiting for their vectors, oldest first.
+
+        With ``updated_before``, only those nobody has reported progress on since then (abandoned work).
+        """
         sql = "SELECT * FROM documents WHERE status = 'pending'"
         args: list[object] = []
         if updated_before:
@@ -344,8 +350,10 @@ class SqliteKnowledgeStore:
         return kb.model_copy(update=changes)
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
-        """Removes the knowledge base; its documents, chunks and vectors go with it (foreign keys), its
-        keyword rows here."""
+        """Removes the knowledge base.
+
+        Its documents, chunks and vectors go with it (foreign keys), its keyword rows here.
+        """
         with self._db.transaction() as conn:
             row = conn.execute(
                 "SELECT id FROM knowledge_bases WHERE id = ? AND tenant_id = ?", (kb_id, tenant_id)

@@ -47,8 +47,10 @@ class KnowledgeBase(BaseModel):
 
 
 class DocumentStatus(StrEnum):
-    """Where a document is in ingestion: stored and keyword-searchable (``pending``: vectors being
-    computed), fully indexed, or failed (``reason`` says why)."""
+    """Where a document is in ingestion.
+
+    Stored and keyword-searchable (``pending``: vectors being computed), fully indexed, or failed (``reason`` says why).
+    """
 
     PENDING = "pending"
     INDEXED = "indexed"
@@ -92,8 +94,10 @@ class Document(BaseModel):
 def document_changes(
     document: Document, *, title: str | None, description: str | None, tags: Sequence[str] | None
 ) -> dict[str, Any]:
-    """The fields an update of a document's title, description or tags changes (empty: nothing to write);
-    tags are kept stripped, once each, in order."""
+    """The fields an update of a document's title, description or tags changes (empty: nothing to write).
+
+    Tags are kept stripped, once each, in order.
+    """
     changes: dict[str, Any] = {}
     if title is not None and title != document.title:
         changes["title"] = title

@@ -44,8 +44,11 @@ class OriginalStore(Protocol):
         ...
 
     def link(self, tenant_id: str, document_id: str, *, filename: str, media_type: str, inline: bool) -> str | None:
-        """A URL the client can fetch the original from directly (a presigned S3 GET), or None where the
-        original is served by the API itself."""
+        """A URL the client can fetch the original from directly, or None.
+
+        A URL the client can fetch the original from directly (a presigned S3 GET), or None where the original is served
+        by the API itself.
+        """
         ...
 
 
@@ -156,8 +159,10 @@ def _missing(error: Exception) -> bool:
 
 
 def content_disposition(filename: str, *, inline: bool) -> str:
-    """``attachment`` (or ``inline``) with the file's name: ASCII in ``filename``, the exact name in
-    ``filename*`` (RFC 6266 / 5987) so a Chinese name survives."""
+    """``attachment`` (or ``inline``) with the file's name.
+
+    ASCII in ``filename``, the exact name in ``filename*`` (RFC 6266 / 5987) so a Chinese name survives.
+    """
     from urllib.parse import quote
 
     ascii_name = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "_" for c in filename) or "document"

@@ -53,8 +53,10 @@ class StreamManager(ABC):
         return bool(await self.get_events(key, 0))
 
     async def unended_keys(self, limit: int = 1000) -> list[str] | None:
-        """Keys of logs whose last event is not terminal, where the log can list them cheaply; None where
-        it cannot (recovery then relies on the messages not yet completed)."""
+        """Keys of logs whose last event is not terminal, where the log can list them cheaply.
+
+        None where it cannot (recovery then relies on the messages not yet completed).
+        """
         return None
 
     async def last_event(self, key: str) -> StreamEvent | None:

@@ -343,8 +343,11 @@ def is_table_file(filename: str) -> bool:
 
 
 def load_stored_table(csv_bytes: bytes, *, name: str, title: str = "") -> TableData:
-    """The table back from its stored normalised CSV: comma-separated by construction, so not sniffed
-    (a one-column table of values with semicolons would otherwise be split on them)."""
+    """The table back from its stored normalised CSV.
+
+    Comma-separated by construction, so not sniffed (a one-column table of values with semicolons would otherwise be
+    split on them).
+    """
     table = parse_csv(csv_bytes, delimiter=DEFAULT_DELIMITER)
     table.name = name
     table.title = title or name

@@ -1,5 +1,8 @@
-"""Per-request stage lists: the builder (the plan is assembled per request in :mod:`ragline.runtime.plan`;
-the seed's static presets had no caller and are gone)."""
+"""Per-request stage lists.
+
+The builder (the plan is assembled per request in :mod:`ragline.runtime.plan`; the seed's static presets had no caller
+and are gone).
+"""
 
 from __future__ import annotations
 

@@ -244,8 +244,11 @@ def decode_body(body: bytes, charset: str | None) -> str:
 
 
 def readable_text(body: bytes, media_type: str, charset: str | None) -> str:
-    """The page's main text: trafilatura for HTML (headers, menus and footers dropped; its plain-text
-    fallback when it finds no main content), the body itself for plain text."""
+    """The page's main text.
+
+    trafilatura for HTML (headers, menus and footers dropped; its plain-text fallback when it finds no main content),
+    the body itself for plain text.
+    """
     if media_type not in HTML_CONTENT_TYPES:
         return decode_body(body, charset).strip()
     if importlib.util.find_spec("trafilatura") is None:
@@ -468,9 +471,12 @@ class FetchedDocument:
 async def fetch_document(
     url: str, config: WebFetchConfig, *, max_bytes: int, resolver: Resolver = system_resolver
 ) -> FetchedDocument:
-    """The body at ``url`` under the same SSRF policy as WEB_FETCH (every hop vetted, the address pinned,
-    redirects followed by hand), whole or not at all: a body over ``max_bytes`` is
-    :attr:`FetchFailure.TOO_LARGE`. Raises :class:`FetchError`."""
+    """The body at ``url`` under WEB_FETCH's SSRF policy, whole or not at all.
+
+    The body at ``url`` under the same SSRF policy as WEB_FETCH (every hop vetted, the address pinned, redirects
+    followed by hand), whole or not at all: a body over ``max_bytes`` is :attr:`FetchFailure.TOO_LARGE`. Raises
+    :class:`FetchError`.
+    """
     policy = FetchPolicy.build(config.allow_private, config.allowed_endpoints)
     timeout_s = max(config.timeout_s, DOCUMENT_TIMEOUT_S)
     trust = ssl.create_default_context(cafile=config.ca_bundle) if config.ca_bundle else True

@@ -75,9 +75,12 @@ _SPACE = re.compile(r"\s+")
 
 
 class WebSearchError(Exception):
-    """A provider could not answer: unreachable, timed out, rejected the key, rate-limited, or sent
-    something that is not its documented format. The web branch logs it and carries on (the seed swallows
-    web errors: a failed web search must not cost the user the knowledge-base answer)."""
+    """A provider could not answer.
+
+    Unreachable, timed out, rejected the key, rate-limited, or sent something that is not its documented format. The web
+    branch logs it and carries on (the seed swallows web errors: a failed web search must not cost the user the
+    knowledge-base answer).
+    """
 
     error_type = "web_search_failed"
 
@@ -122,8 +125,11 @@ class HttpProviderSettings(BaseModel):
 
 
 class _HttpProvider:
-    """One ``httpx.AsyncClient`` per call: providers are called a few times per turn, and a client bound to
-    no event loop survives the serverless runtime running each stage in a fresh loop."""
+    """One ``httpx.AsyncClient`` per call.
+
+    Providers are called a few times per turn, and a client bound to no event loop survives the serverless runtime
+    running each stage in a fresh loop.
+    """
 
     name = "web"
 
@@ -178,16 +184,20 @@ class _HttpProvider:
 
 
 def plain_text(text: object) -> str:
-    """Snippet text as the model should read it: markup (Brave's ``<strong>``) dropped, entities decoded,
-    whitespace collapsed."""
+    """Snippet text as the model should read it.
+
+    Markup (Brave's ``<strong>``) dropped, entities decoded, whitespace collapsed.
+    """
     if not isinstance(text, str):
         return ""
     return _SPACE.sub(" ", html.unescape(_TAG.sub("", text))).strip()
 
 
 def is_web_url(url: str) -> bool:
-    """Only http(s) pages with a host become results: a provider hit like ``javascript:`` or ``file:`` is
-    never passed on to be cited or fetched."""
+    """Only http(s) pages with a host become results.
+
+    A provider hit like ``javascript:`` or ``file:`` is never passed on to be cited or fetched.
+    """
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -225,7 +235,8 @@ class SearxngProvider(_HttpProvider):
     """A SearXNG instance's JSON API (the instance must list ``json`` under ``search.formats``).
 
     SearXNG's own ``score`` sums engine weights over positions and is not on [0, 1], so it is not used as a
-    relevance score (it would saturate the composite); hits are scored by rank like Brave's."""
+    relevance score (it would saturate the composite); hits are scored by rank like Brave's.
+    """
 
     name = "searxng"
 
@@ -408,7 +419,7 @@ def register_configured_providers(registry: WebSearchRegistry, config: WebSearch
 
 
 def rank_score(rank: int) -> float:
-    """Score of the hit at 0-based ``rank`` when the provider gives none: 1/(1 + rank), so 1.0, 0.5, 0.33, …
+    """Score of the hit at 0-based ``rank`` when the provider gives none: 1/(1 + rank), so 1.0, 0.5, 0.33, and so on.
 
     The first hit sits at the top of the retrieval scale like hybrid search's best hit (normalised to 1), and
     the steep decay keeps the tail of a web page list below well-matched knowledge-base chunks.
@@ -417,8 +428,10 @@ def rank_score(rank: int) -> float:
 
 
 def result_id(url: str) -> str:
-    """The URL without its fragment: two hits on sections of one page are one page (as the citation
-    registry's ``wN`` aliasing treats them)."""
+    """The URL without its fragment.
+
+    Two hits on sections of one page are one page (as the citation registry's ``wN`` aliasing treats them).
+    """
     return urldefrag(url).url
 
 

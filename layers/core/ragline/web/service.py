@@ -76,8 +76,10 @@ class WebSearchService:
         return bool(choose_provider_id(agent_id, tenant_id, self._registry.default_id))
 
     async def search(self, cm: ChatManage) -> list[SearchResult]:
-        """The turn's web results (empty when no provider is configured); raises
-        :class:`ragline.web.search.WebSearchError` when the provider fails or is unknown."""
+        """The turn's web results (empty when no provider is configured).
+
+        Raises :class:`ragline.web.search.WebSearchError` when the provider fails or is unknown.
+        """
         agent_id, tenant_id = self._choose(cm)
         resolved = self._registry.resolve(agent_provider_id=agent_id, tenant_provider_id=tenant_id)
         if resolved is None:

@@ -110,8 +110,11 @@ def parse_ip_literal(host: str) -> IPAddress | None:
 
 
 def is_non_canonical_numeric(host: str) -> bool:
-    """``host`` is a number-only spelling other than a dotted quad or IPv6 literal (``2130706433``,
-    ``0x7f000001``, ``0177.0.0.1``, ``127.1``). Refused under every policy: it is ambiguous, not private."""
+    """Whether ``host`` is a number-only spelling other than a dotted quad or IPv6 literal.
+
+    ``host`` is a number-only spelling other than a dotted quad or IPv6 literal (``2130706433``, ``0x7f000001``,
+    ``0177.0.0.1``, ``127.1``). Refused under every policy: it is ambiguous, not private.
+    """
     name = normalize_host(host)
     return bool(NUMERIC_HOST.fullmatch(name)) and parse_ip_literal(name) is None
 

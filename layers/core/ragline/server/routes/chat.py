@@ -200,8 +200,11 @@ async def _stream_message(
     last_event_id: str | None,
     offset: int | None,
 ) -> Response:
-    """The answer's events from the reader's position: a replay and the live rest, 204 for a reader
-    already past the terminal event, 416 for an offset the answer never reached."""
+    """The answer's events from the reader's position.
+
+    A replay and the live rest, 204 for a reader already past the terminal event, 416 for an offset the answer never
+    reached.
+    """
     session = session_of(container, tenant, session_id)
     message = container.sessions.message(tenant.id, session.id, message_id)
     if message is None or message.role != "assistant":

@@ -76,8 +76,11 @@ def _chunk_of(container: Container, tenant: Tenant, knowledge_id: str, chunk_id:
 
 
 class ChunkUpdateBody(BaseModel):
-    """WeKnora's update: the text and the enabled flag are honoured (absent: unchanged); its Go client
-    also sends the position, the image information and an embedding, which ragline computes itself."""
+    """WeKnora's update.
+
+    The text and the enabled flag are honoured (absent: unchanged); its Go client also sends the position, the image
+    information and an embedding, which ragline computes itself.
+    """
 
     model_config = ConfigDict(extra="forbid")
     content: str | None = Field(default=None, max_length=200_000)

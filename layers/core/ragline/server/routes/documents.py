@@ -91,8 +91,10 @@ async def _accept(
     work: Callable[[threading.Event], IngestResult],
     wait: bool,
 ) -> IngestResult:
-    """The accept step off the event loop (cancelled if the client goes away), then the vectors handed to
-    the background indexer — or waited for, with ``wait``. Errors become the API's replies."""
+    """The accept step off the event loop (cancelled if the client goes away).
+
+    Then the vectors handed to the background indexer — or waited for, with ``wait``. Errors become the API's replies.
+    """
     try:
         if request is not None:
             result = await accept_off_loop(request, work)
@@ -127,8 +129,10 @@ async def ingest_upload(
     wait: bool = False,
     source: str = "",
 ) -> IngestResult:
-    """An uploaded file, extracted and chunked off the event loop: keyword-searchable when this returns,
-    its vectors computed in the background (``status`` pending → indexed | failed) unless ``wait``.
+    """An uploaded file, extracted and chunked off the event loop.
+
+    Keyword-searchable when this returns, its vectors computed in the background (``status`` pending → indexed | failed)
+    unless ``wait``.
 
     The file is stored under its safe base name (no directories, controls or bidi characters); a title or
     tag with NUL, control or bidi characters is refused (422, naming the field).
@@ -177,8 +181,11 @@ async def upload_document(
     container: ContainerDep,
     wait: Annotated[bool, Query(description="Reply once the vectors are computed too (201)")] = False,
 ) -> Envelope[KnowledgeView]:
-    """A file (multipart ``file``) or text (JSON ``{"title", "content"}``), keyword-searchable once the reply
-    is sent; its vectors follow in the background (``status`` pending → indexed | failed), unless ``wait``."""
+    """A file (multipart ``file``) or text (JSON ``{"title", "content"}``).
+
+    Keyword-searchable once the reply is sent; its vectors follow in the background (``status`` pending → indexed |
+    failed), unless ``wait``.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         form = await request.form(max_files=1)

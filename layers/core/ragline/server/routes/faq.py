@@ -183,8 +183,10 @@ async def list_faq_entries(
     search_field: Annotated[Literal["", "standard_question", "similar_questions", "answers"], Query()] = "",
     sort_order: Annotated[Literal["", "asc", "desc"], Query()] = "",
 ) -> Envelope[FAQPage]:
-    """Entries, most recently changed first (``sort_order=asc``: oldest first); by tag number, by a
-    keyword in the questions and answers (or one of them)."""
+    """Entries, most recently changed first (``sort_order=asc``: oldest first).
+
+    By tag number, by a keyword in the questions and answers (or one of them).
+    """
     context = _Context(container, tenant, kb_id)
     entries = context.entries
     if tag_id:
@@ -215,8 +217,10 @@ def _searchable(entry: FAQEntry, field: str) -> str:
     responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
 )
 async def export_faq_entries(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Response:
-    """Every entry as CSV (UTF-8 with a byte order mark, as Excel reads it); ragline's FAQ import reads it
-    back (lists joined with ``|``)."""
+    """Every entry as CSV (UTF-8 with a byte order mark, as Excel reads it).
+
+    ragline's FAQ import reads it back (lists joined with ``|``).
+    """
     context = _Context(container, tenant, kb_id)
     out = io.StringIO()
     writer = csv.writer(out)
@@ -283,8 +287,10 @@ async def _apply(context: _Context, stored: StoredEntry, update: FieldsUpdate) -
 
 @router.put("/knowledge-bases/{kb_id}/faq/entries/fields")
 async def update_faq_fields(kb_id: str, body: FieldsBatch, tenant: TenantDep, container: ContainerDep) -> Success:
-    """Enabled, recommended and tag, by entry number (``by_id``) or for every entry of a tag (``by_tag``,
-    less ``exclude_ids``)."""
+    """Set enabled, recommended and tag on FAQ entries.
+
+    Enabled, recommended and tag, by entry number (``by_id``) or for every entry of a tag (``by_tag``, less ``exclude_ids``).
+    """
     if not body.by_id and not body.by_tag:
         raise ApiError(422, "missing_field", "by_id or by_tag is required", "by_id")
     context = _Context(container, tenant, kb_id)
@@ -414,9 +420,12 @@ class TaskRef(BaseModel):
 async def upsert_faq_entries(
     kb_id: str, body: UpsertBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[TaskRef]:
-    """Entries imported as one FAQ document before the reply: ``append`` skips an entry whose questions
-    another entry already asks, ``replace`` deletes the knowledge base's entries (or those of
-    ``knowledge_id``) first; ``dry_run`` only counts. The task id names the outcome."""
+    """Entries imported as one FAQ document before the reply.
+
+    Entries imported as one FAQ document before the reply: ``append`` skips an entry whose questions another entry
+    already asks, ``replace`` deletes the knowledge base's entries (or those of ``knowledge_id``) first; ``dry_run``
+    only counts. The task id names the outcome.
+    """
     context = _Context(container, tenant, kb_id)
     if body.task_id:
         logger.debug("faq upsert: a client task_id is not used; the reply names the task")
@@ -521,8 +530,10 @@ def _matched_question(entry: FAQEntry, query: str) -> str:
 async def search_faq(
     kb_id: str, body: FAQSearchBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[list[FAQEntryView]]:
-    """Entries matching the query through the chat pipeline's search (vector and keyword); with priority
-    tags, only entries of those tags, the first priority's before the second's."""
+    """Entries matching the query through the chat pipeline's search (vector and keyword).
+
+    With priority tags, only entries of those tags, the first priority's before the second's.
+    """
     context = _Context(container, tenant, kb_id)
     by_chunk = {e.chunk.id: e for e in context.entries if e.chunk.enabled}
     if body.only_recommended:

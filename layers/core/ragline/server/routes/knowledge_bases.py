@@ -1,5 +1,7 @@
-"""Knowledge bases: create, list, get, update, delete, clear, and hybrid search within one (WeKnora's
-``/knowledge-bases``)."""
+"""Knowledge bases.
+
+Create, list, get, update, delete, clear, and hybrid search within one (WeKnora's ``/knowledge-bases``).
+"""
 
 from __future__ import annotations
 
@@ -33,8 +35,10 @@ Config = dict[str, Any] | None
 
 
 class KnowledgeBaseBody(BaseModel):
-    """WeKnora's knowledge base (its Go client sends the whole object, read-only fields included) and
-    ragline's switches."""
+    """WeKnora's knowledge base and ragline's switches.
+
+    WeKnora's knowledge base (its Go client sends the whole object, read-only fields included) and ragline's switches.
+    """
 
     model_config = ConfigDict(extra="forbid")
     name: PlainName = Field(min_length=1, max_length=200)
@@ -162,8 +166,11 @@ def _embedding_model(container: Container, name: str) -> str:
 async def set_embedding_model(
     kb_id: str, body: EmbeddingModelBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
-    """Choose the knowledge base's embedding model: its documents are re-embedded in the background (status
-    ``pending`` with progress); keyword search answers meanwhile and vector search uses the vectors present."""
+    """Choose the knowledge base's embedding model.
+
+    Its documents are re-embedded in the background (status ``pending`` with progress); keyword search answers meanwhile
+    and vector search uses the vectors present.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     model = _embedding_model(container, body.embedding_model)
     updated = await asyncio.to_thread(container.ingest.change_embedding_model, kb, model)
@@ -225,8 +232,11 @@ def copy_name(container: Container, tenant_id: str, name: str, suffix: str) -> s
 async def duplicate_knowledge_base(
     kb_id: str, request: Request, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[Duplicated]:
-    """A new, empty knowledge base with the settings of this one (model, language, wiki and graph switches,
-    description); named "<name> Copy" (or "<name> 副本" for ``Accept-Language: zh``), numbered when taken."""
+    """A new, empty knowledge base with the settings of this one.
+
+    A new, empty knowledge base with the settings of this one (model, language, wiki and graph switches, description);
+    named "<name> Copy" (or "<name> 副本" for ``Accept-Language: zh``), numbered when taken.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     suffix = "副本" if request.headers.get("accept-language", "").lower().startswith("zh") else "Copy"
     for _ in range(5):  # a concurrent copy may take the name between the check and the write
@@ -260,8 +270,10 @@ async def duplicate_knowledge_base(
 
 @router.get("/{kb_id}/move-targets")
 async def move_targets(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[KnowledgeBaseView]]:
-    """The knowledge bases this one's documents can move to: the tenant's others with the same embedding model
-    (their vectors are in the same space)."""
+    """The knowledge bases this one's documents can move to.
+
+    The tenant's others with the same embedding model (their vectors are in the same space).
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     bases = [
         other
@@ -372,8 +384,11 @@ async def _hybrid_search(kb_id: str, request: Request, tenant: Tenant, container
 
 
 class KnowledgeBaseUpdateBody(BaseModel):
-    """WeKnora's update: a name, a description and a ``config`` (chunking, image processing, FAQ, …)
-    that ragline accepts and does not act on: its chunking is the same for every knowledge base."""
+    """WeKnora's update.
+
+    A name, a description and a ``config`` (chunking, image processing, FAQ, …) that ragline accepts and does not act
+    on: its chunking is the same for every knowledge base.
+    """
 
     model_config = ConfigDict(extra="forbid")
     name: PlainName = Field(min_length=1, max_length=200)

@@ -119,10 +119,12 @@ async def list_sessions(
     source: Annotated[str, Query(max_length=64)] = "",
     agent_id: Annotated[str, Query(max_length=200)] = "",
 ) -> Page[SessionView]:
-    """The tenant's sessions, pinned ones first, then the most recently active; ``keyword`` keeps those whose
-    title or messages hold it (case-insensitive), a message match with its words in ``matched_content``.
-    ``source`` and ``agent_id`` filter IM sessions in WeKnora: ragline has web sessions only, so ``source=web``
-    lists them all and another source none."""
+    """The tenant's sessions.
+
+    Pinned ones first, then the most recently active; ``keyword`` keeps those whose title or messages hold it
+    (case-insensitive), a message match with its words in ``matched_content``. ``source`` and ``agent_id`` filter IM
+    sessions in WeKnora: ragline has web sessions only, so ``source=web`` lists them all and another source none.
+    """
     sessions = container.sessions.sessions(tenant.id, limit=MAX_LISTED_SESSIONS)
     # Pinned sessions first, the most recently pinned on top; then by activity (the store's order).
     sessions.sort(key=lambda s: s.pinned_at or "", reverse=True)
@@ -229,8 +231,11 @@ async def unpin_session(session_id: str, tenant: TenantDep, container: Container
 
 
 class TitleMessage(BaseModel):
-    """One message of WeKnora's ``Message`` as a client sends it: ``role`` and ``content`` are read; the
-    rest of the record (ids, references, times, agent steps) is accepted and not used."""
+    """One message of WeKnora's ``Message`` as a client sends it.
+
+    ``role`` and ``content`` are read; the rest of the record (ids, references, times, agent steps) is accepted and not
+    used.
+    """
 
     model_config = ConfigDict(extra="ignore")
     role: str = Field(default="", max_length=32)
@@ -253,8 +258,11 @@ class TitleReply(BaseModel):
 async def generate_title(
     session_id: str, body: GenerateTitleBody, tenant: TenantDep, container: ContainerDep
 ) -> TitleReply:
-    """A title from the conversation's first question (the chat model's, or the question's first words with
-    the extractive default), stored as the session's title and returned."""
+    """A title from the conversation's first question, stored as the session's title and returned.
+
+    A title from the conversation's first question (the chat model's, or the question's first words with the extractive
+    default), stored as the session's title and returned.
+    """
     session = session_of(container, tenant, session_id)
     question = next((m.content for m in body.messages if m.role == "user" and m.content.strip()), "")
     if not question:
@@ -282,8 +290,11 @@ class ForkReply(BaseModel):
 
 @router.post("/{session_id}/fork", status_code=201, responses={409: {"model": ErrorReply}})
 async def fork(session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep) -> ForkReply:
-    """A new session (same knowledge bases and options) holding copies of the turns up to and including
-    ``message_id``'s; this session is unchanged. 409 when one of those turns is still being written."""
+    """A new session holding copies of the turns up to and including ``message_id``'s.
+
+    A new session (same knowledge bases and options) holding copies of the turns up to and including ``message_id``'s;
+    this session is unchanged. 409 when one of those turns is still being written.
+    """
     session = session_of(container, tenant, session_id)
     try:
         forked, copies = fork_session(container.sessions, session, body.message_id)
@@ -305,8 +316,10 @@ class RewindResult(BaseModel):
 async def rewind(
     session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[RewindResult]:
-    """Deletes the turns after ``message_id``'s (that turn stays). 409 when one of them is still being
-    written: stop it first."""
+    """Deletes the turns after ``message_id``'s (that turn stays).
+
+    409 when one of them is still being written: stop it first.
+    """
     session = session_of(container, tenant, session_id)
     try:
         deleted = rewind_session(container.sessions, session, body.message_id)

@@ -73,8 +73,10 @@ def tag_index(container: Container, kb: KnowledgeBase) -> TagIndex:
 
 
 def tag_value(container: Container, kb: KnowledgeBase, ref: str) -> str:
-    """What a document given tag ``ref`` (an id or a number) carries: a known tag's id, else ``ref``
-    itself (a new implicit tag)."""
+    """What a document given tag ``ref`` (an id or a number) carries.
+
+    A known tag's id, else ``ref`` itself (a new implicit tag).
+    """
     entry = tag_index(container, kb).find(ref)
     return entry.id if entry is not None else ref
 
@@ -105,8 +107,10 @@ async def list_tags(
     page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = TAG_PAGE_SIZE,
     keyword: Annotated[str, Query(max_length=200)] = "",
 ) -> Envelope[TagsPage]:
-    """The knowledge base's tags by their order, then name, with how many documents and chunks carry each;
-    WeKnora nests the page inside ``data``."""
+    """The knowledge base's tags by their order, then name, with how many documents and chunks carry each.
+
+    WeKnora nests the page inside ``data``.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     entries = tag_index(container, kb).listing()
     if keyword.strip():
@@ -153,8 +157,10 @@ async def create_tag(kb_id: str, body: TagBody, tenant: TenantDep, container: Co
 async def update_tag(
     kb_id: str, tag_id: str, body: TagUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[TagView]:
-    """A registered tag's name, colour or order; an implicit tag is registered under its own id (so the
-    documents carrying it keep it) with the new values."""
+    """A registered tag's name, colour or order.
+
+    An implicit tag is registered under its own id (so the documents carrying it keep it) with the new values.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     index = tag_index(container, kb)
     entry = _entry_or_404(index, tag_id)
@@ -196,8 +202,11 @@ async def delete_tag(
     container: ContainerDep,
     force: Annotated[bool, Query()] = False,
 ) -> Success:
-    """A tag no document carries; with ``force=true`` also one in use, which its documents then lose (the
-    documents stay: WeKnora deletes them, ragline will not delete content to delete a label)."""
+    """A tag no document carries.
+
+    With ``force=true`` also one in use, which its documents then lose (the documents stay: WeKnora deletes them,
+    ragline will not delete content to delete a label).
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     entry = _entry_or_404(tag_index(container, kb), tag_id)
     if entry.documents and not force:

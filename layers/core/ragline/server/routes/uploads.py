@@ -1,6 +1,8 @@
-"""Large files through object storage (the AWS runtime's presigned uploads, ``ragline.serverless.uploads``):
-ask for an upload URL, send the file there, say it is sent, read its status. Mounted where the runtime has
-a bucket (``create_app(..., uploads=...)``); the embedded server takes files directly, up to its limit."""
+"""Large files through object storage (the AWS runtime's presigned uploads, ``ragline.serverless.uploads``).
+
+Ask for an upload URL, send the file there, say it is sent, read its status. Mounted where the runtime has a bucket
+(``create_app(..., uploads=...)``); the embedded server takes files directly, up to its limit.
+"""
 
 from __future__ import annotations
 
@@ -48,8 +50,11 @@ class UploadTarget(BaseModel):
 
 
 class UploadView(BaseModel):
-    """An upload: ``awaiting_upload`` → ``processing`` (sent; being read) → ``accepted`` (``document`` has
-    its indexing status, pending → indexed | failed) or ``failed`` with the ``reason``."""
+    """An upload.
+
+    ``awaiting_upload`` → ``processing`` (sent; being read) → ``accepted`` (``document`` has its indexing status,
+    pending → indexed | failed) or ``failed`` with the ``reason``.
+    """
 
     id: str
     knowledge_base_id: str
@@ -86,8 +91,10 @@ def _refused(exc: UploadError) -> ApiError:
 async def create_upload(
     kb_id: str, body: UploadBody, tenant: TenantDep, container: ContainerDep, uploads: UploadsDep
 ) -> Envelope[UploadView]:
-    """An upload URL for a file too large for a request (up to ``max_bytes``): PUT the file there, then
-    POST ``.../uploads/{id}/complete``."""
+    """An upload URL for a file too large for a request (up to ``max_bytes``).
+
+    PUT the file there, then POST ``.../uploads/{id}/complete``.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     try:
         upload, target = uploads.create(
