@@ -15,13 +15,16 @@ class PipelineBuilder:
     """Builds the ordered stage list of one request: ``PipelineBuilder().add_if(c, E).add(E).build()``."""
 
     def __init__(self) -> None:
+        """An empty stage list."""
         self._stages: list[EventType] = []
 
     def add(self, stage: EventType) -> Self:
+        """Append ``stage``; the builder, for chaining."""
         self._stages.append(stage)
         return self
 
     def add_if(self, condition: bool, stage: EventType) -> Self:
+        """Append ``stage`` when ``condition`` holds; the builder, for chaining."""
         if condition:
             self._stages.append(stage)
         return self
