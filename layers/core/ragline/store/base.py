@@ -155,7 +155,7 @@ class KnowledgeStore(Protocol):
         embedded_count: int | None = None,
         embedding_model: str | None = None,
     ) -> Document | None:
-        """Pending documents of every tenant, oldest first, for the indexing worker and recovery.
+        """Set a document's status, failure reason and progress; the document as stored after.
 
         Status, failure reason and progress of a document (None fields keep their value; ``updated_at`` becomes now);
         None when the document is not this tenant's.
