@@ -10,13 +10,23 @@ from ragline.store.models import Chunk, Document, DocumentStatus, KnowledgeBase,
 
 
 class TenantStore(Protocol):
-    def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]: ...
+    """Tenants and their API keys; a tenant is found by the hash of a key, never by the key itself."""
 
-    def add_key(self, tenant_id: str, api_key: str) -> None: ...
+    def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]:
+        """A new tenant with one API key; returns the key in clear text (only its hash is stored)."""
+        ...
 
-    def for_key(self, api_key: str) -> Tenant | None: ...
+    def add_key(self, tenant_id: str, api_key: str) -> None:
+        """Give the tenant another API key (kept as its hash); adding a key it already has does nothing."""
+        ...
 
-    def by_name(self, name: str) -> Tenant | None: ...
+    def for_key(self, api_key: str) -> Tenant | None:
+        """The tenant an API key belongs to, or None for an unknown or empty key."""
+        ...
+
+    def by_name(self, name: str) -> Tenant | None:
+        """The first tenant created under ``name``, or None (names are not unique)."""
+        ...
 
 
 class KnowledgeStore(Protocol):
@@ -31,7 +41,9 @@ class KnowledgeStore(Protocol):
         wiki_enabled: bool = False,
         graph_extraction_enabled: bool = False,
         embedding_model_auto: bool = False,
-    ) -> KnowledgeBase: ...
+    ) -> KnowledgeBase:
+        """A new knowledge base of the tenant; a name the tenant already uses raises :class:`DuplicateName`."""
+        ...
 
     def set_embedding_model(
         self, tenant_id: str, kb_id: str, embedding_model: str, *, language: str | None = None, auto: bool | None = None
@@ -42,19 +54,29 @@ class KnowledgeStore(Protocol):
         """
         ...
 
-    def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None: ...
+    def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None:
+        """The tenant's knowledge base ``kb_id``, or None when it is not the tenant's."""
+        ...
 
-    def knowledge_bases(self, tenant_id: str, kb_ids: Iterable[str]) -> list[KnowledgeBase]: ...
+    def knowledge_bases(self, tenant_id: str, kb_ids: Iterable[str]) -> list[KnowledgeBase]:
+        """The tenant's knowledge bases among ``kb_ids`` (each once, unknown ones left out)."""
+        ...
 
-    def knowledge_base_by_name(self, tenant_id: str, name: str) -> KnowledgeBase | None: ...
+    def knowledge_base_by_name(self, tenant_id: str, name: str) -> KnowledgeBase | None:
+        """The tenant's knowledge base called ``name``, or None."""
+        ...
 
     def knowledge_base_any_tenant(self, kb_id: str) -> KnowledgeBase | None:
         """For internal settings lookups only (never for serving a request): the knowledge base by id."""
         ...
 
-    def list_knowledge_bases(self, tenant_id: str) -> list[KnowledgeBase]: ...
+    def list_knowledge_bases(self, tenant_id: str) -> list[KnowledgeBase]:
+        """The tenant's knowledge bases, oldest first."""
+        ...
 
-    def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]: ...
+    def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]:
+        """How many documents each knowledge base holds; knowledge bases without any are left out."""
+        ...
 
     def update_knowledge_base(
         self,
@@ -79,7 +101,9 @@ class KnowledgeStore(Protocol):
         """
         ...
 
-    def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None: ...
+    def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None:
+        """Store a new document and its chunks (a pending one is also listed for the indexing worker)."""
+        ...
 
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
         """Removes the document and its chunks; False when it is not this tenant's."""
@@ -139,11 +163,17 @@ class KnowledgeStore(Protocol):
         """
         ...
 
-    def document(self, tenant_id: str, document_id: str) -> Document | None: ...
+    def document(self, tenant_id: str, document_id: str) -> Document | None:
+        """The tenant's document ``document_id``, or None when it is not the tenant's."""
+        ...
 
-    def documents(self, tenant_id: str, kb_id: str, limit: int = 1000, offset: int = 0) -> list[Document]: ...
+    def documents(self, tenant_id: str, kb_id: str, limit: int = 1000, offset: int = 0) -> list[Document]:
+        """One page of a knowledge base's documents, oldest first."""
+        ...
 
-    def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None: ...
+    def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None:
+        """The tenant's document of this knowledge base with this content hash (a duplicate upload), or None."""
+        ...
 
     def set_document_status(
         self,
@@ -170,11 +200,17 @@ class KnowledgeStore(Protocol):
         """
         ...
 
-    def document_ids_with_tags(self, tenant_id: str, kb_id: str, tags: Sequence[str]) -> list[str]: ...
+    def document_ids_with_tags(self, tenant_id: str, kb_id: str, tags: Sequence[str]) -> list[str]:
+        """Ids of the knowledge base's documents that carry any of ``tags``."""
+        ...
 
-    def chunks_of_document(self, tenant_id: str, document_id: str) -> list[Chunk]: ...
+    def chunks_of_document(self, tenant_id: str, document_id: str) -> list[Chunk]:
+        """The document's chunks (parents and FAQ entries included), in document order."""
+        ...
 
-    def chunks(self, tenant_id: str, chunk_ids: Sequence[str]) -> list[Chunk]: ...
+    def chunks(self, tenant_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The tenant's chunks among ``chunk_ids``, in the order asked; unknown ones are left out."""
+        ...
 
     def atomic(self) -> AbstractContextManager[object]:
         """A scope in which a document and its index entries are written together where the backend can."""
@@ -190,7 +226,9 @@ class TagStore(Protocol):
         """A new tag (``tag_id`` to register one under a given id); a taken name raises DuplicateName."""
         ...
 
-    def tag(self, tenant_id: str, kb_id: str, tag_id: str) -> Tag | None: ...
+    def tag(self, tenant_id: str, kb_id: str, tag_id: str) -> Tag | None:
+        """The knowledge base's tag ``tag_id``, or None when it is not this tenant's."""
+        ...
 
     def tags(self, tenant_id: str, kb_id: str) -> list[Tag]:
         """By ``sort_order``, then name."""
@@ -205,12 +243,18 @@ class TagStore(Protocol):
         name: str | None = None,
         color: str | None = None,
         sort_order: int | None = None,
-    ) -> Tag | None: ...
+    ) -> Tag | None:
+        """Rename, recolour or reorder a tag; the tag as stored after, or None when it is not this tenant's."""
+        ...
 
-    def delete_tag(self, tenant_id: str, kb_id: str, tag_id: str) -> bool: ...
+    def delete_tag(self, tenant_id: str, kb_id: str, tag_id: str) -> bool:
+        """Remove a tag's registration (documents keep the string); False when it is not this tenant's."""
+        ...
 
 
 class SessionStore(Protocol):
+    """Sessions and their messages; every read takes the tenant, so another tenant's id reads as absent."""
+
     def create_session(
         self,
         tenant_id: str,
@@ -218,9 +262,13 @@ class SessionStore(Protocol):
         title: str = "",
         options: dict[str, Any] | None = None,
         description: str = "",
-    ) -> Session: ...
+    ) -> Session:
+        """A new session of the tenant over ``knowledge_base_ids``."""
+        ...
 
-    def session(self, tenant_id: str, session_id: str) -> Session | None: ...
+    def session(self, tenant_id: str, session_id: str) -> Session | None:
+        """The tenant's session ``session_id``, or None when it is not the tenant's."""
+        ...
 
     def update_session(
         self,
@@ -246,7 +294,9 @@ class SessionStore(Protocol):
         """Removes every message of this tenant's session and keeps the session; how many were removed."""
         ...
 
-    def sessions(self, tenant_id: str, limit: int = 100) -> list[Session]: ...
+    def sessions(self, tenant_id: str, limit: int = 100) -> list[Session]:
+        """The tenant's sessions, most recently active first, at most ``limit``."""
+        ...
 
     def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
         """The generated title (no longer provisional); an update is activity (``updated_at``)."""
@@ -303,9 +353,13 @@ class SessionStore(Protocol):
         """The (user, assistant) pair of an earlier turn with this request id: a repeated request is one turn."""
         ...
 
-    def message(self, tenant_id: str, session_id: str, message_id: str) -> Message | None: ...
+    def message(self, tenant_id: str, session_id: str, message_id: str) -> Message | None:
+        """The tenant's message ``message_id`` of the session, or None."""
+        ...
 
-    def messages(self, tenant_id: str, session_id: str, limit: int = 1000) -> list[Message]: ...
+    def messages(self, tenant_id: str, session_id: str, limit: int = 1000) -> list[Message]:
+        """The session's messages, oldest first, a turn's question before its answer."""
+        ...
 
     def recent_messages(self, session_id: str, limit: int) -> list[Message]:
         """The newest ``limit`` messages, newest first."""

@@ -188,6 +188,7 @@ class Database:
     """A shared SQLite connection (WAL) guarded by a lock; short statements only."""
 
     def __init__(self, path: str | Path) -> None:
+        """Open (or create) the database at ``path`` in WAL mode and bring its schema up to date."""
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -260,10 +261,12 @@ class Database:
                 self._conn.execute("COMMIT")
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
+        """Every row of one statement, under the connection's lock."""
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
     def query_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
+        """The first row of one statement, or None."""
         with self._lock:
             row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
             return row
@@ -274,5 +277,6 @@ class Database:
             return conn.execute(sql, params).rowcount
 
     def close(self) -> None:
+        """Close the connection; the object is unusable after."""
         with self._lock:
             self._conn.close()

@@ -21,6 +21,8 @@ LOG_LENGTH = 1000
 
 
 class ChangeKind(StrEnum):
+    """What one entry of the change log says happened to the keyword rows."""
+
     APPEND = "append"  # rows added, every rowid at least first_rowid
     DELETE = "delete"  # the rows in rowids removed
     UPDATE = "update"  # the chunk rows in rowids changed (text, flags, metadata); their keyword rows did not
@@ -63,4 +65,5 @@ def record_chunk_updates(conn: sqlite3.Connection, rowids: Sequence[int]) -> Non
 
 
 def record_keyword_reset(conn: sqlite3.Connection) -> None:
+    """Anything else happened (rows replaced in place, a knowledge base dropped): every copy rebuilds."""
     _record(conn, ChangeKind.RESET)
