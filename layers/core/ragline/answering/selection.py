@@ -44,6 +44,8 @@ class Source:
 
 @dataclass
 class Candidate:
+    """One sentence of a passage as a candidate answer, with the scores that rank it."""
+
     source: str  # the passage's alias (c1, c2, …)
     rank: int  # the passage's position in the context (retrieval order)
     index: int  # the sentence's position in its passage
@@ -59,10 +61,12 @@ class Candidate:
 
     @property
     def text(self) -> str:
+        """The sentence's text."""
         return self.span.text
 
     @property
     def term_set(self) -> frozenset[str]:
+        """The sentence's terms as a set (repeats dropped)."""
         return frozenset(self.terms)
 
 
@@ -123,6 +127,7 @@ _UNITS = {
 
 
 def answer_kind(question: str) -> str:
+    """The kind of thing the question asks for: "time", "number", "person", a unit kind ("distance", …) or ""."""
     q = question.lower().strip()
     # "when" asks for a time where it opens the question or ends it; "How old was she when she ..." asks
     # for a number, "Where was he when ..." for a place.
@@ -188,6 +193,8 @@ _NUMBER_TOKEN = re.compile(r"\d+(?:[.,]\d+)*")
 
 @dataclass
 class Selection:
+    """The chosen sentences, the question's terms and how much of the question the best sentence covers."""
+
     best: list[Candidate]
     question_terms: list[str]
     coverage: float
@@ -195,6 +202,7 @@ class Selection:
 
     @property
     def found(self) -> bool:
+        """True when some sentence answers the question."""
         return bool(self.best)
 
 

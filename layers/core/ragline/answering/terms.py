@@ -261,4 +261,5 @@ def _latin_terms(text: str, drop_question_words: bool) -> list[str]:
 
 
 def is_chinese(text: str) -> bool:
+    """True when ``text`` holds any Han character: the question is read as Chinese."""
     return has_han(text)

@@ -14,7 +14,9 @@ class ChunkLookup(Protocol):
     Usually ``KnowledgeStore.chunks`` bound to the request's tenant, so a step can never read another tenant's text.
     """
 
-    def __call__(self, chunk_ids: Sequence[str]) -> list[Chunk]: ...
+    def __call__(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks among ``chunk_ids`` that exist (for the request's tenant)."""
+        ...
 
 
 def load_chunks(lookup: ChunkLookup, chunk_ids: Iterable[str]) -> dict[str, Chunk]:

@@ -119,6 +119,7 @@ class StreamDecoder:
     """
 
     def __init__(self, registry: SourceRegistry) -> None:
+        """A decoder of one answer's stream, expanding citations against ``registry``."""
         self._registry = registry
         self._buffer = ""
         self._pending_alias = ""
@@ -130,6 +131,7 @@ class StreamDecoder:
         return text
 
     def feed(self, chunk: str) -> str:
+        """The text of ``chunk`` that can be released now, aliases and citations expanded; the rest is held."""
         # Storage aliases first (as expand_text does): hold a possibly unfinished ``res://NNNN`` at the end.
         text = self._pending_alias + chunk
         hold = held_alias_start(text)

@@ -17,6 +17,8 @@ _DEFAULTS = MemoryAffinityConfig()
 
 
 class CitationHistory(Protocol):
+    """Which documents a caller's past answers cited, counted per document."""
+
     def cited_documents(self, tenant_id: str, user_id: str, limit: int = _DEFAULTS.max_doc_ids) -> dict[str, int]:
         """knowledge_id → number of the caller's past answers that cited it; the ``limit`` most cited."""
         ...

@@ -75,6 +75,7 @@ class RemoteRerankModel:
         max_passage_chars: int = 0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        """``model`` at ``base_url``; the stage cuts passages to ``max_passage_chars`` (0: no limit) before sending."""
         self.model_id = f"{model}@{base_url}"
         self.max_passage_chars = max_passage_chars
         self._url = base_url.rstrip("/") + "/rerank"
@@ -107,6 +108,7 @@ class RemoteRerankModel:
             await entry[1].aclose()
 
     async def rerank(self, query: str, passages: Sequence[str]) -> list[RankResult]:
+        """Scores of every passage from one ``/rerank`` call; :class:`ModelCallError` when the call fails."""
         if not passages:
             return []
         body = {"model": self._model, "query": query, "documents": list(passages), "top_n": len(passages)}
@@ -143,6 +145,7 @@ class BedrockRerankModel:
         max_passage_chars: int = BEDROCK_MAX_TEXT_CHARS,
         additional_fields: dict[str, Any] | None = None,
     ) -> None:
+        """A Bedrock reranking model by ARN; ``max_passage_chars`` never exceeds Bedrock's limit per text."""
         self.model_id = model_arn
         self.max_passage_chars = min(max_passage_chars or BEDROCK_MAX_TEXT_CHARS, BEDROCK_MAX_TEXT_CHARS)
         self._model_arn = model_arn
@@ -179,6 +182,7 @@ class BedrockRerankModel:
         }
 
     def rerank_sync(self, query: str, passages: Sequence[str]) -> list[RankResult]:
+        """Scores of every passage, in calls of at most Bedrock's source limit, following ``nextToken``."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         ranked: list[RankResult] = []
@@ -201,6 +205,7 @@ class BedrockRerankModel:
         return ranked
 
     async def rerank(self, query: str, passages: Sequence[str]) -> list[RankResult]:
+        """Scores of every passage (:meth:`rerank_sync` in a worker thread)."""
         if not passages:
             return []
         return await asyncio.to_thread(self.rerank_sync, query, passages)
@@ -250,6 +255,7 @@ class LocalCrossEncoderModel:
         threads: int | None = None,
         max_passage_chars: int = 0,
     ) -> None:
+        """A cross-encoder ONNX model from ``model_dir`` (with its ``tokenizer.json``), run on this machine."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -311,6 +317,7 @@ class LocalCrossEncoderModel:
         return out
 
     async def rerank(self, query: str, passages: Sequence[str]) -> list[RankResult]:
+        """Scores of every passage, best first; any failure of the runtime is a :class:`ModelCallError`."""
         if not passages:
             return []
         try:

@@ -20,10 +20,12 @@ class RerankModelRegistry(LazyRegistry[RerankModel]):
     """
 
     def __init__(self) -> None:
+        """An empty registry; an unknown model id raises :class:`UnknownModel`."""
         super().__init__(UnknownModel)
 
     @property
     def default_model_id(self) -> str:
+        """The id of the model that answers requests naming none; "" when none is configured."""
         return self.default_id
 
     def resolve_id(self, requested: str) -> str:

@@ -54,12 +54,15 @@ _KEEPS_RETRIEVAL_RESULTS = frozenset(
 
 
 class ThresholdDecision(NamedTuple):
+    """The results that cleared the relevance threshold, how the threshold step ended, and the threshold it used."""
+
     passing: list[RankResult]
     outcome: RerankOutcome
     effective_threshold: float
 
 
 def format_score(score: float) -> str:
+    """A score as shown in logs and diagnostics, at :data:`SCORE_DECIMALS` decimals."""
     return f"{score:.{SCORE_DECIMALS}f}"
 
 
@@ -98,6 +101,7 @@ def apply_threshold(
 
 
 def source_weight(result: SearchResult, config: RerankConfig) -> float:
+    """How much a result's source counts in the composite score: web pages weigh differently from chunks."""
     return config.web_source_weight if result.is_web else config.default_source_weight
 
 

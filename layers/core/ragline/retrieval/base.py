@@ -15,6 +15,8 @@ from ragline.types import SearchResult
 
 @dataclass
 class RetrieveParams:
+    """What one search asks an engine: the query, where to look, and the thresholds fusion will apply."""
+
     query: str
     knowledge_base_ids: list[str]
     # The caller's tenant: engines return only its chunks, whatever knowledge base ids they are given.
@@ -50,9 +52,13 @@ class RetrieveEngine(Protocol):
     best returned hit's is below ``params.keyword_threshold``.
     """
 
-    def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]: ...
+    def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The ``top_k`` chunks nearest ``params.query_embedding`` (cosine), best first."""
+        ...
 
-    def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]: ...
+    def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The ``top_k`` best keyword matches of ``params.query``, best first (raw engine scores)."""
+        ...
 
     def index_chunks(
         self,
@@ -62,7 +68,9 @@ class RetrieveEngine(Protocol):
         vectors: npt.NDArray[np.float32],
         *,
         document: Document | None = None,
-    ) -> None: ...
+    ) -> None:
+        """Make searchable chunks findable: keyword entries and one vector per row of ``vectors``."""
+        ...
 
     def delete_document(self, knowledge_id: str) -> int:
         """Stops matching the document's chunks.

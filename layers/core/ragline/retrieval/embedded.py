@@ -110,6 +110,7 @@ class EmbeddedEngine:
     """Keyword and vector retrieval over the chunks of one SQLite database."""
 
     def __init__(self, db: Database) -> None:
+        """An engine over the chunks, vectors and keyword rows of ``db``; vectors are held in memory per knowledge base."""
         single_threaded_blas()
         self._db = db
         self._lock = threading.Lock()
@@ -345,6 +346,7 @@ class EmbeddedEngine:
         return [kb_id for kb_id in params.knowledge_base_ids if kb_id in own]
 
     def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The ``top_k`` nearest chunks by cosine over the in-memory vectors of the searched knowledge bases."""
         if params.query_embedding is None:
             return []
         query = np.asarray(params.query_embedding, dtype=np.float32)

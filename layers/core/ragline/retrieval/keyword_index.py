@@ -78,12 +78,14 @@ class Ranking:
     """The rows a query matched in the searched scope with their scores; read best first, in blocks."""
 
     def __init__(self, scores: npt.NDArray[np.float64], rowids: npt.NDArray[np.int64]) -> None:
+        """A ranking of ``rowids`` by ``scores`` (same order), sorted lazily as it is read."""
         self._scores = scores
         self._rowids = rowids
         self._order: npt.NDArray[np.intp] | None = None
         self._ranked = 0
 
     def __len__(self) -> int:
+        """How many rows matched."""
         return len(self._rowids)
 
     def top(self, count: int) -> list[tuple[float, int]]:

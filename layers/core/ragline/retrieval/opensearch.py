@@ -102,10 +102,12 @@ class KnnMethod:
     ef_construction: int = HNSW_EF_CONSTRUCTION
 
     def __post_init__(self) -> None:
+        """Refuse an engine OpenSearch's k-NN plugin does not offer."""
         if self.engine not in KNN_ENGINES:
             raise ValueError(f"unknown k-NN engine {self.engine!r}: expected one of {', '.join(KNN_ENGINES)}")
 
     def field(self, dimensions: int) -> dict[str, Any]:
+        """The mapping of a ``knn_vector`` field of ``dimensions`` components with this method."""
         return {
             "type": "knn_vector",
             "dimension": dimensions,
@@ -235,6 +237,7 @@ class OpenSearchEngine:
     def __init__(
         self, client: OpenSearch, index: str, *, method: KnnMethod | None = None, refresh: bool = True
     ) -> None:
+        """An engine over ``index`` through ``client``; ``refresh`` makes writes searchable before they return."""
         self._client = client
         self._index = index
         self._method = method or KnnMethod()
@@ -245,6 +248,7 @@ class OpenSearchEngine:
 
     @property
     def index(self) -> str:
+        """The name of the chunk index."""
         return self._index
 
     # Index ----------------------------------------------------------------------------------------------

@@ -147,6 +147,7 @@ ENGLISH_STOPWORDS = frozenset(
 
 
 def has_han(text: str) -> bool:
+    """True when ``text`` holds any Han (Chinese) character."""
     return _HAN.search(text) is not None
 
 
@@ -180,6 +181,7 @@ def segment_for_index(text: str) -> str:
 
 
 def is_punct_only(token: str) -> bool:
+    """True when ``token`` has no letter or digit."""
     return not any(ch.isalnum() for ch in token)
 
 
