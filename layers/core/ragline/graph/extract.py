@@ -286,6 +286,7 @@ class GraphExtractor:
     """Runs the extraction prompts on a chat model (``model_id``: "" for the registry's default)."""
 
     def __init__(self, models: ModelRegistry, templates: PromptTemplates, model_id: str = "") -> None:
+        """An extractor asking ``model_id`` (the default chat model when "") with the ``graph_extraction`` prompts."""
         self._models = models
         self._templates = templates
         self._model_id = model_id

@@ -38,6 +38,7 @@ class GraphIndexer:
     def __init__(
         self, extractor: GraphExtractor, store: GraphStore, concurrency: int = MAX_CONCURRENT_EXTRACTIONS
     ) -> None:
+        """An indexer extracting with ``extractor`` into ``store``, at most ``concurrency`` passages at a time."""
         self._extractor = extractor
         self._store = store
         self._concurrency = max(1, concurrency)

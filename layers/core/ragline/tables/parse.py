@@ -93,14 +93,17 @@ class TableData:
     truncated: bool = False
 
     def __post_init__(self) -> None:
+        """Infer the column types from the values when none were given."""
         if not self.types:
             self.types = [infer_type(self.column_values(i)) for i in range(len(self.columns))]
 
     @property
     def row_count(self) -> int:
+        """How many data rows the table holds (the header not counted)."""
         return len(self.rows)
 
     def column_values(self, index: int) -> list[str]:
+        """Every row's value in column ``index``, as text."""
         return [row[index] for row in self.rows]
 
     def typed_rows(self) -> Iterator[tuple[CellValue, ...]]:
@@ -339,6 +342,7 @@ def parse_table_file(filename: str, raw: bytes) -> list[TableData]:
 
 
 def is_table_file(filename: str) -> bool:
+    """True for a file name with a table extension (CSV, TSV, Excel)."""
     return Path(filename).suffix.lower() in TABLE_SUFFIXES
 
 

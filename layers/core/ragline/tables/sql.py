@@ -122,6 +122,7 @@ class UnsafeSQL(ValueError):
     """The query was refused; ``reason`` says which rule it broke."""
 
     def __init__(self, reason: str) -> None:
+        """A refusal for ``reason``."""
         super().__init__(reason)
         self.reason = reason
 
@@ -482,6 +483,7 @@ def sandbox_connection(memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Iterator[duc
 
 
 def quote_identifier(name: str) -> str:
+    """``name`` as an SQL identifier in double quotes, quotes inside doubled."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -552,6 +554,7 @@ class QueryResult:
     elapsed_ms: int
 
     def to_markdown(self) -> str:
+        """The result as a Markdown table, with a note when there were no rows or more than shown."""
         if not self.columns:
             return "(no result)"
         lines = [
