@@ -22,7 +22,10 @@ def chunk_embedding_text(chunk: Chunk, document_title: str) -> str:
 
 
 class ChunkEditor:
+    """Edits of stored chunks that keep the search index in step (a changed text gets a new vector)."""
+
     def __init__(self, knowledge: KnowledgeStore, engine: RetrieveEngine, models: ModelRegistry) -> None:
+        """An editor writing to ``knowledge`` and ``engine``, embedding with ``models``."""
         self._knowledge = knowledge
         self._engine = engine
         self._models = models

@@ -26,11 +26,14 @@ def faq_content(entry: FAQEntry) -> str:
 
 
 def question_keys(entry: FAQEntry) -> set[str]:
+    """An entry's questions as compared for duplicates: whitespace collapsed, case folded."""
     return {" ".join(q.split()).casefold() for q in (entry.standard_question, *entry.similar_questions)}
 
 
 @dataclass
 class StoredEntry:
+    """An FAQ entry as stored: its chunk, its document and the entry read from the chunk."""
+
     chunk: Chunk
     document: Document
     entry: FAQEntry
@@ -41,9 +44,12 @@ class DuplicateQuestion(ValueError):
 
 
 class FAQEntries:
+    """The FAQ entries of a knowledge base: listed, added, edited and deleted one by one."""
+
     def __init__(
         self, knowledge: KnowledgeStore, ingest: IngestService, edits: ChunkEditor, removal: KnowledgeRemoval
     ) -> None:
+        """Entries kept through ``knowledge`` and ``ingest``, edited with ``edits``, deleted with ``removal``."""
         self._knowledge = knowledge
         self._ingest = ingest
         self._edits = edits

@@ -19,6 +19,8 @@ logger = logging.getLogger(__name__)
 
 
 class KnowledgeRemoval:
+    """Deletes documents and knowledge bases from every store that holds them."""
+
     def __init__(
         self,
         knowledge: KnowledgeStore,
@@ -27,6 +29,7 @@ class KnowledgeRemoval:
         tables: TableStore | None = None,
         originals: OriginalStore | None = None,
     ) -> None:
+        """A remover over the stores given; a store not given (None) holds nothing to remove."""
         self._knowledge = knowledge
         self._engine = engine
         self._graph = graph
@@ -75,6 +78,7 @@ class KnowledgeRemoval:
         return sum(1 for d in documents if self.delete_document(tenant_id, d.id) is not None)
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
+        """Remove a knowledge base and everything of it; False when it is not this tenant's."""
         if self._knowledge.knowledge_base(tenant_id, kb_id) is None:
             return False
         self.clear_knowledge_base(tenant_id, kb_id)

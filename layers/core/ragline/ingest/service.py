@@ -97,6 +97,7 @@ class TooManyChunks(ValueError):
     """A document would be cut into more chunks than ``ingestion.max_chunks_per_document``."""
 
     def __init__(self, count: int, limit: int) -> None:
+        """Refuse a document of ``count`` chunks over ``limit``."""
         super().__init__(f"the document would have {count} chunks; the limit is {limit} per document")
         self.count = count
         self.limit = limit
@@ -127,6 +128,8 @@ class KeywordFirstEngine(Protocol):
 
 @dataclass
 class DocumentInput:
+    """A document to ingest: its text and what is known about it."""
+
     content: str
     title: str = ""
     filename: str = ""
@@ -154,6 +157,8 @@ class _Prepared:
 
 @dataclass
 class IngestResult:
+    """What ingesting one document did: the document as stored, its chunk count, and whether it was a duplicate."""
+
     document: Document
     chunk_count: int
     duplicate: bool = False
@@ -252,6 +257,8 @@ def _gc_deferred(method: Callable[Concatenate[IngestService, _P], _R]) -> Callab
 
 
 class IngestService:
+    """Chunks, stores and indexes documents: the one ingestion path of both runtimes."""
+
     def __init__(
         self,
         knowledge: KnowledgeStore,
@@ -261,6 +268,7 @@ class IngestService:
         tables: TableFiles | None = None,
         originals: OriginalStore | None = None,
     ) -> None:
+        """A service over the stores and models given; ``tables`` takes table files, ``originals`` keeps uploads."""
         self._tables = tables
         self._originals = originals
         self._knowledge = knowledge
@@ -282,6 +290,7 @@ class IngestService:
 
     @property
     def scheduler(self) -> Callable[[Sequence[Document]], None] | None:
+        """Where accepted documents go for their vectors; None: they are indexed in the caller's thread."""
         return self._scheduler
 
     def schedule(self, results: Sequence[IngestResult]) -> None:
@@ -873,6 +882,7 @@ class IngestService:
     def ingest_file(
         self, kb: KnowledgeBase, path: Path, progress: Callable[[int, int], None] | None = None
     ) -> IngestResult:
+        """A file from disk, ingested as an upload named after it (the CLI's path)."""
         return self.ingest_bytes(kb, path.name, path.read_bytes(), source=str(path), progress=progress)
 
     def ingest_bytes(

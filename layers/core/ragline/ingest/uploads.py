@@ -25,7 +25,10 @@ _DISCONNECT_POLL_S = 0.1
 
 
 class UploadTooLarge(Exception):
+    """An upload passed the size limit; ``limit`` is that limit in bytes."""
+
     def __init__(self, limit: int) -> None:
+        """The refusal for an upload over ``limit`` bytes."""
         super().__init__(f"the upload exceeds {limit} bytes")
         self.limit = limit
 

@@ -92,6 +92,7 @@ class FetchError(Exception):
     """A refused or failed fetch. ``reason`` is stable; the message says what exactly."""
 
     def __init__(self, reason: FetchFailure, message: str) -> None:
+        """A failure of kind ``reason``, described by ``message``."""
         super().__init__(f"{reason.value}: {message}")
         self.reason = reason
 
@@ -537,18 +538,22 @@ class WebFetchConfig(BaseModel):
 class PageFetcher(Protocol):
     """The port WEB_FETCH calls: a URL in, readable text out, :class:`FetchError` on any failure."""
 
-    async def fetch(self, url: str) -> FetchedPage: ...
+    async def fetch(self, url: str) -> FetchedPage:
+        """The page at ``url``; :class:`FetchError` when it cannot be fetched."""
+        ...
 
 
 class SafePageFetcher:
     """:func:`safe_fetch` with one configuration."""
 
     def __init__(self, config: WebFetchConfig | None = None, resolver: Resolver = system_resolver) -> None:
+        """A fetcher with ``config``'s limits and SSRF policy, resolving names with ``resolver``."""
         self._config = config if config is not None else WebFetchConfig()
         self._resolver = resolver
         self._trust = ssl.create_default_context(cafile=self._config.ca_bundle) if self._config.ca_bundle else None
 
     async def fetch(self, url: str) -> FetchedPage:
+        """The page at ``url``, fetched under the configured limits and SSRF policy."""
         config = self._config
         return await safe_fetch(
             url,

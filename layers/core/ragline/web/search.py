@@ -85,6 +85,7 @@ class WebSearchError(Exception):
     error_type = "web_search_failed"
 
     def __init__(self, provider: str, message: str, status_code: int | None = None) -> None:
+        """``provider``'s failure, with the HTTP status when there was one."""
         super().__init__(f"{provider}: {message}")
         self.provider = provider
         self.status_code = status_code
@@ -114,7 +115,9 @@ class WebHit:
 class WebSearchProvider(Protocol):
     """The port: a query in, at most ``max_results`` hits out, best first. Raises :class:`WebSearchError`."""
 
-    async def search(self, query: str, max_results: int) -> list[WebHit]: ...
+    async def search(self, query: str, max_results: int) -> list[WebHit]:
+        """At most ``max_results`` hits for ``query``; :class:`WebSearchError` when the provider fails."""
+        ...
 
 
 class HttpProviderSettings(BaseModel):
@@ -241,6 +244,7 @@ class SearxngProvider(_HttpProvider):
     name = "searxng"
 
     async def search(self, query: str, max_results: int) -> list[WebHit]:
+        """Hits from SearXNG's JSON API (one page, cut to ``max_results``)."""
         params = {"q": query, "format": "json", "pageno": "1"}
         body = await self._send(lambda client: client.get(f"{self.base_url}{SEARXNG_SEARCH_PATH}", params=params))
         if not isinstance(body, dict) or not isinstance(body.get("results"), list):
@@ -274,6 +278,7 @@ class TavilyProvider(_KeyedProvider):
     default_base_url = TAVILY_BASE_URL
 
     async def search(self, query: str, max_results: int) -> list[WebHit]:
+        """Hits from Tavily's search API."""
         payload = {
             "query": query,
             "max_results": _limit(max_results),
@@ -308,6 +313,7 @@ class BraveProvider(_KeyedProvider):
     default_base_url = BRAVE_BASE_URL
 
     async def search(self, query: str, max_results: int) -> list[WebHit]:
+        """Hits from Brave's web search API (none when Brave omits ``web``)."""
         params = {"q": query, "count": str(_limit(max_results))}
         headers = {"Accept": "application/json", "X-Subscription-Token": self._api_key}
         body = await self._send(
@@ -343,6 +349,7 @@ class WebSearchRegistry(LazyRegistry[WebSearchProvider]):
     """
 
     def __init__(self) -> None:
+        """An empty registry; an unknown provider id raises :class:`UnknownWebSearchProvider`."""
         super().__init__(
             lambda provider_id: UnknownWebSearchProvider(provider_id or "-", "no such web search provider")
         )

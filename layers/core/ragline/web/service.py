@@ -64,6 +64,7 @@ class WebSearchService:
         max_results: int = DEFAULT_MAX_RESULTS,
         choose: ProviderChoice = no_choice,
     ) -> None:
+        """A service choosing providers from ``registry`` with ``choose``; at most ``max_results`` hits a turn."""
         self._registry = registry
         self._max_results = max_results
         self._choose = choose

@@ -144,7 +144,9 @@ class FetchPolicy:
 
     @classmethod
     def build(cls, allow_private: bool = False, allowed_endpoints: Iterable[tuple[str, int]] = ()) -> FetchPolicy:
+        """A policy from configuration: host names normalised, ports as integers."""
         return cls(allow_private, frozenset((normalize_host(host), int(port)) for host, port in allowed_endpoints))
 
     def exempts(self, host: str, port: int) -> bool:
+        """True when ``(host, port)`` may be reached even though its address is private."""
         return self.allow_private or (normalize_host(host), port) in self.allowed_endpoints
