@@ -90,6 +90,8 @@ def target_documents(knowledge: KnowledgeStore, tenant_id: str, target: SearchTa
 
 
 class PluginSearch:
+    """The CHUNK_SEARCH stage: hybrid search of the request's targets, one group per embedding model."""
+
     def __init__(
         self,
         knowledge_store: KnowledgeStore,
@@ -97,12 +99,14 @@ class PluginSearch:
         models: ModelRegistry,
         config: RetrievalConfig,
     ) -> None:
+        """A search stage over ``engine``, resolving targets through ``knowledge_store`` and queries through ``models``."""
         self._knowledge = knowledge_store
         self._engine = engine
         self._models = models
         self._config = config
 
     def activation_events(self) -> list[EventType]:
+        """Runs at CHUNK_SEARCH."""
         return [EventType.CHUNK_SEARCH]
 
     def plan_groups(self, cm: ChatManage) -> list[TargetGroup]:
@@ -136,6 +140,7 @@ class PluginSearch:
         return None
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Search every group concurrently (bounded) and store their hits; a failure counts only when nothing was found."""
         if not cm.needs_retrieval():
             return await next()
         groups = self.plan_groups(cm)

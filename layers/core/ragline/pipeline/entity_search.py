@@ -146,12 +146,14 @@ class PluginSearchEntity:
         max_hits: int = MAX_GRAPH_HITS,
         max_nodes: int = MAX_GRAPH_NODES,
     ) -> None:
+        """An entity search over ``store``, loading documents from ``knowledge``; ``max_hits`` and ``max_nodes`` bound it."""
         self._store = store
         self._knowledge = knowledge
         self._max_hits = max_hits
         self._max_nodes = max_nodes
 
     def activation_events(self) -> list[EventType]:
+        """Runs at ENTITY_SEARCH."""
         return [EventType.ENTITY_SEARCH]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:

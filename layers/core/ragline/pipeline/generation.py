@@ -33,6 +33,7 @@ TRUNCATED_WITHOUT_TEXT = (
 
 
 def chat_options(cm: ChatManage) -> ChatOptions:
+    """The model options of the request's summary settings: temperature, completion tokens, thinking."""
     summary = cm.request.summary_config
     return ChatOptions(
         temperature=summary.temperature, max_tokens=summary.max_completion_tokens, thinking=summary.thinking
@@ -110,6 +111,8 @@ def attach_passage_parts(cm: ChatManage, registry: SourceRegistry, knowledge: Kn
 
 @dataclass
 class StreamOutcome:
+    """How a streamed answer ended: its text, whether thinking was shown, the finish reason, a stop or an error."""
+
     answer_text: str = ""
     thinking_emitted: bool = False
     finish_reason: str | None = None
@@ -118,6 +121,7 @@ class StreamOutcome:
 
     @property
     def truncated(self) -> bool:
+        """True when the model stopped at its token limit."""
         return self.finish_reason in TRUNCATION_REASONS
 
 

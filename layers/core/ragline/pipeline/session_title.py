@@ -69,18 +69,23 @@ def heuristic_title(query: str) -> str:
 
 
 class SessionTitler:
+    """Titles a conversation from its first question, in the background of the first turn."""
+
     def __init__(self, sessions: SessionStore, models: ModelRegistry, templates: PromptTemplates) -> None:
+        """A titler storing titles in ``sessions``, asking ``models`` with ``templates``."""
         self._sessions = sessions
         self._models = models
         self._templates = templates
 
     def needs_title(self, cm: ChatManage) -> bool:
+        """True when the request wants a title and the session has none (or only a provisional one)."""
         if not cm.request.title_enabled:
             return False
         session = self._sessions.session(cm.request.tenant_id, cm.request.session_id)
         return session is not None and (not session.title or session.title_provisional)
 
     async def generate(self, cm: ChatManage) -> str:
+        """A title for the turn's question, in the request's language and with its chat model."""
         return await self.title_for(
             cm.request.query, cm.request.language, cm.request.chat_model_id, cm.request.session_id
         )
