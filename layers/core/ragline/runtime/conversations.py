@@ -50,6 +50,7 @@ def _running(messages: Sequence[Message]) -> bool:
 
 
 def fork_title(title: str) -> str:
+    """A forked session's title: the original's with " (fork)", or none when it had none."""
     return f"{title} (fork)" if title else ""
 
 

@@ -41,16 +41,20 @@ class OpenTurn:
 
     @property
     def key(self) -> str:
+        """The turn's log key."""
         return stream_key(self.session_id, self.message_id)
 
     def age_s(self, now: float) -> float:
+        """Seconds since the turn was created, at ``now``; infinite when its creation time is unknown."""
         return now - self.created_at if self.created_at else float("inf")
 
 
 class RunnerLiveness(Protocol):
     """Is this turn's runner alive? A runner that is alive will write the terminal event itself."""
 
-    async def alive(self, turn: OpenTurn) -> bool: ...
+    async def alive(self, turn: OpenTurn) -> bool:
+        """True when the turn's runner may still write its terminal event."""
+        ...
 
 
 @dataclass
@@ -85,6 +89,7 @@ class TurnRecovery:
         *,
         batch: int = 1000,
     ) -> None:
+        """A recovery reading ``sessions`` and ``stream``, ending turns through ``turns`` when ``liveness`` says they are orphaned."""
         self._sessions = sessions
         self._stream = stream
         self._turns = turns

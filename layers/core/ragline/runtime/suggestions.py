@@ -45,6 +45,8 @@ _EDGES = re.compile(r"^[\s#*_`>\-–—:.\d]+|[\s*_`:.?？。！!]+$")
 
 @dataclass(frozen=True)
 class Suggestion:
+    """A suggested question about a document, or about one of its sections."""
+
     question: str
     knowledge_id: str
     knowledge_title: str
@@ -68,6 +70,7 @@ def _about(heading: str) -> str:
 
 
 def question_about(title: str, heading: str = "") -> str:
+    """A question asking what a document (or one of its sections) says, in Chinese for a Chinese title."""
     chinese = bool(_HAN.search(title + heading))
     if heading:
         return (

@@ -196,6 +196,7 @@ class UnknownKnowledgeBase(LookupError):
     """
 
     def __init__(self, field: str, value: str, what: str = "") -> None:
+        """The 404 for ``value`` of ``field``."""
         super().__init__(f"unknown {field}: {value}")
         self.field = field
         self.value = value
@@ -204,6 +205,8 @@ class UnknownKnowledgeBase(LookupError):
 
 @dataclass
 class AcceptedTurn:
+    """A turn stored and ready to start: its session, request, plan and both messages."""
+
     session: Session
     request: PipelineRequest
     plan: list[EventType]
@@ -214,9 +217,11 @@ class AcceptedTurn:
 
     @property
     def key(self) -> str:
+        """The turn's log key."""
         return stream_key(self.session.id, self.assistant_message.id)
 
     def ids(self) -> dict[str, str]:
+        """The ids a client needs to follow the turn, with its stream's URL."""
         return {
             "session_id": self.session.id,
             "request_id": self.request.request_id,
@@ -227,9 +232,15 @@ class AcceptedTurn:
 
 
 class TurnLauncher(Protocol):
-    async def launch(self, turn: AcceptedTurn) -> None: ...
+    """What starts and stops turns: a local task runner, or Step Functions."""
 
-    async def cancel(self, session_id: str, message_id: str) -> None: ...
+    async def launch(self, turn: AcceptedTurn) -> None:
+        """Start the accepted turn."""
+        ...
+
+    async def cancel(self, session_id: str, message_id: str) -> None:
+        """Stop the turn of the assistant message ``message_id``, if it runs."""
+        ...
 
     async def started(self, turn: AcceptedTurn) -> bool:
         """Whether the turn was ever handed to a runner (a lease, a workflow execution), ended or not."""
@@ -237,6 +248,8 @@ class TurnLauncher(Protocol):
 
 
 class TurnService:
+    """Accepts turns (validate, store both messages, open the log) and finalises them; shared by both runtimes."""
+
     def __init__(
         self,
         config: AppConfig,
@@ -245,6 +258,7 @@ class TurnService:
         sessions: SessionStore,
         stream: StreamManager,
     ) -> None:
+        """A service over the stores and the log, with ``config``'s conversation settings and ``templates``."""
         self._config = config
         self._templates = templates
         self._knowledge = knowledge
@@ -261,6 +275,7 @@ class TurnService:
         assistant_message_id: str,
         user_id: str = "",
     ) -> PipelineRequest:
+        """The pipeline request of a question: the session's options, the body's, and the configuration's defaults."""
         conversation = self._config.conversation
         kb_ids, knowledge_ids = body.scope(session)
         summary = conversation.summary

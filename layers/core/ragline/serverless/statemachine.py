@@ -261,6 +261,7 @@ def _terminal_task(phase: str, next_state: str | None, catch_to: str | None) -> 
 
 
 def build_definition(stages: tuple[EventType, ...] = FULL_STAGE_ORDER) -> dict[str, Any]:
+    """The Amazon States Language definition of the turn workflow for ``stages``."""
     blocks = {block[0]: block for block in guard_blocks()}
     block_of = {stage: block for block in blocks.values() for stage in block}
     chosen = set(choice_stages())
@@ -338,6 +339,7 @@ def _merge_choice_chains(states: dict[str, dict[str, Any]], start: str) -> None:
 
 
 def render() -> str:
+    """The definition as the JSON file the template reads."""
     return json.dumps(build_definition(), indent=2) + "\n"
 
 

@@ -73,13 +73,16 @@ class TableSpec:
 
     @property
     def partition_key(self) -> str:
+        """The table's hash key attribute."""
         return next(k["AttributeName"] for k in self.key_schema if k["KeyType"] == "HASH")
 
     @property
     def sort_key(self) -> str | None:
+        """The table's range key attribute, or None."""
         return next((k["AttributeName"] for k in self.key_schema if k["KeyType"] == "RANGE"), None)
 
     def create_table_kwargs(self, table_name: str) -> dict[str, Any]:
+        """The arguments of ``CreateTable`` for this table under ``table_name``."""
         kwargs: dict[str, Any] = {
             "TableName": table_name,
             "KeySchema": self.key_schema,

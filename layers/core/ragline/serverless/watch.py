@@ -44,6 +44,7 @@ class ExecutionLiveness:
     """
 
     def __init__(self, sfn: Any, state: StateStore, workflow_type: str, clock: Any = time.time) -> None:
+        """Liveness read from Step Functions (STANDARD) or the execution's age (EXPRESS)."""
         self._sfn = sfn
         self._state = state
         self._workflow_type = workflow_type.upper()
@@ -94,6 +95,7 @@ class WatchedLog(DynamoDBStreamManager):
         check_after_s: float = 10.0,
         on_interrupted: Callable[[str, str], Awaitable[Any]] | None = None,
     ) -> None:
+        """A log on ``table`` that checks the workflow after ``check_after_s`` of silence on a turn."""
         super().__init__(table, ttl_seconds)
         self._liveness = liveness
         self._check_after_s = check_after_s
@@ -103,6 +105,7 @@ class WatchedLog(DynamoDBStreamManager):
         self._idle: dict[str, tuple[int, float, float]] = {}
 
     async def wait_for_append(self, key: str, after_seq: int, timeout: float) -> bool:
+        """Wait for an append; after a silence, end the turn when its execution is gone (then return at once)."""
         now = time.monotonic()
         seen, since, asked = self._idle.get(key, (after_seq, now, 0.0))
         if seen != after_seq:
