@@ -20,10 +20,12 @@ class BodySizeLimit:
     """
 
     def __init__(self, app: Any, limit: Callable[[], int]) -> None:
+        """The middleware around ``app``; ``limit()`` gives the current limit in bytes."""
         self._app = app
         self._limit = limit
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Answer 413 for an HTTP request declaring a body over the limit; pass everything else on."""
         if scope["type"] == "http":
             limit = self._limit()
             for name, value in scope.get("headers", []):

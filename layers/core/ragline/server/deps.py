@@ -17,11 +17,13 @@ from ragline.store.models import KnowledgeBase, Session, Tenant
 
 
 def container_of(request: Request) -> Container:
+    """The container the app was built with (a route dependency)."""
     container: Container = request.app.state.container
     return container
 
 
 def launcher_of(request: Request) -> TurnLauncher:
+    """The turn launcher the app was built with (a route dependency)."""
     launcher: TurnLauncher = request.app.state.launcher
     return launcher
 
@@ -71,6 +73,7 @@ UserIdHeader = Annotated[str, Header(max_length=200)]
 
 
 def knowledge_base_of(container: Container, tenant: Tenant, kb_id: str) -> KnowledgeBase:
+    """The tenant's knowledge base ``kb_id``; a 404 naming ``kb_id`` otherwise."""
     kb = container.knowledge.knowledge_base(tenant.id, kb_id)
     if kb is None:
         raise not_found("knowledge base", "kb_id")
@@ -78,6 +81,7 @@ def knowledge_base_of(container: Container, tenant: Tenant, kb_id: str) -> Knowl
 
 
 def session_of(container: Container, tenant: Tenant, session_id: str) -> Session:
+    """The tenant's session ``session_id``; a 404 naming ``session_id`` otherwise."""
     session = container.sessions.session(tenant.id, session_id)
     if session is None:
         raise not_found("session", "session_id")
@@ -97,6 +101,7 @@ async def read_upload(container: Container, form: FormData, default_name: str) -
 
 
 def check_query_length(container: Container, query: str) -> None:
+    """Refuse a query over the configured length (422 naming ``query``)."""
     limit = container.config.limits.max_query_chars
     if len(query) > limit:
         raise ApiError(422, "query_too_long", f"query exceeds {limit} characters", "query")

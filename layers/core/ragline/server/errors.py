@@ -25,6 +25,8 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 
 class ErrorDetail(BaseModel):
+    """The ``error`` object of an error reply."""
+
     code: int = Field(description="WeKnora's error code (1000 bad request, 1001 unauthorized, 1003 not found, ...)")
     type: str = Field(description="ragline's stable error type: not_found, missing_field, invalid_field, ...")
     message: str
@@ -61,7 +63,10 @@ TURN_REPLIES: dict[int | str, dict[str, Any]] = {
 
 
 class ApiError(Exception):
+    """An error the API answers with ``status`` and a stable ``code`` (its ``type``), naming ``field`` when one is at fault."""
+
     def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        """An error of HTTP ``status``, type ``code`` and ``message``, about ``field``."""
         super().__init__(message)
         self.status = status
         self.code = code
@@ -70,10 +75,12 @@ class ApiError(Exception):
 
 
 def not_found(what: str, field: str | None = None) -> ApiError:
+    """A 404 for ``what``, naming ``field``."""
     return ApiError(404, "not_found", f"{what} not found", field)
 
 
 def error_body(status: int, error_type: str, message: str, field: str | None = None) -> dict[str, Any]:
+    """The JSON body of an error reply in WeKnora's shape."""
     body: dict[str, Any] = {"code": error_code(status), "type": error_type, "message": message}
     if field:
         body["field"] = field
@@ -159,6 +166,8 @@ def _body_model(request: Request) -> type[BaseModel] | None:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error in WeKnora's shape: the API's own, validation errors, HTTP errors and anything unexpected."""
+
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(error_body(exc.status, exc.code, exc.message, exc.field), status_code=exc.status)

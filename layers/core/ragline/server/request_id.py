@@ -20,9 +20,11 @@ class RequestIdMiddleware:
     """Pure ASGI (no response buffering), so server-sent events stream through untouched."""
 
     def __init__(self, app: ASGIApp) -> None:
+        """The middleware around ``app``."""
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on with its id, and echo the id on the reply's headers."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

@@ -17,6 +17,8 @@ from ragline.store.models import Document, Tag
 
 @dataclass
 class TagEntry:
+    """A tag as listed: registered or implicit, with the documents that carry it."""
+
     id: str
     name: str
     color: str = ""
@@ -28,6 +30,7 @@ class TagEntry:
 
     @property
     def seq_id(self) -> int:
+        """The tag's number (WeKnora's ``seq_id``): the stable number of its id."""
         return stable_number(self.id)
 
     @property
@@ -37,7 +40,10 @@ class TagEntry:
 
 
 class TagIndex:
+    """A knowledge base's tags, registered and implicit, with the documents carrying each."""
+
     def __init__(self, registered: Iterable[Tag], documents: Iterable[Document]) -> None:
+        """An index of ``registered`` tags and the tags ``documents`` carry (a registered tag is found by id or name)."""
         self.entries: dict[str, TagEntry] = {}
         by_name: dict[str, TagEntry] = {}
         for tag in registered:
@@ -65,6 +71,7 @@ class TagIndex:
         return entry
 
     def listing(self) -> list[TagEntry]:
+        """The tags by order, then name."""
         return sorted(self.entries.values(), key=lambda e: (e.sort_order, e.name))
 
     def filter_values(self, refs: Iterable[str]) -> list[str]:

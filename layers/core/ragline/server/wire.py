@@ -76,6 +76,7 @@ def tenant_number(tenant_id: str) -> int:
 
 
 def error_code(status: int) -> int:
+    """WeKnora's integer error code for an HTTP status."""
     if status in ERROR_CODES:
         return ERROR_CODES[status]
     return INTERNAL_ERROR_CODE if status >= 500 else BAD_REQUEST_CODE
@@ -115,6 +116,7 @@ def wire_reference(reference: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def wire_references(references: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """The references in WeKnora's shape (None stays None)."""
     return None if references is None else [wire_reference(r) for r in references]
 
 

@@ -58,6 +58,8 @@ STREAM_REPLIES: dict[int | str, dict[str, Any]] = {
 
 
 class StopBody(BaseModel):
+    """Which answer to stop: the assistant message's id."""
+
     model_config = ConfigDict(extra="forbid")
     message_id: str = Field(min_length=1)
 
@@ -131,6 +133,7 @@ async def ask(
     stream_base_url: StreamBaseDep,
     x_user_id: UserIdHeader = "",
 ) -> Envelope[AcceptedQuestion]:
+    """Ask a question in the session: the turn starts, and the reply says where to follow its answer."""
     session = session_of(container, tenant, session_id)
     turn = await _accept(container, launcher, session, body, x_user_id)
     ids = turn.ids()
@@ -238,6 +241,7 @@ async def message_events(
     offset: EventOffset = None,
     last_event_id: LastEventId = None,
 ) -> Response:
+    """The answer's events as SSE from ``offset`` (or ``Last-Event-ID``), replayed then live."""
     return await _stream_message(container, tenant, session_id, message_id, last_event_id, offset)
 
 
@@ -252,6 +256,7 @@ async def continue_stream(
     offset: EventOffset = None,
     last_event_id: LastEventId = None,
 ) -> Response:
+    """WeKnora's continue-stream: the answer of ``message_id`` as SSE, from where the reader is."""
     return await _stream_message(container, tenant, session_id, message_id, last_event_id, offset)
 
 
@@ -259,6 +264,7 @@ async def continue_stream(
 async def stop(
     session_id: str, body: StopBody, tenant: TenantDep, container: ContainerDep, launcher: LauncherDep
 ) -> StopReply:
+    """Stop the answer of ``message_id``; the reply says whether it was running, already ended, or stopped now."""
     session = session_of(container, tenant, session_id)
     try:
         status = await container.turns.stop(launcher, tenant.id, session.id, body.message_id)

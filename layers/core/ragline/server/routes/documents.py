@@ -33,6 +33,8 @@ router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}", tags=["knowledge"])
 
 
 class DocumentBody(BaseModel):
+    """ragline's text document body: a title and Markdown or plain text."""
+
     model_config = ConfigDict(extra="forbid")
     title: PlainName = Field(default="", max_length=500)
     content: str = Field(min_length=1)
@@ -43,6 +45,8 @@ class DocumentBody(BaseModel):
 
 
 class FAQBody(BaseModel):
+    """ragline's FAQ import body: the entries, the document's title and tags."""
+
     model_config = ConfigDict(extra="forbid")
     entries: list[dict[str, Any]] = Field(min_length=1)
     title: PlainName = Field(default="FAQ", max_length=500)
@@ -74,6 +78,7 @@ def _document_reply(result: IngestResult, response: Response) -> Envelope[Knowle
 
 
 def knowledge_view(result: IngestResult) -> KnowledgeView:
+    """The view of an ingested document, with its chunk count and whether it was a duplicate."""
     document = result.document.model_copy(update={"chunk_count": result.chunk_count})
     return KnowledgeView.of(document, duplicate=result.duplicate)
 
@@ -270,6 +275,7 @@ async def list_documents(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Envelope[list[KnowledgeView]]:
+    """A knowledge base's documents, oldest first, one page at a time."""
     kb = knowledge_base_of(container, tenant, kb_id)
     documents = container.knowledge.documents(tenant.id, kb.id, limit=limit, offset=offset)
     return Envelope(data=[KnowledgeView.of(d) for d in documents])

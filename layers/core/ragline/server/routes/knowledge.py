@@ -237,6 +237,8 @@ async def create_knowledge_from_url(
 
 
 class ManualKnowledgeBody(BaseModel):
+    """A document written by hand: title, Markdown content and an optional tag."""
+
     model_config = ConfigDict(extra="forbid")
     title: PlainName = Field(min_length=1, max_length=500)
     content: str = Field(min_length=1)
@@ -372,6 +374,8 @@ class TagUpdatesBody(BaseModel):
 
 
 class Success(BaseModel):
+    """WeKnora's bare success reply."""
+
     success: bool = True
 
 
@@ -407,6 +411,8 @@ class KnowledgeUpdateBody(BaseModel):
 
 
 class KnowledgeUpdated(Done):
+    """A document update's reply: the document as stored."""
+
     data: KnowledgeView
 
 
@@ -432,6 +438,7 @@ async def update_knowledge(
 
 
 def document_or_404(container: Container, tenant_id: str, knowledge_id: str) -> Document:
+    """The tenant's document ``knowledge_id``; a 404 naming ``id`` otherwise."""
     document = container.knowledge.document(tenant_id, knowledge_id)
     if document is None:
         raise ApiError(404, "not_found", "knowledge not found", "id")
@@ -502,6 +509,8 @@ async def preview_knowledge(knowledge_id: str, tenant: TenantDep, container: Con
 
 
 class Reparsed(Done):
+    """A reparse's reply: the document, ``processing`` until its new vectors are in."""
+
     data: KnowledgeView
 
 
@@ -543,6 +552,8 @@ async def reparse_knowledge(knowledge_id: str, tenant: TenantDep, container: Con
 
 
 class BatchReparseBody(BaseModel):
+    """Documents of one knowledge base to parse again."""
+
     model_config = ConfigDict(extra="forbid")
     kb_id: str = Field(min_length=1, max_length=200)
     ids: list[str] = Field(min_length=1, max_length=MAX_BATCH_IDS)
@@ -551,11 +562,15 @@ class BatchReparseBody(BaseModel):
 
 
 class BatchReparsed(BaseModel):
+    """How many documents a batch reparse took, and its task id."""
+
     task_id: str
     reparse_count: int
 
 
 class BatchReparseReply(Done):
+    """A batch reparse's reply."""
+
     data: BatchReparsed
 
 
@@ -633,6 +648,7 @@ async def update_manual_knowledge(
 
 @router.get("/knowledge/{knowledge_id}")
 async def get_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeView]:
+    """One document by id."""
     return Envelope(data=KnowledgeView.of(document_or_404(container, tenant.id, knowledge_id)))
 
 
@@ -646,17 +662,23 @@ async def delete_knowledge(knowledge_id: str, tenant: TenantDep, container: Cont
 
 
 class BatchDeleteBody(BaseModel):
+    """Documents of one knowledge base to delete."""
+
     model_config = ConfigDict(extra="forbid")
     kb_id: str = Field(min_length=1, max_length=200)
     ids: list[str] = Field(min_length=1, max_length=MAX_BATCH_IDS)
 
 
 class BatchDeleted(BaseModel):
+    """How many documents a batch delete removed, and its task id."""
+
     task_id: str
     deleted_count: int
 
 
 class BatchDeleteReply(Done):
+    """A batch delete's reply."""
+
     data: BatchDeleted
 
 

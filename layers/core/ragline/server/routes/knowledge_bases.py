@@ -106,6 +106,7 @@ IGNORED_FIELDS = (
 
 
 def chunking_of(container: Container) -> ChunkingConfigView:
+    """The deployment's chunking settings, as every knowledge base shows them."""
     ingestion = container.config.ingestion
     return ChunkingConfigView(
         chunk_size=ingestion.chunk_size,
@@ -115,6 +116,7 @@ def chunking_of(container: Container) -> ChunkingConfigView:
 
 
 def knowledge_base_view(container: Container, kb: KnowledgeBase, knowledge_count: int) -> KnowledgeBaseView:
+    """The view of ``kb`` with ``knowledge_count`` documents."""
     documents = container.knowledge.documents(kb.tenant_id, kb.id) if knowledge_count else []
     return KnowledgeBaseView.of(
         kb,
@@ -129,6 +131,7 @@ def knowledge_base_view(container: Container, kb: KnowledgeBase, knowledge_count
 async def create_knowledge_base(
     body: KnowledgeBaseBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
+    """Create a knowledge base; its embedding model is chosen by its documents' language unless named."""
     log_ignored(body, IGNORED_FIELDS, "create knowledge base")
     embedder = _embedding_model(container, body.embedding_model) if body.embedding_model else body.embedding_model_id
     if embedder and not container.models.has_embedder(embedder):
@@ -151,6 +154,8 @@ async def create_knowledge_base(
 
 
 class EmbeddingModelBody(BaseModel):
+    """The embedding model to switch a knowledge base to."""
+
     model_config = ConfigDict(extra="forbid")
     embedding_model: str = Field(min_length=1, max_length=200)
 
@@ -213,6 +218,8 @@ async def toggle_pin(kb_id: str, tenant: TenantDep, container: ContainerDep) -> 
 
 
 class Duplicated(BaseModel):
+    """A duplicate's reply: the source, the new knowledge base and a message."""
+
     source_id: str
     target_id: str
     message: str
@@ -284,6 +291,8 @@ async def move_targets(kb_id: str, tenant: TenantDep, container: ContainerDep) -
 
 
 class SuggestedQuestion(BaseModel):
+    """A suggested first question, with the document (and section) it is about."""
+
     question: str
     knowledge_id: str
     knowledge_title: str
@@ -305,6 +314,7 @@ async def suggested_questions_of(
 
 @router.get("/{kb_id}")
 async def get_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeBaseView]:
+    """One knowledge base, with its document count."""
     kb = knowledge_base_of(container, tenant, kb_id)
     count = container.knowledge.document_counts([kb.id]).get(kb.id, 0)
     return Envelope(data=knowledge_base_view(container, kb, count))
@@ -400,6 +410,7 @@ class KnowledgeBaseUpdateBody(BaseModel):
 async def update_knowledge_base(
     kb_id: str, body: KnowledgeBaseUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
+    """Rename or re-describe a knowledge base; a name the tenant already uses is refused (409)."""
     log_ignored(body, ("config",), "update knowledge base")
     knowledge_base_of(container, tenant, kb_id)
     try:
@@ -424,10 +435,14 @@ async def delete_knowledge_base(kb_id: str, tenant: TenantDep, container: Contai
 
 
 class DeletedCount(BaseModel):
+    """How many documents were deleted."""
+
     deleted_count: int
 
 
 class Cleared(Done):
+    """A clear's reply: how many documents went."""
+
     data: DeletedCount
 
 

@@ -38,15 +38,20 @@ class MemoryView(BaseModel):
 
     @classmethod
     def of(cls, memory: Memory) -> "MemoryView":
+        """The view of ``memory``."""
         return cls.model_validate(memory.model_dump(include=set(cls.model_fields)))
 
 
 class MemoryDeleted(BaseModel):
+    """A memory delete's reply: the id and whether it existed."""
+
     id: str
     deleted: bool
 
 
 class MemoriesDeleted(BaseModel):
+    """A delete-all's reply: how many memories went."""
+
     deleted: int
 
 

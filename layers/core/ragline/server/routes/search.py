@@ -30,6 +30,7 @@ class KnowledgeSearchBody(SearchBody):
 
 
 async def run_search(container: Container, tenant_id: str, body: SearchBody) -> list[SearchResultView]:
+    """Run the knowledge search for ``body``; errors become the API's replies."""
     check_query_length(container, body.query)
     try:
         results = await container.search.search(tenant_id, body)

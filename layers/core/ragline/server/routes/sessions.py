@@ -52,6 +52,7 @@ class SessionBody(BaseModel):
 
 @router.post("", status_code=201)
 async def create_session(body: SessionBody, tenant: TenantDep, container: ContainerDep) -> Envelope[SessionView]:
+    """Create a session over the tenant's knowledge bases (an unknown one is a 404)."""
     ids = list(dict.fromkeys(body.knowledge_base_ids))
     found = {kb.id for kb in container.knowledge.knowledge_bases(tenant.id, ids)}
     for kb_id in ids:
@@ -140,6 +141,7 @@ async def list_sessions(
 
 @router.get("/{session_id}")
 async def get_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[SessionView]:
+    """One session."""
     return Envelope(data=SessionView.of(session_of(container, tenant, session_id)))
 
 
@@ -180,6 +182,7 @@ READ_ONLY_SESSION_FIELDS = tuple(name for name in SessionUpdate.model_fields if 
 async def update_session(
     session_id: str, body: SessionUpdate, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[SessionView]:
+    """Change a session's title or description."""
     session_of(container, tenant, session_id)
     log_ignored(body, READ_ONLY_SESSION_FIELDS, "update session")
     updated = container.sessions.update_session(tenant.id, session_id, title=body.title, description=body.description)
@@ -190,6 +193,7 @@ async def update_session(
 
 @router.delete("/{session_id}")
 async def delete_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    """Delete a session and its messages; 409 while one of its turns is still being written."""
     session = session_of(container, tenant, session_id)
     _check_idle(container, tenant, [session], "session_id")
     if not container.sessions.delete_session(tenant.id, session.id):
@@ -224,6 +228,7 @@ async def pin_session(session_id: str, tenant: TenantDep, container: ContainerDe
 
 @router.delete("/{session_id}/pin")
 async def unpin_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> PinReply:
+    """Unpin a session."""
     session_of(container, tenant, session_id)
     if container.sessions.update_session(tenant.id, session_id, pinned=False) is None:
         raise not_found("session", "session_id")
@@ -243,6 +248,8 @@ class TitleMessage(BaseModel):
 
 
 class GenerateTitleBody(BaseModel):
+    """The conversation to title: its messages as WeKnora's client sends them."""
+
     model_config = ConfigDict(extra="forbid")
     messages: list[TitleMessage] = Field(min_length=1, max_length=MAX_TITLE_MESSAGES)
 
@@ -283,6 +290,8 @@ class AtMessage(BaseModel):
 
 
 class ForkReply(BaseModel):
+    """A fork's reply: the new session and its copied messages."""
+
     success: Literal[True] = True
     data: SessionView
     messages: list[MessageView]
@@ -308,6 +317,8 @@ async def fork(session_id: str, body: AtMessage, tenant: TenantDep, container: C
 
 
 class RewindResult(BaseModel):
+    """What a rewind deleted: how many messages and their ids."""
+
     deleted_count: int
     deleted_ids: list[str]
 

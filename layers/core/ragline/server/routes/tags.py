@@ -31,6 +31,8 @@ MAX_COUNTED_DOCUMENTS = 100_000
 
 
 class TagView(BaseModel):
+    """A tag as WeKnora shows it: id, number, name, colour, order and usage counts."""
+
     id: str
     seq_id: int
     tenant_id: int
@@ -45,6 +47,7 @@ class TagView(BaseModel):
 
     @classmethod
     def of(cls, entry: TagEntry, kb: KnowledgeBase) -> TagView:
+        """The view of ``entry`` in ``kb``."""
         return cls(
             id=entry.id,
             seq_id=entry.seq_id,
@@ -61,6 +64,8 @@ class TagView(BaseModel):
 
 
 class TagsPage(BaseModel):
+    """A page of tags, with the total."""
+
     total: int
     page: int
     page_size: int
@@ -68,6 +73,7 @@ class TagsPage(BaseModel):
 
 
 def tag_index(container: Container, kb: KnowledgeBase) -> TagIndex:
+    """The knowledge base's registered and implicit tags, counted over its documents."""
     documents = container.knowledge.documents(kb.tenant_id, kb.id, limit=MAX_COUNTED_DOCUMENTS)
     return TagIndex(container.tags.tags(kb.tenant_id, kb.id), documents)
 
@@ -121,6 +127,8 @@ async def list_tags(
 
 
 class TagBody(BaseModel):
+    """A new tag: its name, colour and order."""
+
     model_config = ConfigDict(extra="forbid")
     name: PlainName = Field(min_length=1, max_length=100)
     color: str = Field(default="", max_length=40)
@@ -128,6 +136,8 @@ class TagBody(BaseModel):
 
 
 class TagUpdateBody(BaseModel):
+    """A tag's new name, colour or order (absent: unchanged)."""
+
     model_config = ConfigDict(extra="forbid")
     name: PlainName | None = Field(default=None, min_length=1, max_length=100)
     color: str | None = Field(default=None, max_length=40)
@@ -140,6 +150,7 @@ def _duplicate(name: str) -> ApiError:
 
 @router.post("")
 async def create_tag(kb_id: str, body: TagBody, tenant: TenantDep, container: ContainerDep) -> Envelope[TagView]:
+    """Register a tag in a knowledge base; a name a tag already has (registered or carried) is refused (409)."""
     kb = knowledge_base_of(container, tenant, kb_id)
     name = body.name.strip()
     if not name:
@@ -191,6 +202,8 @@ async def update_tag(
 
 
 class Success(BaseModel):
+    """WeKnora's bare success reply."""
+
     success: bool = True
 
 

@@ -22,6 +22,7 @@ router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}/uploads", tags=["know
 
 
 def uploads_of(request: Request) -> LargeUploads:
+    """The deployment's large-upload service (mounted only where there is a bucket)."""
     uploads: LargeUploads | None = getattr(request.app.state, "uploads", None)
     if uploads is None:  # pragma: no cover - the router is only mounted with a bucket
         raise ApiError(404, "not_found", "this deployment takes files directly, not through uploads")
@@ -32,6 +33,8 @@ UploadsDep = Annotated[LargeUploads, Depends(uploads_of)]
 
 
 class UploadBody(BaseModel):
+    """An upload to prepare: the file's name and exact size, and the document's title and tags."""
+
     model_config = ConfigDict(extra="forbid")
     filename: PlainName = Field(min_length=1, max_length=255)
     size_bytes: int = Field(gt=0, description="The file's exact size: the upload URL takes that many bytes")
@@ -122,6 +125,7 @@ async def complete_upload(
 async def get_upload(
     kb_id: str, upload_id: str, tenant: TenantDep, container: ContainerDep, uploads: UploadsDep
 ) -> Envelope[UploadView]:
+    """An upload's status, with its document once accepted."""
     knowledge_base_of(container, tenant, kb_id)
     try:
         upload = uploads.get(tenant.id, kb_id, upload_id)
