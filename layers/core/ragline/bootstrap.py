@@ -88,6 +88,7 @@ def load_sample(
 
 
 def find_sample_dir() -> Path | None:
+    """The sample knowledge base's folder: ``RAGLINE_SAMPLE_DIR``, else ``samples/kb`` above the working directory or the package."""
     env = os.environ.get("RAGLINE_SAMPLE_DIR")
     if env:
         return Path(env)

@@ -282,6 +282,7 @@ class AnswerPrinter:
     """
 
     def __init__(self, out: Console) -> None:
+        """A printer writing to ``out``."""
         self.out = out
         self.citations: dict[str, CitedSource] = {}
         self.references: list[dict[str, Any]] = []
@@ -312,6 +313,7 @@ class AnswerPrinter:
         return f"[{cited.number}]"
 
     def render_text(self, text: str) -> str:
+        """``text`` with its citations replaced by numbered references (``[1]``), numbered in order of first citation."""
         return replace_citations(
             text,
             lambda doc, chunk_id, _kb_id: self._cite_chunk(doc, chunk_id),
@@ -332,6 +334,7 @@ class AnswerPrinter:
         return " · ".join(parts)
 
     def handle(self, frame: dict[str, Any]) -> None:
+        """Print one SSE frame of the answer: progress, thinking, answer text, or the end."""
         kind, content, data = frame.get("response_type"), frame.get("content", ""), frame.get("data") or {}
         if kind == "tool_call":
             self.out.print(f"[dim]… {data.get('tool_name', '')}[/]")
@@ -367,6 +370,7 @@ class AnswerPrinter:
             self.ended = "complete"
 
     def finish(self) -> None:
+        """End the answer with its references: each cited source with where its passages come from."""
         self.out.print()
         if not self.citations:
             return

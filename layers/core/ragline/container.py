@@ -259,6 +259,8 @@ def remember_after_turn(
 
 
 def graph_extraction_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
+    """kb_id → graph extraction enabled, looked up through the first tenant that owns it."""
+
     def enabled(kb_id: str) -> bool:
         kb = knowledge.knowledge_base_any_tenant(kb_id)
         return bool(kb is not None and kb.graph_extraction_enabled)
@@ -497,6 +499,7 @@ class Container:
             self.indexer.request_stop()
 
     def stop_indexing(self, timeout: float = 10.0) -> bool:
+        """Stop the background indexing (uploads are indexed before their reply from now on); True once stopped."""
         if self.indexer is None:
             return True
         self.ingest.set_scheduler(None)
@@ -512,6 +515,7 @@ class Container:
         )
 
     def close(self) -> None:
+        """Stop indexing and close the database."""
         self.stop_indexing()
         if self.db is not None:
             self.db.close()
