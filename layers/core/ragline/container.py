@@ -81,8 +81,7 @@ logger = logging.getLogger(__name__)
 def extractive_model(models: ModelRegistry, word_delay_s: float) -> ExtractiveChatModel:
     """The quoting answerer, reading questions with the local sentence models.
 
-    The quoting answerer, reading questions with the local sentence models: MiniLM for English, and multilingual-e5 for
-    Chinese where it is installed.
+    MiniLM for English, and multilingual-e5 for Chinese where it is installed.
     """
     from ragline.models.e5_multilingual import E5MultilingualEmbedder
     from ragline.models.onnx_minilm import OnnxMiniLMEmbedder

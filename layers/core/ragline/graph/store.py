@@ -140,8 +140,8 @@ def merge_chunk_ids(stored: Sequence[str], added: Sequence[str]) -> list[str]:
 def group_entities(entities: Sequence[Entity]) -> list[Entity]:
     """One entity per normalised name, as an upsert applies them.
 
-    One entity per normalised name, as an upsert applies them: the first display name, the first non-empty type and
-    description, the union of chunk ids. Nameless entities are dropped.
+    The first display name, the first non-empty type and description, the union of chunk ids. Nameless entities are
+    dropped.
     """
     grouped: dict[str, Entity] = {}
     for entity in entities:

@@ -229,8 +229,7 @@ def searchable_in_order(chunks: Sequence[Chunk]) -> list[Chunk]:
 class TableFiles(Protocol):
     """What accepts table files (CSV, TSV, Excel) for this service.
 
-    What accepts table files (CSV, TSV, Excel) for this service: :class:`ragline.tables.ingest.TableIngestor`, which
-    builds on this module (hence a port here, not an import).
+    :class:`ragline.tables.ingest.TableIngestor`, which builds on this module (hence a port here, not an import).
     """
 
     def ingest_table(

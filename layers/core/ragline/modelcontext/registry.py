@@ -141,8 +141,8 @@ class SourceRegistry:
     def cited_chunk_id(self, chunk_id: str, claim: str) -> str:
         """Which chunk of a passage a citation of it backs ``claim`` with.
 
-        Which chunk of a passage a citation of it backs ``claim`` with: the one holding the claim word for word, else
-        the one sharing most of its words; the passage's own chunk when it is one chunk.
+        The one holding the claim word for word, else the one sharing most of its words; the passage's own chunk when it
+        is one chunk.
         """
         parts = self._parts.get(chunk_id)
         if not parts or not claim:

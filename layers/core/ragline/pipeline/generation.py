@@ -83,9 +83,8 @@ def build_messages(
 def attach_passage_parts(cm: ChatManage, registry: SourceRegistry, knowledge: KnowledgeStore | None) -> None:
     """Tell the registry which stored chunks each passage is made of.
 
-    Tell the registry which stored chunks each passage is made of, so that a citation names the chunk that holds its
-    claim: merge gives a passage its parent section's text, joins consecutive chunks and widens short ones with their
-    neighbours, while the passage keeps its first chunk's id.
+    A citation then names the chunk that holds its claim: merge gives a passage its parent section's text, joins
+    consecutive chunks and widens short ones with their neighbours, while the passage keeps its first chunk's id.
     """
     if knowledge is None or not cm.needs_retrieval():
         return

@@ -35,8 +35,8 @@ class RetrieveParams:
 def keyword_divisor(best: float) -> float:
     """What a keyword list's scores are divided by so its best hit scores 1.
 
-    What a keyword list's scores are divided by so its best hit scores 1: the best score, unless it is not positive or
-    already 1 (see :func:`ragline.retrieval.hybrid.normalize_keyword_scores`).
+    The best score, unless it is not positive or already 1 (see
+    :func:`ragline.retrieval.hybrid.normalize_keyword_scores`).
     """
     return best if best > 0 and best != 1 else 1.0
 

@@ -132,8 +132,7 @@ def vector_field(dimensions: int) -> str:
 def index_body(dimensions: int | None, method: KnnMethod | None = None) -> dict[str, Any]:
     """Settings and mapping of the chunk index.
 
-    Settings and mapping of the chunk index, first created for vectors of ``dimensions`` components (None: keywords
-    first, no vector field yet).
+    First created for vectors of ``dimensions`` components (None: keywords first, no vector field yet).
 
     ``dynamic: strict`` makes a misspelt field fail the bulk request instead of silently creating an
     unsearchable one; a vector field of another width is added with :meth:`OpenSearchEngine.ensure_index`.

@@ -74,8 +74,8 @@ class ExecutionLiveness:
 def interrupted_error(turn: str, status: str, events: list[StreamEvent]) -> StreamEvent:
     """The ``error`` a reader writes for a turn whose execution ended without one.
 
-    The ``error`` a reader writes for a turn whose execution ended without one: the interrupted error every runtime
-    writes for a turn whose runner is gone (``cause`` runner_lost, ``partial``), with the execution's status beside it.
+    The interrupted error every runtime writes for a turn whose runner is gone (``cause`` runner_lost, ``partial``),
+    with the execution's status beside it.
     """
     request_id = events[0].id if events else hashlib.sha1(turn.encode()).hexdigest()[:8]
     event = interrupted_event(request_id, RUNNER_LOST, summarize_answer(events))

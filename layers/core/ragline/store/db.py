@@ -244,9 +244,8 @@ class Database:
     def snapshot(self) -> Iterator[sqlite3.Connection | None]:
         """Several reads that see one committed state (a deferred read transaction).
 
-        Several reads that see one committed state (a deferred read transaction); other threads of this process wait
-        meanwhile. None inside a transaction of this thread: what it reads there may yet be rolled back, so the caller
-        must not keep it.
+        Other threads of this process wait meanwhile. None inside a transaction of this thread: what it reads there may
+        yet be rolled back, so the caller must not keep it.
         """
         with self._lock:
             if self._depth or self._conn.in_transaction:

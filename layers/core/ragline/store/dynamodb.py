@@ -1069,8 +1069,8 @@ class DynamoCitationHistory:
 class DynamoTagStore:
     """Tags of a knowledge base in the knowledge table.
 
-    Tags of a knowledge base in the knowledge table: ``kb#<kb>`` / ``tag#<id>`` (the tag) and ``kb#<kb>`` /
-    ``tagname#<name>`` (its name, unique within the knowledge base).
+    ``kb#<kb>`` / ``tag#<id>`` (the tag) and ``kb#<kb>`` / ``tagname#<name>`` (its name, unique within the knowledge
+    base).
     """
 
     def __init__(self, table: Any) -> None:

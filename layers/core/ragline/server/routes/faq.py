@@ -445,9 +445,8 @@ async def upsert_faq_entries(
 ) -> Envelope[TaskRef]:
     """Entries imported as one FAQ document before the reply.
 
-    Entries imported as one FAQ document before the reply: ``append`` skips an entry whose questions another entry
-    already asks, ``replace`` deletes the knowledge base's entries (or those of ``knowledge_id``) first; ``dry_run``
-    only counts. The task id names the outcome.
+    ``append`` skips an entry whose questions another entry already asks, ``replace`` deletes the knowledge base's
+    entries (or those of ``knowledge_id``) first; ``dry_run`` only counts. The task id names the outcome.
     """
     context = _Context(container, tenant, kb_id)
     if body.task_id:
