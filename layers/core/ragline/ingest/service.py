@@ -210,7 +210,7 @@ def store_document(
 def vector_text(document: Document, chunk: Chunk) -> str:
     """What a chunk's vector is made from.
 
-    As its ingestion path first made it: an FAQ entry's questions, a table chunk's own text, otherwise the passage with
+    The text its ingestion path first embedded: an FAQ entry's questions, a table chunk's own text, otherwise the passage with
     its title and section.
     """
     if chunk.chunk_type == ChunkType.FAQ:

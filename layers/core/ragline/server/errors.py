@@ -141,7 +141,7 @@ def empty_body_error(model: type[BaseModel] | None) -> ApiError:
 def parse_body(model: type[_Model], raw: bytes) -> _Model:
     """A JSON body read by a route itself (one that also takes multipart).
 
-    With the errors FastAPI's own validation gives: an empty body names the first required field.
+    Its errors are those FastAPI's own validation gives: an empty body names the first required field.
     """
     if not raw.strip():
         raw = b"{}"
@@ -154,7 +154,7 @@ def parse_body(model: type[_Model], raw: bytes) -> _Model:
 def _in_body(exc: ValidationError) -> list[Any]:
     """A model's errors located as FastAPI locates them (``("body", field)``).
 
-    So a field named like a location (``query``) keeps its name.
+    A field named like a location (``query``) thus keeps its name.
     """
     return [{**error, "loc": ("body", *error.get("loc", ()))} for error in exc.errors()]
 

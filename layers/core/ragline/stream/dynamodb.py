@@ -168,10 +168,10 @@ class StageLog(StreamManager):
         return event.model_copy(update={"seq": seq})
 
     async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
-        """At the step's next offset.
+        """Append at the step's next offset unless the log has already ended; None when it has.
 
-        Unless the log has already ended (a retry of the step that wrote the terminal event, or a turn ended by a
-        sweep): a terminal event is the step's last, so no offset after it is needed.
+        The log has ended after a retry of the step that wrote the terminal event, or a turn ended by a sweep: a
+        terminal event is the step's last, so no offset after it is needed.
         """
         last = await self._log.last_event(key)
         if last is not None and last.is_terminal:

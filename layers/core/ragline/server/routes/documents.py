@@ -98,7 +98,7 @@ async def _accept(
 ) -> IngestResult:
     """The accept step off the event loop (cancelled if the client goes away).
 
-    Then the vectors handed to the background indexer — or waited for, with ``wait``. Errors become the API's replies.
+    The vectors are then handed to the background indexer — or waited for, with ``wait``. Errors become the API's replies.
     """
     try:
         if request is not None:

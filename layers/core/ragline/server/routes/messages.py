@@ -57,7 +57,8 @@ async def load_messages(
 ) -> Envelope[list[MessageView]]:
     """The newest ``limit`` messages.
 
-    Or the ``limit`` before ``before_time`` (the ``created_at`` of the oldest one a client holds), oldest first.
+    With ``before_time`` (the ``created_at`` of the oldest one a client holds), the ``limit`` before it; oldest first
+    either way.
     """
     session = session_of(container, tenant, session_id)
     before = _instant(before_time, "before_time") if before_time and before_time.strip() else None
