@@ -68,6 +68,7 @@ class BadImage(UnsupportedFile):
     """An image that cannot be taken: ``reason`` is a short code, the message names ``field``."""
 
     def __init__(self, reason: str, message: str, field: str = "file") -> None:
+        """A refusal for ``reason`` (a short code), its message prefixed with the field it names."""
         super().__init__(f"{field}: {message}")
         self.reason = reason
         self.field = field
@@ -83,6 +84,8 @@ class _Cancel(Protocol):
 
 @dataclass(frozen=True)
 class ImageFacts:
+    """What the checks learnt of an image: its media type and its size in pixels."""
+
     media_type: str
     width: int
     height: int
@@ -90,7 +93,9 @@ class ImageFacts:
 
 def inspect(raw: bytes, field: str = "file", *, any_format: bool = False) -> ImageFacts:
     """Checks an image (see the module) and returns its type and size; :class:`BadImage` when it fails.
-    ``any_format``: another format Pillow reads (BMP, TIFF in a document) passes, as ``image/png``."""
+
+    ``any_format``: another format Pillow reads (BMP, TIFF in a document) passes, as ``image/png``.
+    """
     if len(raw) > MAX_IMAGE_BYTES:
         raise BadImage("too_large", f"the image is {len(raw)} bytes; the limit is {MAX_IMAGE_BYTES}", field)
     media_type = sniff(raw)
@@ -149,15 +154,19 @@ class DocumentImage:
 
     @property
     def content(self) -> str:
+        """What the chunk holds and search reads: the caption (if any), then the OCR text."""
         return "\n".join(part for part in (self.caption, self.text) if part.strip())
 
     @property
     def digest(self) -> str:
+        """The SHA-256 of the image's bytes (hex)."""
         return hashlib.sha256(self.data).hexdigest()
 
 
 @dataclass
 class ReadImages:
+    """The images of a document that became chunks, and how many were left out, by reason."""
+
     images: list[DocumentImage] = field(default_factory=list)
     # Images left out, by reason: too_small, too_large, broken, not_an_image, too_many_pixels, duplicate,
     # too_many, unreadable_document.
@@ -252,6 +261,7 @@ def office_images(file_type: str, raw: bytes) -> list[FoundImage]:
 
 
 def find_images(file_type: str, raw: bytes) -> list[FoundImage]:
+    """The pictures of a PDF, DOCX or PPTX file, unchecked; none for other types."""
     if file_type == "pdf":
         return pdf_images(raw)
     if file_type in ("docx", "pptx"):
@@ -266,6 +276,7 @@ class ImageReader:
     """OCR (and a caption, with a captioner) of image uploads and of the images in documents."""
 
     def __init__(self, ocr: OcrEngine, captioner: ImageCaptioner | None = None) -> None:
+        """A reader over an OCR engine, and a captioner where a vision model is configured."""
         self._ocr = ocr
         self._captioner = captioner
 
@@ -290,7 +301,9 @@ class ImageReader:
 
     def read_document(self, file_type: str, raw: bytes, cancel: _Cancel | None = None) -> ReadImages:
         """The images in a PDF, DOCX or PPTX file, each checked, repeats and those past the limit skipped.
-        Stops between two images once ``cancel`` is set (the caller then stores nothing)."""
+
+        Stops between two images once ``cancel`` is set (the caller then stores nothing).
+        """
         read = ReadImages()
         try:
             found = find_images(file_type, raw)
@@ -328,6 +341,7 @@ class ImageReader:
 
 
 def image_url(document_id: str, number: int) -> str:
+    """The stable handle of a document's ``number``-th image (from 1)."""
     return f"{RESOURCE_PREFIX}{document_id}/{number}"
 
 

@@ -21,8 +21,10 @@ _SAME_ROW = 0.5
 
 @dataclass(frozen=True)
 class OcrLine:
-    """One detected text line: its text, its box (four corners, clockwise from the top left, in pixels) and
-    the recogniser's confidence (0 to 1)."""
+    """One detected text line: its text, its box and the recogniser's confidence (0 to 1).
+
+    The box is four corners, clockwise from the top left, in pixels.
+    """
 
     text: str
     box: tuple[Point, Point, Point, Point]
@@ -30,14 +32,17 @@ class OcrLine:
 
     @property
     def top(self) -> float:
+        """The box's highest y (pixels from the top)."""
         return min(p[1] for p in self.box)
 
     @property
     def bottom(self) -> float:
+        """The box's lowest y."""
         return max(p[1] for p in self.box)
 
     @property
     def left(self) -> float:
+        """The box's leftmost x."""
         return min(p[0] for p in self.box)
 
 
@@ -50,6 +55,7 @@ class OcrResult:
 
     @classmethod
     def of(cls, lines: Sequence[OcrLine]) -> OcrResult:
+        """The result of ``lines``, its text in reading order."""
         return cls(reading_order(lines), tuple(lines))
 
     @property
@@ -66,15 +72,20 @@ class OcrEngine(Protocol):
 
     name: str
 
-    def ocr(self, image: bytes) -> OcrResult: ...
+    def ocr(self, image: bytes) -> OcrResult:
+        """The text lines found in ``image`` (no line: an image without text)."""
+        ...
 
 
 class ImageCaptioner(Protocol):
     """Describes an image in a sentence or two (a vision model); ingestion adds the caption to the image's chunk.
 
-    Only the port lives here: the vision model behind it is configured with the chat models."""
+    Only the port lives here: the vision model behind it is configured with the chat models.
+    """
 
-    def caption(self, image: bytes, *, media_type: str) -> str: ...
+    def caption(self, image: bytes, *, media_type: str) -> str:
+        """A short description of ``image`` (PNG, JPEG, WebP or GIF bytes of ``media_type``)."""
+        ...
 
 
 def _is_han(char: str) -> bool:
@@ -93,8 +104,10 @@ def _join(left: str, right: str) -> str:
 
 
 def reading_order(lines: Sequence[OcrLine]) -> str:
-    """Lines grouped into rows (vertical centres within half the smaller height), rows top to bottom, each
-    row's fragments left to right; rows joined by line breaks."""
+    """The text of ``lines`` as a person reads it: rows top to bottom, each row left to right.
+
+    Lines whose vertical centres are within half the smaller height form a row; rows are joined by line breaks.
+    """
     fragments = sorted((line for line in lines if line.text.strip()), key=lambda line: (line.top, line.left))
     rows: list[list[OcrLine]] = []
     for line in fragments:

@@ -67,6 +67,7 @@ class RapidOcr:
         _shared_engine()
 
     def ocr(self, image: bytes) -> OcrResult:
+        """The lines RapidOCR reads in ``image``, those under :data:`MIN_CONFIDENCE` left out."""
         pixels = _bgr_pixels(image)
         engine = _shared_engine()
         with _run_lock:
