@@ -139,7 +139,7 @@ def test_an_image_only_pdf_yields_the_text_of_its_pages(ragline):
     font = _font()
     pages = [render_text(["Invoice from Northwind"], font=font), render_text(["Total due 1250 euros"], font=font)]
     document = indexed(ragline, kb, upload(ragline, kb, "scan.pdf", scanned_pdf(pages), "application/pdf"))
-    assert document["file_type"] == "pdf"
+    assert (document["file_type"], document["pages"]) == ("pdf", 2)
     chunks = image_chunks(ragline, kb, document["id"])
     assert [(c["metadata"]["page"], c["metadata"].get("scanned_page")) for c in chunks] == [(1, True), (2, True)]
     assert_found(ragline, kb, document, "Northwind invoice")

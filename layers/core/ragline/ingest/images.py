@@ -218,6 +218,20 @@ def pdf_images(raw: bytes) -> list[FoundImage]:
     return found
 
 
+def pdf_page_count(raw: bytes) -> int:
+    """How many pages a PDF has (0 when PDFium cannot open it)."""
+    import pypdfium2 as pdfium
+
+    try:
+        document = pdfium.PdfDocument(raw)
+    except Exception:
+        return 0
+    try:
+        return len(document)
+    finally:
+        document.close()
+
+
 def _blip_targets(archive: object, part: str) -> list[str]:
     """The pictures a Word or PowerPoint part shows (``a:blip r:embed``), in document order."""
     from ragline.ingest import office

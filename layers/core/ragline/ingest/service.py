@@ -44,6 +44,7 @@ from ragline.ingest.images import (
     ImagesNotRead,
     image_chunks,
     images_digest,
+    pdf_page_count,
     save_images,
     sniff,
 )
@@ -448,7 +449,10 @@ class IngestService:
         try:
             extracted = extract(filename, raw)
         except NoText as exc:
-            no_text, extracted = exc, Extracted("", Path(filename).suffix.lower().lstrip("."))
+            # A scan: no text, but its pages still count (every one starts at offset 0 of the empty text).
+            file_type = Path(filename).suffix.lower().lstrip(".")
+            pages = pdf_page_count(raw) if file_type == "pdf" else 0
+            no_text, extracted = exc, Extracted("", file_type, page_starts=[0] * pages)
         images: list[DocumentImage] = []
         if self._images is not None and extracted.file_type in ("pdf", "docx", "pptx"):
             images = self._images.read_document(extracted.file_type, raw, cancel).images

@@ -159,3 +159,14 @@ def test_oversized_pictures_are_skipped_before_they_are_decoded_or_unpacked(monk
     monkeypatch.setattr("ragline.ingest.images.MAX_IMAGE_BYTES", 100)
     read = ImageReader(CountingOcr()).read_document("docx", docx_with_picture("Notes.", blank_image(64, 48)))
     assert (read.images, dict(read.skipped)) == ([], {"too_large": 1})
+
+
+def test_images_are_read_only_where_ocr_is_on():
+    from ragline.config import load_config
+    from ragline.container import build_image_reader
+
+    config, _ = load_config()
+    assert config.ingestion.ocr
+    assert isinstance(build_image_reader(config), ImageReader)
+    off = config.model_copy(update={"ingestion": config.ingestion.model_copy(update={"ocr": False})})
+    assert build_image_reader(off) is None
