@@ -180,10 +180,12 @@ class DocumentEnricher:
         """Whether documents get enriched: enrichment on and a generative chat model configured."""
         return self._config.enabled and self._enricher.generative_model() is not None
 
-    def mark_pending(self, document: Document) -> None:
-        """The document is waiting for enrichment (nothing when enrichment is not active)."""
-        if self.active:
-            self._knowledge.set_summary_status(document.tenant_id, document.id, SummaryStatus.PENDING)
+    def mark_pending(self, document: Document) -> Document:
+        """The document, waiting for enrichment when enrichment is active (as it was otherwise)."""
+        if not self.active:
+            return document
+        marked = self._knowledge.set_summary_status(document.tenant_id, document.id, SummaryStatus.PENDING)
+        return document.model_copy(update={"summary_status": SummaryStatus.PENDING}) if marked else document
 
     async def enrich(self, kb: KnowledgeBase, document: Document) -> EnrichmentResult:
         """Questions for the document's passages, its summary, its knowledge base's description."""

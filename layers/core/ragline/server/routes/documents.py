@@ -80,7 +80,7 @@ def _graph_and_enrichment_later(container: Container, kb: KnowledgeBase, result:
     if not result.duplicate and not container.graph_after_indexing:
         # A model call per chunk: the document is searchable now, its graph and enrichment follow.
         in_background(container.index_graph(kb, result.document))
-        container.enrichment.mark_pending(result.document)
+        result.document = container.enrichment.mark_pending(result.document)
         in_background(container.enrich_document(kb, result.document, after_vectors=True))
 
 

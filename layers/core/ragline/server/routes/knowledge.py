@@ -514,7 +514,7 @@ async def _reparse(container: Container, document: Document, **changes: Any) -> 
             in_background(container.index_graph(kb, reparsed))
     if kb is not None and not container.graph_after_indexing:
         # New chunks: their questions are asked again (the description, kept, is not rewritten).
-        container.enrichment.mark_pending(reparsed)
+        reparsed = container.enrichment.mark_pending(reparsed)
         in_background(container.enrich_document(kb, reparsed, after_vectors=True))
     return reparsed
 
