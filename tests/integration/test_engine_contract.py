@@ -453,7 +453,7 @@ def test_generated_questions_find_their_chunk_by_vector_until_its_text_changes(b
     hits = near()
     assert ids(hits) == [chunk.id]  # once, scored by its best vector: the question's
     assert hits[0].score > 0.99
-    assert [q["question"] for q in hits[0].chunk_metadata["generated_questions"]][0] == question
+    assert hits[0].chunk_metadata["generated_questions"][0]["question"] == question
     # Keyword search reads the passage only: the question's words are not in it.
     assert chunk.id not in ids(backend.engine.keyword_search(backend.params("stored program", [c.kb_second.id]), 10))
 
