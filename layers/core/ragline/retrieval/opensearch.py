@@ -281,6 +281,8 @@ class OpenSearchEngine:
             self._index_exists = True
             if field:
                 self._vector_fields.add(field)
+            if created:
+                self._question_checked_at = time.monotonic()  # a new index holds no questions
 
     def _mapped_vector_fields(self) -> set[str]:
         """The knn_vector fields the index has now (none when there is no index yet)."""
@@ -289,11 +291,15 @@ class OpenSearchEngine:
         except NotFoundError:
             return set()
         fields: set[str] = set()
+        questions = False
         for entry in mapping.values():
             properties = entry.get("mappings", {}).get("properties", {})
             fields.update(name for name, spec in properties.items() if spec.get("type") == "knn_vector")
+            questions = questions or QUESTION_OF in properties
         with self._lock:
             self._vector_fields.update(fields)
+            self._question_field = self._question_field or questions
+            self._question_checked_at = time.monotonic()
         return fields
 
     def index_chunks(
@@ -571,22 +577,14 @@ class OpenSearchEngine:
     def _has_questions(self) -> bool:
         """Whether the index has the question field (mapped once the first questions were written, by any
         process); until then a vector search asks for top_k documents only."""
-        now = time.monotonic()
         with self._lock:
             if self._question_field:
                 return True
-            if now - self._question_checked_at < _QUESTION_CHECK_S:
+            if time.monotonic() - self._question_checked_at < _QUESTION_CHECK_S:
                 return False
-            self._question_checked_at = now
-        try:
-            mapping = self._client.indices.get_mapping(index=self._index)
-        except NotFoundError:
-            return False
-        found = any(QUESTION_OF in entry.get("mappings", {}).get("properties", {}) for entry in mapping.values())
-        if found:
-            with self._lock:
-                self._question_field = True
-        return found
+        self._mapped_vector_fields()  # records whether the question field is mapped
+        with self._lock:
+            return self._question_field
 
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
         """BM25 over content and title, with their segmented copies when the query has Han characters.
