@@ -55,9 +55,12 @@ def document_paths(paths: list[Path]) -> list[Path]:
 
 
 def ensure_knowledge_base(container: Container, tenant: Tenant, name: str, embedding_model: str = "") -> KnowledgeBase:
-    """The knowledge base named ``name``, created if missing: with ``embedding_model`` (an id or a short name
-    such as ``minilm`` / ``e5``) when given, else automatic (ingestion picks the model the documents'
-    language needs). ``ValueError`` for an unknown model, or a knowledge base that keeps another one."""
+    """The knowledge base named ``name``, created if missing.
+
+    With ``embedding_model`` (an id or a short name such as ``minilm`` / ``e5``) when given, else automatic (ingestion
+    picks the model the documents' language needs). ``ValueError`` for an unknown model, or a knowledge base that keeps
+    another one.
+    """
     model = resolve_embedding_model(embedding_model, container.models) if embedding_model else ""
     kb = container.knowledge.knowledge_base_by_name(tenant.id, name)
     if kb is None:
@@ -85,6 +88,7 @@ def load_sample(
 
 
 def find_sample_dir() -> Path | None:
+    """The sample knowledge base's folder: ``RAGLINE_SAMPLE_DIR``, else ``samples/kb`` above the working directory or the package."""
     env = os.environ.get("RAGLINE_SAMPLE_DIR")
     if env:
         return Path(env)

@@ -209,8 +209,11 @@ def _start_background_indexing(settings: Settings) -> Path:
 
 @app.command()
 def index() -> None:
-    """Compute the vectors of every pending document (left by `ragline ingest --no-wait` or a stopped
-    server), with progress."""
+    """Compute the vectors of every pending document, with progress.
+
+    Compute the vectors of every pending document (left by `ragline ingest --no-wait` or a stopped server), with
+    progress.
+    """
     from ragline.store.models import DocumentStatus
 
     container = _container()
@@ -267,7 +270,7 @@ class CitedSource:
 
 
 def _count(number: int, noun: str) -> str:
-    """ "1 passage", "3 passages"."""
+    """A count with its noun: "1 passage", "3 passages"."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
@@ -275,9 +278,11 @@ class AnswerPrinter:
     """Renders a stream of StreamResponse frames for a terminal: progress, answer, numbered citations.
 
     Citations are numbered per document, as the page's reference cards are: two sentences quoted from one
-    document are both [1], and its entry lists the passages they came from (section, page)."""
+    document are both [1], and its entry lists the passages they came from (section, page).
+    """
 
     def __init__(self, out: Console) -> None:
+        """A printer writing to ``out``."""
         self.out = out
         self.citations: dict[str, CitedSource] = {}
         self.references: list[dict[str, Any]] = []
@@ -308,6 +313,7 @@ class AnswerPrinter:
         return f"[{cited.number}]"
 
     def render_text(self, text: str) -> str:
+        """``text`` with its citations replaced by numbered references (``[1]``), numbered in order of first citation."""
         return replace_citations(
             text,
             lambda doc, chunk_id, _kb_id: self._cite_chunk(doc, chunk_id),
@@ -328,6 +334,7 @@ class AnswerPrinter:
         return " · ".join(parts)
 
     def handle(self, frame: dict[str, Any]) -> None:
+        """Print one SSE frame of the answer: progress, thinking, answer text, or the end."""
         kind, content, data = frame.get("response_type"), frame.get("content", ""), frame.get("data") or {}
         if kind == "tool_call":
             self.out.print(f"[dim]… {data.get('tool_name', '')}[/]")
@@ -363,6 +370,7 @@ class AnswerPrinter:
             self.ended = "complete"
 
     def finish(self) -> None:
+        """End the answer with its references: each cited source with where its passages come from."""
         self.out.print()
         if not self.citations:
             return

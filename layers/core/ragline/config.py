@@ -71,6 +71,7 @@ class Settings(BaseSettings):
 
     @property
     def db_path(self) -> Path:
+        """The embedded SQLite database's path, in ``data_dir``."""
         return self.data_dir / "ragline.db"
 
 
@@ -80,6 +81,8 @@ def _request_default(model: type[BaseModel], name: str) -> Any:
 
 
 class SummarySettings(BaseModel):
+    """How generation answers: its prompt, context template and model options."""
+
     prompt_id: str = "default_kb"
     context_template_id: str = "default"
     temperature: float = _request_default(SummaryConfig, "temperature")
@@ -165,6 +168,8 @@ class EnrichmentConfig(BaseModel):
 
 
 class IngestionConfig(BaseModel):
+    """How documents are cut into chunks and embedded."""
+
     chunk_size: int = 800
     chunk_min_size: int = 80
     parent_chunk_size: int = 4000
@@ -188,6 +193,8 @@ class IngestionConfig(BaseModel):
 
 
 class StreamConfig(BaseModel):
+    """How a turn's log is written (answer chunks batched) and read (SSE pings, polling, limits)."""
+
     # Answer chunks are batched into one log event for at most this long (or this many characters).
     batch_max_delay_ms: int = 100
     batch_max_chars: int = 2048
@@ -218,6 +225,8 @@ class RecoveryConfig(BaseModel):
 
 
 class LimitsConfig(BaseModel):
+    """Size limits of requests: the query, an upload, an original returned inline."""
+
     max_query_chars: int = 8000
     max_upload_bytes: int = 20 * 1024 * 1024
     # An original larger than this is handed over by a link to the object store where there is one (a
@@ -226,6 +235,8 @@ class LimitsConfig(BaseModel):
 
 
 class AppConfig(BaseModel):
+    """config.yaml: every section of the deployment's configuration, with the seed's defaults."""
+
     conversation: ConversationConfig = Field(default_factory=ConversationConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
@@ -256,29 +267,35 @@ class PromptTemplates:
     """Templates by file and id: ``templates.get("system_prompt", "default_kb")``."""
 
     def __init__(self, directory: Path) -> None:
+        """Every ``*.yaml`` file of ``directory``, its templates by id."""
         self._files: dict[str, dict[str, dict[str, Any]]] = {}
         for path in sorted(directory.glob("*.yaml")):
             loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
             self._files[path.stem] = {entry["id"]: entry for entry in loaded.get("templates", [])}
 
     def files(self) -> list[str]:
+        """The template files loaded, by name (without ``.yaml``)."""
         return sorted(self._files)
 
     def ids(self, file: str) -> list[str]:
+        """The template ids of ``file``."""
         return sorted(self._files.get(file, {}))
 
     def entry(self, file: str, template_id: str) -> dict[str, Any]:
+        """The template ``template_id`` of ``file`` as written; :class:`KeyError` naming both when it is missing."""
         try:
             return self._files[file][template_id]
         except KeyError:
             raise KeyError(f"prompt template {file}.yaml#{template_id} not found") from None
 
     def get(self, file: str, template_id: str, field: str = "content") -> str:
+        """One ``field`` of a template (its ``content`` by default), as text."""
         return str(self.entry(file, template_id)[field])
 
 
 @lru_cache(maxsize=8)
 def load_config(config_dir: Path | None = None) -> tuple[AppConfig, PromptTemplates]:
+    """config.yaml and the prompt templates of the configuration directory."""
     directory = find_config_dir(config_dir)
     raw = yaml.safe_load((directory / "config.yaml").read_text(encoding="utf-8")) or {}
     return AppConfig.model_validate(raw), PromptTemplates(directory / "prompt_templates")

@@ -81,8 +81,10 @@ logger = logging.getLogger(__name__)
 
 
 def extractive_model(models: ModelRegistry, word_delay_s: float) -> ExtractiveChatModel:
-    """The quoting answerer, reading questions with the local sentence models: MiniLM for English, and
-    multilingual-e5 for Chinese where it is installed."""
+    """The quoting answerer, reading questions with the local sentence models.
+
+    MiniLM for English, and multilingual-e5 for Chinese where it is installed.
+    """
     from ragline.models.e5_multilingual import E5MultilingualEmbedder
     from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
 
@@ -149,8 +151,10 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
 
 
 def build_rerank_models(settings: Settings, config: AppConfig) -> RerankModelRegistry:
-    """Rerank models from config.yaml, plus one from the environment (a /rerank endpoint or a local ONNX
-    cross-encoder). None ships offline, so by default the registry is empty and rerank passes on."""
+    """Rerank models from config.yaml, plus one from the environment (a /rerank endpoint or a local ONNX cross-encoder).
+
+    None ships offline, so by default the registry is empty and rerank passes on.
+    """
     rerank = config.rerank
     specs = list(rerank.models)
     if settings.rerank_base_url and settings.rerank_model:
@@ -188,8 +192,10 @@ def build_event_manager(
     graph: GraphStore | None = None,
     tables: TableStore | None = None,
 ) -> tuple[EventManager, PluginSearchParallel]:
-    """Plugins register in the reference's container order: for one event, that order is the chain order
-    (chunk_rerank: Rerank → WikiBoost → MemoryAffinity).
+    """The event manager with every plugin registered in the reference's container order.
+
+    Plugins register in the reference's container order: for one event, that order is the chain order (chunk_rerank:
+    Rerank → WikiBoost → MemoryAffinity).
 
     Returns the parallel-search plugin too: the serverless runtime drives its plan/branch/reduce steps.
     """
@@ -232,8 +238,10 @@ def build_event_manager(
 def remember_after_turn(
     memories: MemoryStore, models: ModelRegistry, templates: PromptTemplates
 ) -> Callable[[ChatManage], Awaitable[None]]:
-    """After a completed turn that opted in: durable facts about the user become memories. A generative
-    model extracts them; the extractive default cannot, so a conservative heuristic does."""
+    """After a completed turn that opted in: durable facts about the user become memories.
+
+    A generative model extracts them; the extractive default cannot, so a conservative heuristic does.
+    """
 
     async def remember(cm: ChatManage) -> None:
         if not cm.request.memory_enabled:
@@ -252,6 +260,8 @@ def remember_after_turn(
 
 
 def graph_extraction_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
+    """kb_id → graph extraction enabled, looked up through the first tenant that owns it."""
+
     def enabled(kb_id: str) -> bool:
         kb = knowledge.knowledge_base_any_tenant(kb_id)
         return bool(kb is not None and kb.graph_extraction_enabled)
@@ -291,8 +301,11 @@ def web_search_config(settings: Settings, config: AppConfig) -> AppConfig:
 
 
 def wiki_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
-    """kb_id → wiki enabled. The knowledge store checks the tenant; wiki flags are not secret, so the
-    lookup is by id alone through the first tenant that owns it (ids are globally unique)."""
+    """kb_id → wiki enabled.
+
+    The knowledge store checks the tenant; wiki flags are not secret, so the lookup is by id alone through the first
+    tenant that owns it (ids are globally unique).
+    """
 
     def enabled(kb_id: str) -> bool:
         kb = knowledge.knowledge_base_any_tenant(kb_id)
@@ -424,8 +437,11 @@ class Container:
         models: ModelRegistry | None = None,
         engine: RetrieveEngine | None = None,
     ) -> Container:
-        """SQLite for everything, in-process wake-ups for live readers, local models; ``engine`` searches
-        instead of the embedded one (e.g. an OpenSearchEngine), the stores staying in SQLite."""
+        """The embedded wiring: SQLite for everything, in-process wake-ups, local models.
+
+        SQLite for everything, in-process wake-ups for live readers, local models; ``engine`` searches instead of the
+        embedded one (e.g. an OpenSearchEngine), the stores staying in SQLite.
+        """
         settings = settings or Settings()
         config, templates = load_config(config_dir or settings.config_dir)
         db = Database(settings.db_path)
@@ -451,17 +467,22 @@ class Container:
         return container
 
     def start_indexing(self) -> None:
-        """Vectors of accepted documents are computed by the background thread from now on (the embedded
-        server); without it, each upload is indexed before its reply."""
+        """Hand accepted documents to the background indexing thread from now on.
+
+        Vectors of accepted documents are computed by the background thread from now on (the embedded server); without
+        it, each upload is indexed before its reply.
+        """
         if self.indexer is None:
             return
         self.ingest.set_scheduler(self.indexer.submit)
         self.indexer.start()
 
     def wait_indexed(self, documents: Sequence[Document], timeout: float | None = None) -> bool:
-        """Blocks until the background thread is done with ``documents`` (at once without a scheduler). Where
-        another process indexes them (AWS's indexing function), waits on their stored statuses instead, at most
-        ``timeout`` (default ``wait_indexed_s``: within the HTTP API's 30-second limit)."""
+        """Blocks until the background thread is done with ``documents`` (at once without a scheduler).
+
+        Where another process indexes them (AWS's indexing function), waits on their stored statuses instead, at most
+        ``timeout`` (default ``wait_indexed_s``: within the HTTP API's 30-second limit).
+        """
         if self.ingest.scheduler is None:
             return True
         if self.indexer is not None:
@@ -485,6 +506,7 @@ class Container:
             self.indexer.request_stop()
 
     def stop_indexing(self, timeout: float = 10.0) -> bool:
+        """Stop the background indexing (uploads are indexed before their reply from now on); True once stopped."""
         if self.indexer is None:
             return True
         self.ingest.set_scheduler(None)
@@ -510,6 +532,7 @@ class Container:
         await self.enrichment.enrich(kb, document)
 
     def close(self) -> None:
+        """Stop indexing and close the database."""
         self.stop_indexing()
         if self.db is not None:
             self.db.close()

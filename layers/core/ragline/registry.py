@@ -21,6 +21,7 @@ class LazyRegistry(Generic[T]):
     """
 
     def __init__(self, unknown: Callable[[str], Exception]) -> None:
+        """An empty registry; ``unknown(id)`` is the exception raised for an id nobody registered."""
         self._lock = threading.Lock()
         self._unknown = unknown
         self._factories: dict[str, Callable[[], T]] = {}
@@ -36,12 +37,15 @@ class LazyRegistry(Generic[T]):
                 self.default_id = item_id
 
     def has(self, item_id: str) -> bool:
+        """True when ``item_id`` is registered."""
         return item_id in self._factories
 
     def ids(self) -> list[str]:
+        """The registered ids, in registration order."""
         return list(self._factories)
 
     def get(self, item_id: str) -> T:
+        """The item ``item_id``, built by its factory on first use (once, under a lock)."""
         with self._lock:
             if item_id in self._built:
                 return self._built[item_id]

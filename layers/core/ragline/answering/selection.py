@@ -44,6 +44,8 @@ class Source:
 
 @dataclass
 class Candidate:
+    """One sentence of a passage as a candidate answer, with the scores that rank it."""
+
     source: str  # the passage's alias (c1, c2, …)
     rank: int  # the passage's position in the context (retrieval order)
     index: int  # the sentence's position in its passage
@@ -59,10 +61,12 @@ class Candidate:
 
     @property
     def text(self) -> str:
+        """The sentence's text."""
         return self.span.text
 
     @property
     def term_set(self) -> frozenset[str]:
+        """The sentence's terms as a set (repeats dropped)."""
         return frozenset(self.terms)
 
 
@@ -123,6 +127,7 @@ _UNITS = {
 
 
 def answer_kind(question: str) -> str:
+    """The kind of thing the question asks for: "time", "number", "person", a unit kind ("distance", …) or ""."""
     q = question.lower().strip()
     # "when" asks for a time where it opens the question or ends it; "How old was she when she ..." asks
     # for a number, "Where was he when ..." for a place.
@@ -188,6 +193,8 @@ _NUMBER_TOKEN = re.compile(r"\d+(?:[.,]\d+)*")
 
 @dataclass
 class Selection:
+    """The chosen sentences, the question's terms and how much of the question the best sentence covers."""
+
     best: list[Candidate]
     question_terms: list[str]
     coverage: float
@@ -195,6 +202,7 @@ class Selection:
 
     @property
     def found(self) -> bool:
+        """True when some sentence answers the question."""
         return bool(self.best)
 
 
@@ -273,8 +281,11 @@ MIN_QUOTE = 90  # ... never shorter than this
 
 
 def trim(candidate: Candidate, question: str, question_terms: Sequence[str]) -> str:
-    """The clauses of a long sentence that hold the question's words and the kind of thing asked, as one
-    contiguous excerpt marked with an ellipsis where the sentence goes on."""
+    """The clauses of a long sentence that hold the question's words, as one excerpt.
+
+    The clauses of a long sentence that hold the question's words and the kind of thing asked, as one contiguous excerpt
+    marked with an ellipsis where the sentence goes on.
+    """
     text = candidate.text
     if len(text) <= TRIM_ABOVE:
         return text
@@ -319,18 +330,22 @@ _QUANTITY_WORDS = frozenset({"one", "once", "over", "under", "more", "less", "th
 
 
 def _edge_word(word: str) -> bool:
-    """Whether a stretch may begin or end with this word: not punctuation, not a stop word (but for those
-    that say how much)."""
+    """Whether a stretch may begin or end with this word.
+
+    Not punctuation, not a stop word (but for those that say how much).
+    """
     lowered = word.lower()
     return re.match(r"\w", word) is not None and (lowered not in STOPWORDS_EN or lowered in _QUANTITY_WORDS)
 
 
 def answer_span(candidate: Candidate, question: str, question_terms: Sequence[str]) -> str | None:
-    """For an English question that asks for a time, a number, a distance, a share or a person: the one
-    stretch of the sentence between the question's own words that holds that kind of thing ("1849" in "The
-    first degrees from the college were awarded in 1849." for "In what year were the first degrees
-    awarded?"). None when the question asks for no such kind, when no stretch or more than one holds it (the
-    sentence is quoted whole then), or when it is long."""
+    """The one stretch of a sentence that answers an English question asking for a time, a number or a person.
+
+    For an English question that asks for a time, a number, a distance, a share or a person: the one stretch of the
+    sentence between the question's own words that holds that kind of thing ("1849" in "The first degrees from the
+    college were awarded in 1849." for "In what year were the first degrees awarded?"). None when the question asks for
+    no such kind, when no stretch or more than one holds it (the sentence is quoted whole then), or when it is long.
+    """
     kind = answer_kind(question)
     if not kind or has_han(question):
         return None

@@ -70,6 +70,8 @@ _CUT = re.compile(r"(?<=[;；,，])\s*")
 
 @dataclass(frozen=True)
 class Span:
+    """A sentence's text with its character offsets in the passage (``end`` exclusive)."""
+
     start: int
     end: int
     text: str

@@ -199,8 +199,10 @@ _IRREGULAR = {
 
 @lru_cache(maxsize=4096)
 def stem(word: str) -> str:
-    """A light English stemmer: plural, -ing, -ed, -ly and a final e; enough to match inflections (and the
-    common irregular verbs)."""
+    """A light English stemmer.
+
+    Plural, -ing, -ed, -ly and a final e; enough to match inflections (and the common irregular verbs).
+    """
     w = word.lower().replace("'s", "").replace("’s", "")
     w = _IRREGULAR.get(w, w)
     if len(w) <= 3 or not w.isalpha():
@@ -228,7 +230,7 @@ def terms(text: str, *, drop_question_words: bool = False) -> list[str]:
 
 @lru_cache(maxsize=16384)
 def _terms(text: str, drop_question_words: bool) -> tuple[str, ...]:
-    """(Cached: the same passages come back question after question.)"""
+    """The terms of :func:`terms`, cached: the same passages come back question after question."""
     out: list[str] = []
     lowered = text.lower()
     position = 0
@@ -241,7 +243,7 @@ def _terms(text: str, drop_question_words: bool) -> tuple[str, ...]:
 
 
 def fold_accents(text: str) -> str:
-    """ "Beyoncé" and "Beyonce", "Frédéric" and "Frederic" are one word to a reader typing a question."""
+    """Accents dropped: "Beyoncé" and "Beyonce", "Frédéric" and "Frederic" are one word to a reader typing a question."""
     if text.isascii():
         return text
     return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
@@ -259,4 +261,5 @@ def _latin_terms(text: str, drop_question_words: bool) -> list[str]:
 
 
 def is_chinese(text: str) -> bool:
+    """True when ``text`` holds any Han character: the question is read as Chinese."""
     return has_han(text)

@@ -13,6 +13,8 @@ from typing import Any
 
 
 class BusEventType(StrEnum):
+    """What happened in a turn, as the stages emit it; the stream handler maps each to a ``ResponseType``."""
+
     AGENT_QUERY = "agent_query"
     THOUGHT = "thought"
     FINAL_ANSWER = "final_answer"
@@ -29,6 +31,8 @@ class BusEventType(StrEnum):
 
 @dataclass
 class BusEvent:
+    """One event on the bus: ``id`` groups the chunks of one answer or thought, ``done`` ends that group."""
+
     type: BusEventType
     id: str
     content: str = ""
@@ -44,11 +48,14 @@ class EventBus:
     """Delivers each event to every subscriber, in order, before ``emit`` returns."""
 
     def __init__(self) -> None:
+        """A bus with no subscribers yet."""
         self._subscribers: list[Subscriber] = []
 
     def subscribe(self, subscriber: Subscriber) -> None:
+        """Add ``subscriber``; it receives every later event, after those subscribed before it."""
         self._subscribers.append(subscriber)
 
     async def emit(self, event: BusEvent) -> None:
+        """Deliver ``event`` to every subscriber in turn, awaiting each."""
         for subscriber in self._subscribers:
             await subscriber(event)

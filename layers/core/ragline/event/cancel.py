@@ -14,15 +14,18 @@ class CancelToken:
     """Set once by a stop; checked by the orchestrator after every stage and by generation per chunk."""
 
     def __init__(self) -> None:
+        """A token not cancelled yet; its asyncio event is made on first wait, in the waiter's loop."""
         self._cancelled = False
         self._event: asyncio.Event | None = None
         self.reason = ""
 
     @property
     def cancelled(self) -> bool:
+        """True once :meth:`cancel` was called."""
         return self._cancelled
 
     def cancel(self, reason: str = "user_requested") -> None:
+        """Cancel the turn and wake its waiters; the first ``reason`` is kept, later calls do nothing."""
         if self._cancelled:
             return
         self._cancelled = True

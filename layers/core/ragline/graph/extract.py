@@ -155,8 +155,11 @@ def _from_first(text: str, opener: str) -> str:
 
 
 def parse_entity_names(raw: str) -> list[str]:
-    """Names from an ``extract_entity`` reply: a JSON array of strings (or of ``{"name": ...}``), or an object
-    holding one under ``entities``. A reply cut mid-array keeps its complete strings; prose yields ``[]``."""
+    """Names from an ``extract_entity`` reply, tolerant of cut and wrapped replies.
+
+    Names from an ``extract_entity`` reply: a JSON array of strings (or of ``{"name": ...}``), or an object holding one
+    under ``entities``. A reply cut mid-array keeps its complete strings; prose yields ``[]``.
+    """
     text = _strip_wrapping(raw)
     start, end = text.find("["), text.rfind("]")
     for candidate in (text, text[start : end + 1] if 0 <= start < end else ""):
@@ -265,8 +268,11 @@ def _capitalised_runs(text: str) -> list[str]:
 
 
 def heuristic_entities(query: str) -> list[str]:
-    """Quoted terms and capitalised multi-word names of a question; conservative on purpose (a wrong name
-    sends graph hits of something else to rerank, a missed one only leaves the question to chunk search)."""
+    """Entity names of a question found without a model: quoted terms and capitalised names.
+
+    Quoted terms and capitalised multi-word names of a question; conservative on purpose (a wrong name sends graph hits
+    of something else to rerank, a missed one only leaves the question to chunk search).
+    """
     quoted: list[str] = []
     for match in (*_QUOTED.finditer(query), *_SINGLE_QUOTED.finditer(query)):
         quoted.append(next(group for group in match.groups() if group))
@@ -280,6 +286,7 @@ class GraphExtractor:
     """Runs the extraction prompts on a chat model (``model_id``: "" for the registry's default)."""
 
     def __init__(self, models: ModelRegistry, templates: PromptTemplates, model_id: str = "") -> None:
+        """An extractor asking ``model_id`` (the default chat model when "") with the ``graph_extraction`` prompts."""
         self._models = models
         self._templates = templates
         self._model_id = model_id

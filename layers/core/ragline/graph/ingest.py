@@ -38,13 +38,17 @@ class GraphIndexer:
     def __init__(
         self, extractor: GraphExtractor, store: GraphStore, concurrency: int = MAX_CONCURRENT_EXTRACTIONS
     ) -> None:
+        """An indexer extracting with ``extractor`` into ``store``, at most ``concurrency`` passages at a time."""
         self._extractor = extractor
         self._store = store
         self._concurrency = max(1, concurrency)
 
     async def index_document(self, namespace: GraphNamespace, chunks: Sequence[Chunk]) -> GraphIndexResult:
-        """Extract every searchable, enabled passage and upsert the union. Parent chunks are skipped: they
-        repeat their children's text, and a hit must name the passage search would return."""
+        """Extract every searchable, enabled passage and upsert the union.
+
+        Parent chunks are skipped: they repeat their children's text, and a hit must name the passage search would
+        return.
+        """
         passages = [c for c in chunks if c.searchable and c.enabled and c.content.strip()]
         semaphore = asyncio.Semaphore(self._concurrency)
 

@@ -124,6 +124,7 @@ class Neo4jGraphStore(GraphStore):
         *,
         driver: Driver | None = None,
     ) -> None:
+        """A store on the Neo4j server at ``uri`` (or on ``driver``, which the caller then owns and closes)."""
         self._owns_driver = driver is None
         self._driver = driver if driver is not None else GraphDatabase.driver(uri, auth=(user, password))
         self._database = database
@@ -131,8 +132,10 @@ class Neo4jGraphStore(GraphStore):
         self._schema_ready = False
 
     def _ensure_schema(self) -> None:
-        """Indexes before the first statement, once per store: not in the constructor, so building the
-        container never waits on the network."""
+        """Indexes before the first statement, once per store.
+
+        Not in the constructor, so building the container never waits on the network.
+        """
         if self._schema_ready:
             return
         with self._schema_lock:
@@ -146,6 +149,7 @@ class Neo4jGraphStore(GraphStore):
             self._schema_ready = True
 
     def upsert(self, namespace: GraphNamespace, entities: Sequence[Entity], relations: Sequence[Relation]) -> None:
+        """Merge the entities and relations into the namespace's nodes and edges, in one write transaction."""
         grouped = group_entities(entities)
         edges = group_relations(relations)
         if not grouped and not edges:
@@ -181,6 +185,7 @@ class Neo4jGraphStore(GraphStore):
             session.execute_write(_run_statements, statements)
 
     def search_nodes(self, knowledge_base_ids: Sequence[str], names: Sequence[str], limit: int) -> list[GraphHit]:
+        """Nodes of these knowledge bases matching any of ``names``, exact matches first, with their relations."""
         kb_ids = list(dict.fromkeys(knowledge_base_ids))
         wanted = clean_names(names)
         if not kb_ids or not wanted or limit <= 0:
@@ -204,11 +209,13 @@ class Neo4jGraphStore(GraphStore):
         ]
 
     def delete_document(self, namespace: GraphNamespace) -> None:
+        """Remove every node and edge of the namespace (a deleted or re-indexed document)."""
         self._ensure_schema()
         parameters = {"kb": namespace.knowledge_base_id, "knowledge": namespace.knowledge_id}
         with self._driver.session(database=self._database) as session:
             session.execute_write(_run_statements, [(DELETE_DOCUMENT, parameters)])
 
     def close(self) -> None:
+        """Close the driver when this store opened it."""
         if self._owns_driver:
             self._driver.close()

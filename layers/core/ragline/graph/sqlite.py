@@ -83,11 +83,13 @@ class SqliteGraphStore(GraphStore):
     """The graph tables of the shared :class:`Database`; created on construction, idempotently."""
 
     def __init__(self, db: Database) -> None:
+        """A graph kept in ``db``, its tables created if missing."""
         self._db = db
         for statement in _SCHEMA:
             db.execute(statement)
 
     def upsert(self, namespace: GraphNamespace, entities: Sequence[Entity], relations: Sequence[Relation]) -> None:
+        """Merge the entities and relations into the namespace's nodes and edges, in one transaction."""
         kb, knowledge = namespace.knowledge_base_id, namespace.knowledge_id
         # One transaction: a concurrent upsert of the same document waits and then merges with this one.
         with self._db.transaction() as conn:
@@ -141,6 +143,7 @@ class SqliteGraphStore(GraphStore):
         )
 
     def search_nodes(self, knowledge_base_ids: Sequence[str], names: Sequence[str], limit: int) -> list[GraphHit]:
+        """Nodes of these knowledge bases matching any of ``names``, exact matches first, with their relations."""
         kb_ids = list(dict.fromkeys(knowledge_base_ids))
         wanted = clean_names(names)
         if not kb_ids or not wanted or limit <= 0:
@@ -193,6 +196,7 @@ class SqliteGraphStore(GraphStore):
         )
 
     def delete_document(self, namespace: GraphNamespace) -> None:
+        """Remove every node and edge of the namespace (a deleted or re-indexed document)."""
         key = (namespace.knowledge_base_id, namespace.knowledge_id)
         with self._db.transaction() as conn:
             conn.execute("DELETE FROM graph_edges WHERE kb = ? AND knowledge = ?", key)

@@ -109,9 +109,12 @@ class GraphStore(Protocol):
         ...
 
     def search_nodes(self, knowledge_base_ids: Sequence[str], names: Sequence[str], limit: int) -> list[GraphHit]:
-        """Nodes of these knowledge bases matching any of ``names`` (see the module docstring), exact
-        matches first, then by normalised name and namespace; at most ``limit``, each with at most
-        :data:`MAX_RELATED_PER_HIT` relations (ordered by relation, then by the other node's name)."""
+        """Nodes of these knowledge bases matching any of ``names``, exact matches first.
+
+        Nodes of these knowledge bases matching any of ``names`` (see the module docstring), exact matches first, then
+        by normalised name and namespace; at most ``limit``, each with at most :data:`MAX_RELATED_PER_HIT` relations
+        (ordered by relation, then by the other node's name).
+        """
         ...
 
     def delete_document(self, namespace: GraphNamespace) -> None:
@@ -135,8 +138,11 @@ def merge_chunk_ids(stored: Sequence[str], added: Sequence[str]) -> list[str]:
 
 
 def group_entities(entities: Sequence[Entity]) -> list[Entity]:
-    """One entity per normalised name, as an upsert applies them: the first display name, the first
-    non-empty type and description, the union of chunk ids. Nameless entities are dropped."""
+    """One entity per normalised name, as an upsert applies them.
+
+    The first display name, the first non-empty type and description, the union of chunk ids. Nameless entities are
+    dropped.
+    """
     grouped: dict[str, Entity] = {}
     for entity in entities:
         key = normalise_name(entity.name)

@@ -44,6 +44,7 @@ class BackgroundIndexer:
         abandoned_after_s: float = 120.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """An indexer of ``ingest``'s pending documents; a pending document untouched for ``abandoned_after_s`` is taken up again."""
         self._ingest = ingest
         self._knowledge = knowledge
         self._idle_scan_s = idle_scan_s
@@ -60,6 +61,7 @@ class BackgroundIndexer:
 
     # Control ----------------------------------------------------------------------------------------------
     def start(self) -> None:
+        """Start the daemon thread; a started indexer is left as it is."""
         if self._thread is not None:
             return
         self._stopping.clear()
@@ -77,12 +79,16 @@ class BackgroundIndexer:
 
     @property
     def stopping(self) -> bool:
+        """True once a stop was asked for."""
         return self._stopping.is_set()
 
     def stop(self, timeout: float = 10.0) -> bool:
-        """Asks the work to stop after its current batch and waits until ``timeout`` seconds after the stop
-        was first asked for (here or by :meth:`request_stop`); True once stopped. A batch still running
-        then is left to the daemon thread: its documents stay ``pending`` at their last recorded progress."""
+        """Ask the work to stop after its current batch and wait for it; True once stopped.
+
+        Asks the work to stop after its current batch and waits until ``timeout`` seconds after the stop was first asked
+        for (here or by :meth:`request_stop`); True once stopped. A batch still running then is left to the daemon
+        thread: its documents stay ``pending`` at their last recorded progress.
+        """
         self.request_stop()
         assert self._stop_requested_at is not None
         thread, self._thread = self._thread, None
@@ -92,6 +98,7 @@ class BackgroundIndexer:
         return not thread.is_alive()
 
     def submit(self, documents: Sequence[Document]) -> None:
+        """Queue ``documents`` for their vectors (a document queued twice is indexed once) and wake the thread."""
         with self._condition:
             for document in documents:
                 self._queue[document.id] = document
@@ -99,12 +106,15 @@ class BackgroundIndexer:
 
     @property
     def idle(self) -> bool:
+        """True when nothing is queued or being indexed."""
         with self._condition:
             return not self._queue and not self._busy
 
     def wait_for(self, document_ids: Sequence[str], timeout: float | None = None) -> bool:
-        """Blocks until none of ``document_ids`` is queued or being indexed; True when so (the documents'
-        statuses then say how it went)."""
+        """Blocks until none of ``document_ids`` is queued or being indexed.
+
+        True when so (the documents' statuses then say how it went).
+        """
         wanted = set(document_ids)
 
         def settled() -> bool:

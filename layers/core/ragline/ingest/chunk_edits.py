@@ -12,8 +12,10 @@ from ragline.types import ChunkType
 
 
 def chunk_embedding_text(chunk: Chunk, document_title: str) -> str:
-    """What a chunk's vector is made from, as ingestion makes it: an FAQ entry's questions, or the
-    document title, the heading and the passage."""
+    """What a chunk's vector is made from, as ingestion makes it.
+
+    An FAQ entry's questions, or the document title, the heading and the passage.
+    """
     if chunk.chunk_type == ChunkType.FAQ:
         entry = FAQEntry.model_validate(chunk.metadata)
         return "\n".join([entry.standard_question, *entry.similar_questions])
@@ -21,7 +23,10 @@ def chunk_embedding_text(chunk: Chunk, document_title: str) -> str:
 
 
 class ChunkEditor:
+    """Edits of stored chunks that keep the search index in step (a changed text gets a new vector)."""
+
     def __init__(self, knowledge: KnowledgeStore, engine: RetrieveEngine, models: ModelRegistry) -> None:
+        """An editor writing to ``knowledge`` and ``engine``, embedding with ``models``."""
         self._knowledge = knowledge
         self._engine = engine
         self._models = models

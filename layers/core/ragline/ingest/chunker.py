@@ -41,6 +41,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？;；])\s+")
 
 @dataclass
 class Section:
+    """A section of the text under one heading path, by character offsets."""
+
     header: str
     start: int
     end: int
@@ -48,6 +50,8 @@ class Section:
 
 @dataclass
 class ChunkSpan:
+    """A chunk to be, by character offsets, with its heading path and its parent's index."""
+
     start: int
     end: int
     header: str
@@ -56,6 +60,8 @@ class ChunkSpan:
 
 @dataclass
 class ChunkPlan:
+    """Where a text is cut: its title, the chunks that are searched, and the parents that give them context."""
+
     title: str
     children: list[ChunkSpan] = field(default_factory=list)
     parents: list[ChunkSpan] = field(default_factory=list)
@@ -155,6 +161,7 @@ def _pack(spans: list[tuple[int, int]], size: int, min_size: int) -> list[tuple[
 def plan_chunks(
     text: str, *, markdown: bool, chunk_size: int, min_size: int, parent_size: int, fallback_title: str = ""
 ) -> ChunkPlan:
+    """Cut ``text`` into chunks of about ``chunk_size`` characters, grouped under parents of ``parent_size``."""
     title, sections = _sections(text, markdown)
     plan = ChunkPlan(title=title or fallback_title)
     for section in sections:

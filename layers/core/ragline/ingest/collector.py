@@ -30,8 +30,11 @@ _saved: tuple[int, int, int] | None = None
 
 @contextmanager
 def full_collections_deferred(enabled: bool = True) -> Iterator[None]:
-    """No full garbage collection starts on its own while the block runs (nested and concurrent blocks
-    count: the thresholds come back when the last one ends). ``enabled=False`` leaves the collector as is."""
+    """No full garbage collection starts on its own while the block runs.
+
+    No full garbage collection starts on its own while the block runs (nested and concurrent blocks count: the
+    thresholds come back when the last one ends). ``enabled=False`` leaves the collector as is.
+    """
     global _active, _saved
     if not enabled:
         yield

@@ -37,8 +37,11 @@ class UnsupportedFileType(UnsupportedFile):
 
 
 def require_parser(module: str, file_kind: str) -> None:
-    """A file type whose parser this installation leaves out (a slimmed install, or a Lambda layer held to its
-    size limit) is refused as a type, naming the type and why, instead of failing as an internal error."""
+    """Refuse a file type whose parser this installation leaves out, naming the type and why.
+
+    A file type whose parser this installation leaves out (a slimmed install, or a Lambda layer held to its size limit)
+    is refused as a type, naming the type and why, instead of failing as an internal error.
+    """
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
@@ -49,8 +52,10 @@ def require_parser(module: str, file_kind: str) -> None:
 
 
 def require_reader(filename: str) -> str:
-    """The file's type, once its type is known and its parser installed (UnsupportedFileType otherwise):
-    a file can be refused before it is sent (a presigned upload), not only once it is read."""
+    """The file's type, once its type is known and its parser installed (UnsupportedFileType otherwise).
+
+    A file can be refused before it is sent (a presigned upload), not only once it is read.
+    """
     file_type = file_type_for(filename)
     if file_type == "pdf":
         require_parser("pypdfium2", "PDF")
@@ -60,11 +65,14 @@ def require_reader(filename: str) -> str:
 
 
 def reads_as_markdown(file_type: str) -> bool:
+    """True for file types whose text is read as Markdown (headings become sections)."""
     return file_type in MARKDOWN_FILE_TYPES
 
 
 @dataclass
 class Extracted:
+    """A file's text with its type, its title and where each page or slide starts."""
+
     text: str
     file_type: str  # "markdown", "text", "pdf", "html", "docx", "pptx" or "epub"
     title: str = ""
@@ -72,12 +80,14 @@ class Extracted:
     page_starts: list[int] = field(default_factory=list)
 
     def page_of(self, offset: int) -> int | None:
+        """The 1-based page (or slide) holding character ``offset``; None for a text without pages."""
         if not self.page_starts:
             return None
         return max(1, bisect.bisect_right(self.page_starts, offset))
 
 
 def decode_text(raw: bytes) -> str:
+    """Bytes as text (UTF-8, with or without BOM, or UTF-16); :class:`UnsupportedFile` for anything else."""
     for encoding in ("utf-8-sig", "utf-16"):
         try:
             text = raw.decode(encoding)
@@ -89,6 +99,7 @@ def decode_text(raw: bytes) -> str:
 
 
 def file_type_for(filename: str) -> str:
+    """The file type read from the name's extension; :class:`UnsupportedFileType` names what to do instead."""
     suffix = Path(filename).suffix.lower()
     if suffix in (".csv", ".tsv", ".xlsx"):
         raise UnsupportedFileType(f"{suffix} files are tables: ingest them as table documents")
@@ -108,6 +119,7 @@ def file_type_for(filename: str) -> str:
 
 
 def extract_pdf(raw: bytes) -> Extracted:
+    """A PDF's text layer as Markdown, with its page starts; refused when there is none (a scan)."""
     require_parser("pypdfium2", "PDF")
     from ragline.ingest.pdf import extract_pdf_text
 
@@ -135,6 +147,7 @@ def _html_markdown(html: str) -> tuple[str, str]:
 
 
 def extract_html(raw: bytes) -> Extracted:
+    """An HTML page's readable text as Markdown, with its title."""
     text, title = _html_markdown(decode_text(raw))
     if not text.strip():
         raise UnsupportedFile("the HTML page has no readable text")
@@ -142,6 +155,7 @@ def extract_html(raw: bytes) -> Extracted:
 
 
 def extract_office(kind: str, raw: bytes) -> Extracted:
+    """A DOCX, PPTX or EPUB file's text as Markdown; refused when it has none."""
     from ragline.ingest import office
 
     try:
@@ -161,6 +175,7 @@ def extract_office(kind: str, raw: bytes) -> Extracted:
 
 
 def extract(filename: str, raw: bytes) -> Extracted:
+    """The text of a file by its type."""
     file_type = file_type_for(filename)
     if file_type == "pdf":
         return extract_pdf(raw)

@@ -24,6 +24,8 @@ _SPLIT = ("|", "\n")
 
 
 class InvalidFAQ(UnsupportedFile):
+    """An FAQ file or entry that cannot be imported; the message names the entry and the field."""
+
     pass
 
 
@@ -48,6 +50,7 @@ def _check_questions(entry: FAQEntry, where: str) -> None:
 
 
 def parse_entries(items: list[Any], where: str = "entry") -> list[FAQEntry]:
+    """``items`` validated as FAQ entries; :class:`InvalidFAQ` names the first bad one (``where`` and its number)."""
     entries: list[FAQEntry] = []
     for index, item in enumerate(items, start=1):
         try:
@@ -64,6 +67,7 @@ def parse_entries(items: list[Any], where: str = "entry") -> list[FAQEntry]:
 
 
 def parse_faq_file(filename: str, raw: bytes) -> list[FAQEntry]:
+    """The entries of an FAQ file: JSON (a list, or ``{"entries": [...]}``), CSV or TSV with one entry a row."""
     suffix = Path(filename).suffix.lower()
     text = decode_text(raw)
     if suffix == ".json":

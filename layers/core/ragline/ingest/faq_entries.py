@@ -1,5 +1,8 @@
-"""FAQ entries one by one: each is an ``faq`` chunk of an FAQ document, found, edited and deleted in
-place (WeKnora's FAQ API; ragline's bulk import makes the same chunks)."""
+"""FAQ entries one by one.
+
+Each is an ``faq`` chunk of an FAQ document, found, edited and deleted in place (WeKnora's FAQ API; ragline's bulk
+import makes the same chunks).
+"""
 
 from __future__ import annotations
 
@@ -23,11 +26,14 @@ def faq_content(entry: FAQEntry) -> str:
 
 
 def question_keys(entry: FAQEntry) -> set[str]:
+    """An entry's questions as compared for duplicates: whitespace collapsed, case folded."""
     return {" ".join(q.split()).casefold() for q in (entry.standard_question, *entry.similar_questions)}
 
 
 @dataclass
 class StoredEntry:
+    """An FAQ entry as stored: its chunk, its document and the entry read from the chunk."""
+
     chunk: Chunk
     document: Document
     entry: FAQEntry
@@ -38,9 +44,12 @@ class DuplicateQuestion(ValueError):
 
 
 class FAQEntries:
+    """The FAQ entries of a knowledge base: listed, added, edited and deleted one by one."""
+
     def __init__(
         self, knowledge: KnowledgeStore, ingest: IngestService, edits: ChunkEditor, removal: KnowledgeRemoval
     ) -> None:
+        """Entries kept through ``knowledge`` and ``ingest``, edited with ``edits``, deleted with ``removal``."""
         self._knowledge = knowledge
         self._ingest = ingest
         self._edits = edits

@@ -79,9 +79,11 @@ def merge_language(current: str, han: int, latin: int) -> str:
 
 
 def choose_embedding_model(language: str, models: _Embedders, current: str) -> str:
-    """MiniLM for English, the multilingual model for Chinese or mixed text — when this process has it;
-    otherwise (with no language yet, or a model that is not one of the two local ones) the current model
-    stays."""
+    """The embedding model a knowledge base's language needs, among the local ones this process has.
+
+    MiniLM for English, the multilingual model for Chinese or mixed text — when this process has it; otherwise (with no
+    language yet, or a model that is not one of the two local ones) the current model stays.
+    """
     if current not in (MINILM_MODEL, E5_MODEL):
         return current  # a configured model (an embedding endpoint) is the operator's choice
     wanted = {ENGLISH: MINILM_MODEL, CHINESE: E5_MODEL, MIXED: E5_MODEL}.get(language)

@@ -40,6 +40,8 @@ class OfficeFileError(ValueError):
 
 @dataclass
 class OfficeText:
+    """An Office or EPUB file's text as Markdown, its title and, for slides, where each starts."""
+
     text: str  # Markdown
     title: str = ""
     page_starts: list[int] = field(default_factory=list)  # PPTX: where each slide starts
@@ -87,7 +89,7 @@ def _table(rows: list[list[str]]) -> str:
 
 # DOCX ---------------------------------------------------------------------------------------------------
 def _docx_styles(archive: zipfile.ZipFile) -> dict[str, tuple[str, int | None]]:
-    """style id → (name, outline level 0-based or None), levels inherited through ``basedOn``."""
+    """Style id → (name, outline level 0-based or None), levels inherited through ``basedOn``."""
     root = _xml(archive, "word/styles.xml")
     styles: dict[str, tuple[str, int | None, str]] = {}
     if root is None:
@@ -123,6 +125,7 @@ def _docx_paragraph_text(paragraph: ElementTree.Element) -> str:
 
 
 def extract_docx(raw: bytes) -> OfficeText:
+    """A Word document's paragraphs and tables as Markdown, headings from its styles."""
     archive = _archive(raw)
     document = _xml(archive, "word/document.xml")
     if document is None:
@@ -214,6 +217,7 @@ def _pptx_paragraphs(body: ElementTree.Element) -> list[tuple[int, str]]:
 
 
 def extract_pptx(raw: bytes) -> OfficeText:
+    """A PowerPoint deck's slides as Markdown sections, one per slide, with where each starts."""
     archive = _archive(raw)
     presentation = _xml(archive, "ppt/presentation.xml")
     if presentation is None:

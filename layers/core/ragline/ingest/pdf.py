@@ -76,17 +76,21 @@ class Segment:
 
     @property
     def text(self) -> str:
+        """The segment's characters as text, trimmed."""
         return "".join(self.chars).strip()
 
     @property
     def size(self) -> float:
+        """The segment's most common font size, in points (0 for no characters)."""
         return self.sizes.most_common(1)[0][0] if self.sizes else 0.0
 
     @property
     def bold(self) -> bool:
+        """True when at least 80% of its letters are bold."""
         return self.letters > 0 and self.bold_chars >= 0.8 * self.letters
 
     def add(self, ch: str, box: tuple[float, float, float, float], size: float, weight: int) -> None:
+        """Append a character with its box ``(left, right, bottom, top)``, font size and weight."""
         left, right, bottom, top = box
         self.chars.append(ch)
         if ch.strip():
@@ -101,6 +105,8 @@ class Segment:
 
 @dataclass
 class Page:
+    """One page's size in points and its text segments."""
+
     width: float
     height: float
     segments: list[Segment]
@@ -219,11 +225,14 @@ def _is_margin_noise(segment: Segment, page: Page, repeated: set[str]) -> bool:
 
 @dataclass
 class Paragraph:
+    """Consecutive lines of one page read as one paragraph."""
+
     lines: list[Segment]
     page: int
 
     @property
     def size(self) -> float:
+        """The paragraph's most common font size, in points: how headings are told from body text."""
         sizes: Counter[float] = Counter()
         for line in self.lines:
             sizes.update(line.sizes)
@@ -316,6 +325,8 @@ def _paragraphs(pages: list[Page]) -> list[Paragraph]:
 
 @dataclass
 class PdfText:
+    """A PDF's text as Markdown, its title, where each page starts and how many pages it has."""
+
     text: str  # Markdown
     title: str
     page_starts: list[int]
@@ -331,6 +342,7 @@ def _heading_levels(paragraphs: list[Paragraph], body: float) -> dict[float, int
 
 
 def extract_pdf_text(raw: bytes) -> PdfText:
+    """A PDF's text as Markdown: paragraphs joined across lines, headings found by font size."""
     pages, metadata_title = read_pages(raw)
     paragraphs = _paragraphs(pages)
     weights: Counter[float] = Counter()

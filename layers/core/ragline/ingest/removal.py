@@ -1,5 +1,8 @@
-"""Removing documents and knowledge bases everywhere they live: the knowledge store, the search index,
-the entity graph and the table store. Both runtimes delete through this one place."""
+"""Removing documents and knowledge bases everywhere they live.
+
+The knowledge store, the search index, the entity graph and the table store. Both runtimes delete through this one
+place.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ logger = logging.getLogger(__name__)
 
 
 class KnowledgeRemoval:
+    """Deletes documents and knowledge bases from every store that holds them."""
+
     def __init__(
         self,
         knowledge: KnowledgeStore,
@@ -24,6 +29,7 @@ class KnowledgeRemoval:
         tables: TableStore | None = None,
         originals: OriginalStore | None = None,
     ) -> None:
+        """A remover over the stores given; a store not given (None) holds nothing to remove."""
         self._knowledge = knowledge
         self._engine = engine
         self._graph = graph
@@ -31,8 +37,10 @@ class KnowledgeRemoval:
         self._originals = originals
 
     def delete_document(self, tenant_id: str, document_id: str) -> Document | None:
-        """The document removed (None: not this tenant's). The index goes first: a document half deleted
-        must never be found by a search whose chunks are gone."""
+        """The document removed (None: not this tenant's).
+
+        The index goes first: a document half deleted must never be found by a search whose chunks are gone.
+        """
         document = self._knowledge.document(tenant_id, document_id)
         if document is None:
             return None
@@ -70,6 +78,7 @@ class KnowledgeRemoval:
         return sum(1 for d in documents if self.delete_document(tenant_id, d.id) is not None)
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
+        """Remove a knowledge base and everything of it; False when it is not this tenant's."""
         if self._knowledge.knowledge_base(tenant_id, kb_id) is None:
             return False
         self.clear_knowledge_base(tenant_id, kb_id)

@@ -72,24 +72,32 @@ _KEYWORD_BATCH = 2000
 
 
 class IngestCancelled(Exception):
-    """The caller went away or the process is stopping: nothing of the document was stored (accept), or it
-    stays ``pending`` with its progress, to be resumed (index)."""
+    """The caller went away or the process is stopping.
+
+    Nothing of the document was stored (accept), or it stays ``pending`` with its progress, to be resumed (index).
+    """
 
 
 class NoOriginal(LookupError):
-    """The document's original is not kept (documents stored before originals were, FAQ documents): it cannot
-    be downloaded or parsed again."""
+    """The document's original is not kept (documents stored before originals were, FAQ documents).
+
+    It cannot be downloaded or parsed again.
+    """
 
 
 class StillIndexing(RuntimeError):
-    """The document's vectors are being computed: parsing it again now would race the running indexing (its
-    progress and its end would be recorded on the new chunks). Parse it again once it is indexed or failed."""
+    """The document's vectors are being computed.
+
+    Parsing it again now would race the running indexing (its progress and its end would be recorded on the new chunks).
+    Parse it again once it is indexed or failed.
+    """
 
 
 class TooManyChunks(ValueError):
     """A document would be cut into more chunks than ``ingestion.max_chunks_per_document``."""
 
     def __init__(self, count: int, limit: int) -> None:
+        """Refuse a document of ``count`` chunks over ``limit``."""
         super().__init__(f"the document would have {count} chunks; the limit is {limit} per document")
         self.count = count
         self.limit = limit
@@ -120,6 +128,8 @@ class KeywordFirstEngine(Protocol):
 
 @dataclass
 class DocumentInput:
+    """A document to ingest: its text and what is known about it."""
+
     content: str
     title: str = ""
     filename: str = ""
@@ -147,6 +157,8 @@ class _Prepared:
 
 @dataclass
 class IngestResult:
+    """What ingesting one document did: the document as stored, its chunk count, and whether it was a duplicate."""
+
     document: Document
     chunk_count: int
     duplicate: bool = False
@@ -180,8 +192,11 @@ def store_document(
     indexed: Sequence[Chunk],
     vectors: np.ndarray,
 ) -> IngestResult:
-    """Writes a document with its ``chunks`` and indexes ``indexed`` (with their ``vectors``) in one scope:
-    where the backend can, neither is stored without the other. The document is complete: ``indexed``."""
+    """Write a document with its chunks and index the indexed ones, in one scope.
+
+    Writes a document with its ``chunks`` and indexes ``indexed`` (with their ``vectors``) in one scope: where the
+    backend can, neither is stored without the other. The document is complete: ``indexed``.
+    """
     document.status = DocumentStatus.INDEXED
     document.embedded_count = len(indexed)
     document.embedding_model = document.embedding_model or kb.embedding_model
@@ -193,8 +208,11 @@ def store_document(
 
 
 def vector_text(document: Document, chunk: Chunk) -> str:
-    """What a chunk's vector is made from, as its ingestion path first made it: an FAQ entry's questions,
-    a table chunk's own text, otherwise the passage with its title and section."""
+    """What a chunk's vector is made from.
+
+    The text its ingestion path first embedded: an FAQ entry's questions, a table chunk's own text, otherwise the passage with
+    its title and section.
+    """
     if chunk.chunk_type == ChunkType.FAQ:
         questions = [chunk.metadata.get("standard_question"), *(chunk.metadata.get("similar_questions") or [])]  # type: ignore[misc]
         return "\n".join(str(q) for q in questions if q)
@@ -209,8 +227,10 @@ def searchable_in_order(chunks: Sequence[Chunk]) -> list[Chunk]:
 
 
 class TableFiles(Protocol):
-    """What accepts table files (CSV, TSV, Excel) for this service: :class:`ragline.tables.ingest.TableIngestor`,
-    which builds on this module (hence a port here, not an import)."""
+    """What accepts table files (CSV, TSV, Excel) for this service.
+
+    :class:`ragline.tables.ingest.TableIngestor`, which builds on this module (hence a port here, not an import).
+    """
 
     def ingest_table(
         self,
@@ -236,6 +256,8 @@ def _gc_deferred(method: Callable[Concatenate[IngestService, _P], _R]) -> Callab
 
 
 class IngestService:
+    """Chunks, stores and indexes documents: the one ingestion path of both runtimes."""
+
     def __init__(
         self,
         knowledge: KnowledgeStore,
@@ -245,6 +267,7 @@ class IngestService:
         tables: TableFiles | None = None,
         originals: OriginalStore | None = None,
     ) -> None:
+        """A service over the stores and models given; ``tables`` takes table files, ``originals`` keeps uploads."""
         self._tables = tables
         self._originals = originals
         self._knowledge = knowledge
@@ -257,12 +280,16 @@ class IngestService:
 
     # Scheduling -----------------------------------------------------------------------------------------
     def set_scheduler(self, scheduler: Callable[[Sequence[Document]], None] | None) -> None:
-        """Accepted documents are handed to ``scheduler`` (a background thread, an asynchronous function
-        invocation), which must eventually call :meth:`index_document` for each."""
+        """Hand accepted documents to ``scheduler`` from now on.
+
+        Accepted documents are handed to ``scheduler`` (a background thread, an asynchronous function invocation), which
+        must eventually call :meth:`index_document` for each.
+        """
         self._scheduler = scheduler
 
     @property
     def scheduler(self) -> Callable[[Sequence[Document]], None] | None:
+        """Where accepted documents go for their vectors; None: they are indexed in the caller's thread."""
         return self._scheduler
 
     def schedule(self, results: Sequence[IngestResult]) -> None:
@@ -284,8 +311,10 @@ class IngestService:
     def accept_many(
         self, kb: KnowledgeBase, items: Sequence[DocumentInput], cancel: Cancel | None = None
     ) -> list[IngestResult]:
-        """Chunk and store each document ``pending`` (keyword-searchable at once where the engine allows);
-        the same content twice in a knowledge base is stored once (a ``duplicate`` result)."""
+        """Chunk and store each document ``pending`` (keyword-searchable at once where the engine allows).
+
+        The same content twice in a knowledge base is stored once (a ``duplicate`` result).
+        """
         results: list[IngestResult | None] = []
         prepared: list[_Prepared] = []
         seen_hashes: dict[str, int] = {}
@@ -348,8 +377,11 @@ class IngestService:
         chunk_type: str = ChunkType.TEXT,
         cancel: Cancel | None = None,
     ) -> IngestResult:
-        """An uploaded file: text extracted by its type (PDF pages are remembered per chunk) and accepted;
-        tables (CSV, TSV, Excel) become table documents, indexed at once (the first sheet's result)."""
+        """An uploaded file.
+
+        Text extracted by its type (PDF pages are remembered per chunk) and accepted; tables (CSV, TSV, Excel) become
+        table documents, indexed at once (the first sheet's result).
+        """
         if self._tables is not None and is_table_file(filename):
             results = self._tables.ingest_table(kb, filename, raw, title=title, source=source, tags=tags)
             if self._originals is not None:
@@ -376,8 +408,10 @@ class IngestService:
         return self.accept_many(kb, [item], cancel=cancel)[0]
 
     def _keep_original(self, document: Document, item: DocumentInput) -> None:
-        """The received bytes, kept before the document is stored: a stored document always has its original
-        (a failure here stores nothing)."""
+        """The received bytes, kept before the document is stored.
+
+        A stored document always has its original (a failure here stores nothing).
+        """
         if self._originals is not None:
             original = item.original if item.original is not None else item.content.encode("utf-8")
             self._originals.save(document.tenant_id, document.id, original)
@@ -385,8 +419,10 @@ class IngestService:
     def _prepare(
         self, kb: KnowledgeBase, item: DocumentInput, content_hash: str, position: int, keep: Document | None = None
     ) -> _Prepared:
-        """The document and its chunks, not stored yet; ``keep``: a stored document parsed again, whose id,
-        creation time and state (enabled) the new record keeps."""
+        """The document and its chunks, not stored yet.
+
+        ``keep``: a stored document parsed again, whose id, creation time and state (enabled) the new record keeps.
+        """
         content = item.content
         fallback_title = item.title or (Path(item.filename).stem if item.filename else "") or "Untitled"
         plan = plan_chunks(
@@ -457,8 +493,10 @@ class IngestService:
         return _Prepared(document, parents, children, position, detect_language(content))
 
     def _settle_model(self, kb: KnowledgeBase, prepared: Sequence[_Prepared]) -> KnowledgeBase:
-        """A knowledge base whose model nobody chose takes the one its language needs; when new documents
-        change the language mix (English, then Chinese), its documents are re-embedded."""
+        """A knowledge base whose model nobody chose takes the one its language needs.
+
+        When new documents change the language mix (English, then Chinese), its documents are re-embedded.
+        """
         han = sum(p.language_counts[0] for p in prepared)
         latin = sum(p.language_counts[1] for p in prepared)
         with self._kb_lock:
@@ -488,8 +526,11 @@ class IngestService:
 
     # Changing the model ---------------------------------------------------------------------------------
     def change_embedding_model(self, kb: KnowledgeBase, model: str) -> KnowledgeBase:
-        """Sets a knowledge base's model by choice (detection no longer changes it) and re-embeds its
-        documents in the background; keyword search answers meanwhile, vector search as vectors arrive."""
+        """Choose a knowledge base's model and re-embed its documents in the background.
+
+        Sets a knowledge base's model by choice (detection no longer changes it) and re-embeds its documents in the
+        background; keyword search answers meanwhile, vector search as vectors arrive.
+        """
         self._models.embedder(model)  # unknown models fail here, before anything changes
         updated = self._knowledge.set_embedding_model(kb.tenant_id, kb.id, model, auto=False)
         if updated is None:
@@ -526,10 +567,12 @@ class IngestService:
             self.schedule([IngestResult(d, d.chunk_count) for d in documents])
 
     def reindex(self, document: Document) -> Document:
-        """A stored document whose title or description changed: its keyword entries written again at once
-        (the title is searched with every chunk, and shown with every hit), then its vectors computed again
-        by the scheduler (the title is embedded with every passage): ``pending`` until they are all in.
-        Returns the document as stored."""
+        """Write a retitled document's keyword entries again and queue its vectors; the document as stored.
+
+        A stored document whose title or description changed: its keyword entries written again at once (the title is
+        searched with every chunk, and shown with every hit), then its vectors computed again by the scheduler (the
+        title is embedded with every passage): ``pending`` until they are all in. Returns the document as stored.
+        """
         chunks = searchable_in_order(self._knowledge.chunks_of_document(document.tenant_id, document.id))
         if not chunks:
             return document
@@ -547,11 +590,14 @@ class IngestService:
         return self._knowledge.document(document.tenant_id, document.id) or updated
 
     def reparse(self, document: Document, *, content: str | None = None, title: str | None = None) -> Document:
-        """Parses a stored document again from its original — or from ``content``, a manual document's new
-        text, which becomes its original — with today's extraction and chunking: its chunks are replaced under
-        the same id (its creation time, tags and enabled state kept), keyword-searchable again on return and
-        ``pending`` until the scheduler has computed the new vectors. Raises :class:`NoOriginal` when nothing
-        was kept to parse, :class:`UnsupportedFile` for FAQ and table documents (imported again, not parsed)."""
+        """Parse a stored document again from its original (or new text), replacing its chunks under the same id.
+
+        Parses a stored document again from its original — or from ``content``, a manual document's new text, which
+        becomes its original — with today's extraction and chunking: its chunks are replaced under the same id (its
+        creation time, tags and enabled state kept), keyword-searchable again on return and ``pending`` until the
+        scheduler has computed the new vectors. Raises :class:`NoOriginal` when nothing was kept to parse,
+        :class:`UnsupportedFile` for FAQ and table documents (imported again, not parsed).
+        """
         if document.file_type == "faq" or (document.filename and is_table_file(document.filename)):
             raise UnsupportedFile("FAQ and table documents are imported again, not parsed again")
         stored = self._knowledge.document(document.tenant_id, document.id)
@@ -634,10 +680,13 @@ class IngestService:
         cancel: Cancel | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> list[Document]:
-        """Computes and writes the missing vectors of pending ``documents``, sharing batches across them
-        (short documents fill a batch together), and records progress after every batch. Documents that are
-        not pending are returned as they are. A failure marks the documents of the failed batch ``failed``
-        with the reason; a cancel leaves them ``pending`` (raises :class:`IngestCancelled`)."""
+        """Compute and write the missing vectors of pending ``documents``, batching across them.
+
+        Computes and writes the missing vectors of pending ``documents``, sharing batches across them (short documents
+        fill a batch together), and records progress after every batch. Documents that are not pending are returned as
+        they are. A failure marks the documents of the failed batch ``failed`` with the reason; a cancel leaves them
+        ``pending`` (raises :class:`IngestCancelled`).
+        """
         # The stored record, not the caller's copy: another worker may have moved it on meanwhile.
         out: dict[str, Document] = {
             d.id: self._knowledge.document(d.tenant_id, d.id) or d.model_copy(update={"status": DocumentStatus.FAILED})
@@ -721,8 +770,10 @@ class IngestService:
     def _embed_batch(
         self, batch: Sequence[tuple[Document, KnowledgeBase, Chunk, str]]
     ) -> dict[str, tuple[list[int], npt.NDArray[np.float32]]]:
-        """One embedding call per model for the batch (the embedder sorts by length and pads per sub-batch):
-        model → (rows of the batch, their vectors)."""
+        """One embedding call per model for the batch (the embedder sorts by length and pads per sub-batch).
+
+        Model → (rows of the batch, their vectors).
+        """
         by_model: dict[str, list[int]] = {}
         for index, (_, kb, _, _) in enumerate(batch):
             by_model.setdefault(kb.embedding_model, []).append(index)
@@ -760,8 +811,11 @@ class IngestService:
         vectors: npt.NDArray[np.float32],
         missing: set[str],
     ) -> None:
-        """Chunks the engine did not hold when their vectors came: the ones the store still has (accepted
-        before their keywords were indexed) are indexed whole; the others were deleted meanwhile and stay so."""
+        """Chunks the engine did not hold when their vectors came.
+
+        The ones the store still has (accepted before their keywords were indexed) are indexed whole; the others were
+        deleted meanwhile and stay so.
+        """
         still = {c.id for c in self._knowledge.chunks(document.tenant_id, sorted(missing))}
         rows = [i for i, chunk in enumerate(chunks) if chunk.id in still]
         if rows:
@@ -803,8 +857,11 @@ class IngestService:
         progress: Callable[[int, int], None] | None = None,
         cancel: Cancel | None = None,
     ) -> list[IngestResult]:
-        """Several documents accepted, then embedded in shared batches (batches sorted by length fill
-        better across documents than within one), before returning."""
+        """Accept several documents, then embed them in shared batches before returning.
+
+        Several documents accepted, then embedded in shared batches (batches sorted by length fill better across
+        documents than within one), before returning.
+        """
         results = self.accept_many(kb, items, cancel=cancel)
         self._index_now(results, progress, cancel)
         return results
@@ -824,6 +881,7 @@ class IngestService:
     def ingest_file(
         self, kb: KnowledgeBase, path: Path, progress: Callable[[int, int], None] | None = None
     ) -> IngestResult:
+        """A file from disk, ingested as an upload named after it (the CLI's path)."""
         return self.ingest_bytes(kb, path.name, path.read_bytes(), source=str(path), progress=progress)
 
     def ingest_bytes(

@@ -1,5 +1,7 @@
-"""Upload handling shared by every upload route: one size limit, cancellation when the client goes away,
-the accept step off the event loop, and the reply that says where a document is.
+"""Upload handling shared by every upload route.
+
+One size limit, cancellation when the client goes away, the accept step off the event loop, and the reply that says
+where a document is.
 
 Routes stay small: they parse their body, then call :func:`accept_off_loop` with the ingestion call, and
 reply with :func:`document_reply`.
@@ -23,7 +25,10 @@ _DISCONNECT_POLL_S = 0.1
 
 
 class UploadTooLarge(Exception):
+    """An upload passed the size limit; ``limit`` is that limit in bytes."""
+
     def __init__(self, limit: int) -> None:
+        """The refusal for an upload over ``limit`` bytes."""
         super().__init__(f"the upload exceeds {limit} bytes")
         self.limit = limit
 
@@ -48,8 +53,11 @@ def declared_too_large(request: _Request, limit: int) -> bool:
 
 
 async def read_body(request: _Request, limit: int) -> bytes:
-    """The whole body, refused (:class:`UploadTooLarge`) as soon as it passes ``limit`` bytes, whatever the
-    Content-Length said (chunked bodies have none)."""
+    """The whole body, refused as soon as it passes ``limit`` bytes.
+
+    The whole body, refused (:class:`UploadTooLarge`) as soon as it passes ``limit`` bytes, whatever the Content-Length
+    said (chunked bodies have none).
+    """
     if declared_too_large(request, limit):
         raise UploadTooLarge(limit)
     parts: list[bytes] = []
@@ -63,9 +71,11 @@ async def read_body(request: _Request, limit: int) -> bytes:
 
 
 async def accept_off_loop(request: _Request, work: Callable[[threading.Event], T]) -> T:
-    """Runs ``work(cancel)`` in a worker thread, so the API keeps answering during a large upload, and sets
-    ``cancel`` when the client disconnects (the ingestion call checks it between steps and stores nothing:
-    :class:`ClientGone`)."""
+    """Run ``work(cancel)`` in a worker thread, cancelling it when the client disconnects.
+
+    Runs ``work(cancel)`` in a worker thread, so the API keeps answering during a large upload, and sets ``cancel`` when
+    the client disconnects (the ingestion call checks it between steps and stores nothing: :class:`ClientGone`).
+    """
     cancel = threading.Event()
     task = asyncio.ensure_future(asyncio.to_thread(work, cancel))
     try:

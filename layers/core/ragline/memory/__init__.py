@@ -1,5 +1,6 @@
-"""Long-term memory: durable facts about a user, extracted after opted-in turns and recalled, without a
-model call, into later prompts.
+"""Long-term memory.
+
+Durable facts about a user, extracted after opted-in turns and recalled, without a model call, into later prompts.
 
 The HTTP routes live in :mod:`ragline.server.routes.memories` and the adapters in :mod:`ragline.memory.sqlite` and
 :mod:`ragline.memory.dynamodb`; they are imported by the wiring only.

@@ -22,6 +22,7 @@ _SORT_PREFIX = "mem#"
 
 
 def memory_partition(tenant_id: str, user_id: str) -> str:
+    """The partition key of one user's memories in the knowledge table."""
     return f"memory#{tenant_id}#{user_id}"
 
 
@@ -47,10 +48,14 @@ def _memory(item: dict[str, Any]) -> Memory:
 
 
 class DynamoMemoryStore(MemoryStore):
-    """The user's partition of the knowledge table. Writes are not transactional: two concurrent adds of
-    the same new fact can both land, and the next add of it merges into one of them."""
+    """The user's partition of the knowledge table.
+
+    Writes are not transactional: two concurrent adds of the same new fact can both land, and the next add of it merges
+    into one of them.
+    """
 
     def __init__(self, table: Any) -> None:
+        """Memories kept in ``table`` (the knowledge table)."""
         self._table = table
 
     def _query(self, tenant_id: str, user_id: str, limit: int | None, **extra: Any) -> list[dict[str, Any]]:
@@ -91,6 +96,7 @@ class DynamoMemoryStore(MemoryStore):
                 batch.delete_item(Key=_key(tenant_id, user_id, memory_id))
 
     def delete(self, tenant_id: str, user_id: str, memory_id: str) -> bool:
+        """Delete one memory of this user; False when there is none with that id."""
         try:
             self._table.delete_item(Key=_key(tenant_id, user_id, memory_id), ConditionExpression=MEMORY_EXISTS)
         except ClientError as error:
@@ -100,6 +106,7 @@ class DynamoMemoryStore(MemoryStore):
         return True
 
     def delete_all(self, tenant_id: str, user_id: str) -> int:
+        """Delete every memory of this user, however many; returns how many were deleted."""
         # Unbounded, unlike a read: "forget everything" must not leave memories behind.
         keys = self._query(tenant_id, user_id, None, ProjectionExpression="#id", ExpressionAttributeNames={"#id": "id"})
         ids = [str(item["id"]) for item in keys]

@@ -87,8 +87,11 @@ def _json_candidates(raw: str) -> list[str]:
 
 
 def _fact_items(value: Any) -> list[str] | None:
-    """A list of facts from a parsed value: a list of strings (or of {"fact": ...}), or an object holding
-    one under "facts"/"memories"/"items"; None when the value has no such shape."""
+    """A list of facts from a parsed value.
+
+    A list of strings (or of {"fact": ...}), or an object holding one under "facts"/"memories"/"items"; None when the
+    value has no such shape.
+    """
     if isinstance(value, dict):
         for key in _LIST_KEYS:
             if isinstance(value.get(key), list):
@@ -312,6 +315,7 @@ class MemoryExtractor:
         templates: PromptTemplates | None = None,
         template_id: str = DEFAULT_TEMPLATE_ID,
     ) -> None:
+        """An extractor writing into ``store``, with the optional models described above."""
         self._store = store
         self._embedder = embedder
         self._chat_model = chat_model
@@ -341,8 +345,10 @@ class MemoryExtractor:
         return parse_facts(reply.content)
 
     async def remember(self, turn: CompletedTurn) -> list[Memory]:
-        """Extract and store the turn's facts when the turn opted in; returns what was stored (a restated
-        fact comes back as the memory it updated). Never raises."""
+        """Extract and store the turn's facts when the turn opted in.
+
+        Returns what was stored (a restated fact comes back as the memory it updated). Never raises.
+        """
         if not turn.memory_enabled:
             return []
         facts = await self.extract_facts(turn.user_message, turn.answer)

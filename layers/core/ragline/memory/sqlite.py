@@ -44,6 +44,7 @@ class SqliteMemoryStore(MemoryStore):
     """The ``memories`` table of the shared :class:`Database`; created on construction, idempotently."""
 
     def __init__(self, db: Database) -> None:
+        """Memories kept in ``db``, their table created if missing."""
         self._db = db
         for statement in _SCHEMA:
             db.execute(statement)
@@ -84,10 +85,12 @@ class SqliteMemoryStore(MemoryStore):
             )
 
     def delete(self, tenant_id: str, user_id: str, memory_id: str) -> bool:
+        """Delete one memory of this user; False when there is none with that id."""
         deleted = self._db.execute(
             "DELETE FROM memories WHERE tenant_id = ? AND user_id = ? AND id = ?", (tenant_id, user_id, memory_id)
         )
         return deleted > 0
 
     def delete_all(self, tenant_id: str, user_id: str) -> int:
+        """Delete every memory of this user; returns how many were deleted."""
         return self._db.execute("DELETE FROM memories WHERE tenant_id = ? AND user_id = ?", (tenant_id, user_id))

@@ -34,6 +34,7 @@ VectorLike = Sequence[float] | npt.NDArray[np.float32]
 
 
 def as_vector(vector: VectorLike | None) -> list[float] | None:
+    """A vector as a plain list of floats (as stored), or None."""
     if vector is None:
         return None
     return [float(x) for x in np.asarray(vector, dtype=np.float32).ravel()]
@@ -45,6 +46,7 @@ def vector_bytes(vector: Sequence[float]) -> bytes:
 
 
 def vector_from_bytes(raw: bytes | None) -> list[float] | None:
+    """A vector read back from :func:`vector_bytes`; None for no bytes."""
     if not raw:
         return None
     return [float(x) for x in np.frombuffer(raw, dtype=np.float32)]
@@ -80,8 +82,10 @@ def cosine_scores(memories: Sequence[Memory], query_vector: VectorLike | None, e
 
 
 def find_duplicate(existing: Sequence[Memory], candidate: Memory) -> Memory | None:
-    """The stored memory that ``candidate`` restates: same normalised text, else the most similar vector
-    at or above :data:`DUPLICATE_SIMILARITY`."""
+    """The stored memory that ``candidate`` restates.
+
+    Same normalised text, else the most similar vector at or above :data:`DUPLICATE_SIMILARITY`.
+    """
     key = normalise_memory(candidate.content)
     for memory in existing:
         if normalise_memory(memory.content) == key:

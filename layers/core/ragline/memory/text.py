@@ -28,8 +28,10 @@ _IRREGULAR_FIRST_PERSON = {"is": "am", "was": "was", "has": "have", "does": "do"
 
 
 def normalise_memory(text: str) -> str:
-    """Lower-case, whitespace collapsed, trailing punctuation dropped: "The user lives in Berlin." and
-    "the user lives in  Berlin" are the same memory."""
+    """Lower-case, whitespace collapsed, trailing punctuation dropped.
+
+    "The user lives in Berlin." and "the user lives in  Berlin" are the same memory.
+    """
     return normalize_content(text).rstrip(_TRAILING_PUNCTUATION)
 
 
@@ -67,8 +69,11 @@ def _first_person_verb(verb: str) -> str:
 
 
 def embedding_text(content: str) -> str:
-    """The text to embed for a memory: its first-person form where it follows the "The user ..." shape,
-    else the content unchanged. Only the vector sees this text; the memory keeps its content."""
+    """The text to embed for a memory.
+
+    Its first-person form where it follows the "The user ..." shape, else the content unchanged. Only the vector sees
+    this text; the memory keeps its content.
+    """
     stripped = content.strip()
     if _POSSESSIVE_SUBJECT.match(stripped):
         return _POSSESSIVE_SUBJECT.sub("My ", stripped, count=1)

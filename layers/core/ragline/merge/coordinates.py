@@ -22,10 +22,12 @@ ORIGINAL_REVISION = 0
 
 
 def mark_rewritten(result: SearchResult) -> None:
+    """Record that ``result``'s text no longer matches its source slice, so its offsets decide no merge."""
     result.metadata[REWRITTEN_KEY] = REWRITTEN
 
 
 def is_rewritten(result: SearchResult) -> bool:
+    """True when a step changed the passage's text away from its source slice."""
     return result.metadata.get(REWRITTEN_KEY) == REWRITTEN
 
 
@@ -54,4 +56,5 @@ def coordinates_trusted(result: SearchResult) -> bool:
 
 
 def chunk_coordinates_trusted(chunk: Chunk) -> bool:
+    """A stored chunk's ``start_at``/``end_at`` may decide merges: never edited, and its text as long as its span."""
     return is_original_revision(chunk.metadata) and span_matches(chunk.content, chunk.start_at, chunk.end_at)

@@ -27,6 +27,8 @@ _HALF = 2
 
 
 class Side(StrEnum):
+    """Which neighbour of a chunk a short passage is widened with."""
+
     PREVIOUS = "previous"
     NEXT = "next"
 

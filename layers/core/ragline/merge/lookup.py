@@ -9,10 +9,14 @@ from ragline.store.models import Chunk
 
 
 class ChunkLookup(Protocol):
-    """Chunks by id; unknown ids are absent from the answer. Usually ``KnowledgeStore.chunks`` bound to
-    the request's tenant, so a step can never read another tenant's text."""
+    """Chunks by id; unknown ids are absent from the answer.
 
-    def __call__(self, chunk_ids: Sequence[str]) -> list[Chunk]: ...
+    Usually ``KnowledgeStore.chunks`` bound to the request's tenant, so a step can never read another tenant's text.
+    """
+
+    def __call__(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks among ``chunk_ids`` that exist (for the request's tenant)."""
+        ...
 
 
 def load_chunks(lookup: ChunkLookup, chunk_ids: Iterable[str]) -> dict[str, Chunk]:

@@ -33,6 +33,7 @@ INDEX_END_KEY = "chunk_index_end"
 
 
 def last_chunk_index(result: SearchResult) -> int:
+    """The highest chunk index the passage covers once merged or widened (its own index when neither)."""
     try:
         return max(result.chunk_index, int(result.metadata.get(INDEX_END_KEY, result.chunk_index)))
     except ValueError:

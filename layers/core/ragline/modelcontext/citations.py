@@ -30,8 +30,11 @@ def _render_tag(tag: str, registry: SourceRegistry, preceding: str = "") -> str:
 
 
 def expand_text(text: str, registry: SourceRegistry) -> str:
-    """Storage aliases back to their URLs, then known citations expanded and every other citation-like tag
-    dropped (fail closed)."""
+    """Storage aliases back to URLs, known citations expanded, any other citation-like tag dropped.
+
+    Storage aliases back to their URLs, then known citations expanded and every other citation-like tag dropped (fail
+    closed).
+    """
     return _expand_tags(registry.resources.decode(text), registry)
 
 
@@ -79,8 +82,11 @@ _WEB_TAG = re.compile(r'<web\s+url="([^"]*)"\s+title="([^"]*)"\s*/>')
 
 
 def replace_citations(text: str, chunk: Callable[[str, str, str], str], web: Callable[[str, str], str]) -> str:
-    """Every expanded citation in ``text`` replaced: ``<kb …/>`` by ``chunk(doc, chunk_id, kb_id)`` and
-    ``<web …/>`` by ``web(url, title)``, their attributes HTML-unescaped."""
+    """Every expanded citation in ``text`` replaced.
+
+    ``<kb …/>`` by ``chunk(doc, chunk_id, kb_id)`` and ``<web …/>`` by ``web(url, title)``, their attributes
+    HTML-unescaped.
+    """
 
     def kb_tag(match: re.Match[str]) -> str:
         return chunk(html.unescape(match.group(1)), html.unescape(match.group(2)), html.unescape(match.group(3) or ""))
@@ -92,8 +98,11 @@ def replace_citations(text: str, chunk: Callable[[str, str, str], str], web: Cal
 
 
 def fold_citations(text: str, registry: SourceRegistry) -> str:
-    """An earlier answer as the model reads it again: its expanded citations back to aliases of this
-    registry (so the model keeps citing the same sources the same way), or nothing when citations are off."""
+    """An earlier answer as the model reads it again.
+
+    Its expanded citations back to aliases of this registry (so the model keeps citing the same sources the same way),
+    or nothing when citations are off.
+    """
     if not registry.citations_enabled:
         return replace_citations(text, lambda *_: "", lambda *_: "")
     return replace_citations(
@@ -104,10 +113,13 @@ def fold_citations(text: str, registry: SourceRegistry) -> str:
 
 
 class StreamDecoder:
-    """Releases text as soon as it cannot be part of a citation tag or a storage alias; holds either until
-    it is complete."""
+    """Releases text as soon as it cannot be part of a citation tag or a storage alias.
+
+    Holds either until it is complete.
+    """
 
     def __init__(self, registry: SourceRegistry) -> None:
+        """A decoder of one answer's stream, expanding citations against ``registry``."""
         self._registry = registry
         self._buffer = ""
         self._pending_alias = ""
@@ -119,6 +131,7 @@ class StreamDecoder:
         return text
 
     def feed(self, chunk: str) -> str:
+        """The text of ``chunk`` that can be released now, aliases and citations expanded; the rest is held."""
         # Storage aliases first (as expand_text does): hold a possibly unfinished ``res://NNNN`` at the end.
         text = self._pending_alias + chunk
         hold = held_alias_start(text)

@@ -16,4 +16,5 @@ Use the sources above to answer, but do not cite them: write no <ref>, <kb> or <
 
 
 def protocol_prompt(citations_enabled: bool) -> str:
+    """The citation instructions of the system prompt, or the no-citations variant."""
     return _ENABLED if citations_enabled else _DISABLED

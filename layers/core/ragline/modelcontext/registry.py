@@ -15,6 +15,8 @@ HANDLE_PATTERN = re.compile(r"^[cdbw][1-9][0-9]*$", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class ChunkSource:
+    """A passage the model may cite: its alias (``cN``), its chunk and where the chunk comes from."""
+
     handle: str
     chunk_id: str
     document_title: str
@@ -60,6 +62,8 @@ def last_claim(text: str) -> str:
 
 @dataclass(frozen=True)
 class WebSource:
+    """A web page the model may cite: its alias (``wN``), its URL (no fragment) and title."""
+
     handle: str
     url: str
     title: str
@@ -69,6 +73,7 @@ class SourceRegistry:
     """Assigns ``cN``/``wN``/``dN``/``bN`` in registration order; the same id always gets the same alias."""
 
     def __init__(self, citations_enabled: bool = True) -> None:
+        """An empty registry; with ``citations_enabled`` off, answers carry no citations."""
         self.citations_enabled = citations_enabled
         self.resources = ResourceAliases()
         self._chunks: dict[str, ChunkSource] = {}
@@ -80,6 +85,7 @@ class SourceRegistry:
         self._parts: dict[str, list[ChunkPart]] = {}
 
     def register_chunk(self, result: SearchResult) -> str:
+        """The passage's alias (``cN``), the same one each time the chunk is registered."""
         if HANDLE_PATTERN.match(result.id):
             return self._existing(result.id)
         source = self._chunks.get(result.id)
@@ -97,6 +103,7 @@ class SourceRegistry:
         )
 
     def register_web(self, url: str, title: str = "") -> str:
+        """The page's alias (``wN``); two URLs that differ only by fragment share one."""
         if HANDLE_PATTERN.match(url):
             return self._existing(url)
         key = urldefrag(url).url
@@ -109,9 +116,11 @@ class SourceRegistry:
         return source.handle
 
     def register_document(self, knowledge_id: str) -> str:
+        """The document's alias (``dN``)."""
         return self._documents.setdefault(knowledge_id, f"d{len(self._documents) + 1}")
 
     def register_knowledge_base(self, knowledge_base_id: str) -> str:
+        """The knowledge base's alias (``bN``)."""
         return self._bases.setdefault(knowledge_base_id, f"b{len(self._bases) + 1}")
 
     def _existing(self, handle: str) -> str:
@@ -130,8 +139,11 @@ class SourceRegistry:
         self._parts[chunk_id] = parts
 
     def cited_chunk_id(self, chunk_id: str, claim: str) -> str:
-        """Which chunk of a passage a citation of it backs ``claim`` with: the one holding the claim word for
-        word, else the one sharing most of its words; the passage's own chunk when it is one chunk."""
+        """Which chunk of a passage a citation of it backs ``claim`` with.
+
+        The one holding the claim word for word, else the one sharing most of its words; the passage's own chunk when it
+        is one chunk.
+        """
         parts = self._parts.get(chunk_id)
         if not parts or not claim:
             return chunk_id
@@ -146,15 +158,19 @@ class SourceRegistry:
         return best.chunk_id if claim_terms & _claim_terms(best.content) else chunk_id
 
     def chunk(self, handle: str) -> ChunkSource | None:
+        """The passage behind a ``cN`` alias (any case), or None."""
         return self._chunk_by_handle.get(handle.lower())
 
     def web(self, handle: str) -> WebSource | None:
+        """The page behind a ``wN`` alias (any case), or None."""
         return self._web_by_handle.get(handle.lower())
 
     def expand_handle(self, handle: str, preceding: str = "") -> str:
-        """The client-facing tag for a cited alias, or ``""`` for anything not citable. ``preceding`` is the
-        answer text before the citation: a passage made of several chunks is cited by the chunk that holds
-        the claim the citation closes."""
+        """The client-facing tag for a cited alias, or ``""`` for anything not citable.
+
+        ``preceding`` is the answer text before the citation: a passage made of several chunks is cited by the chunk
+        that holds the claim the citation closes.
+        """
         chunk = self.chunk(handle)
         if chunk is not None:
             kb = f' kb_id="{escape(chunk.knowledge_base_id)}"' if chunk.knowledge_base_id else ""

@@ -18,11 +18,15 @@ MAX_ALIAS_CHARS = 32
 
 
 class ResourceAliases:
+    """One turn's storage URLs and their ``res://NNNN`` aliases, both ways."""
+
     def __init__(self) -> None:
+        """No aliases yet."""
         self._by_url: dict[str, str] = {}
         self._by_alias: dict[str, str] = {}
 
     def alias(self, url: str) -> str:
+        """The alias of ``url``, made on first sight (``res://0001``, ``res://0002``, …)."""
         existing = self._by_url.get(url)
         if existing is not None:
             return existing

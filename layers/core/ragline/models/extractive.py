@@ -78,9 +78,11 @@ def _sources(messages: Sequence[ChatMessage]) -> list[Source]:
 
 
 def compose(question: str, selection: Selection, cite: bool) -> str:
-    """The answer text: each quote followed by the citation of its own passage. A quote is the part of its
-    sentence that answers when the question asks for a time, a number or a person and one part holds it,
-    else the sentence (a long one trimmed to its answering clauses)."""
+    """The answer text: each quote followed by the citation of its own passage.
+
+    A quote is the part of its sentence that answers when the question asks for a time, a number or a person and one
+    part holds it, else the sentence (a long one trimmed to its answering clauses).
+    """
     if not selection.best:
         return NOTHING_FOUND_ZH if is_chinese(question) else NOTHING_FOUND
     parts = []
@@ -112,15 +114,20 @@ MULTILINGUAL_WEIGHTS = replace(
 
 
 def model_writes(model: ChatModel) -> bool:
-    """False for the extractive answerer: it quotes sources and cannot follow any other instruction
-    (rewrite a question, write SQL, name a session)."""
+    """False for the extractive answerer.
+
+    It quotes sources and cannot follow any other instruction (rewrite a question, write SQL, name a session).
+    """
     return model.model_id != ExtractiveChatModel.model_id
 
 
 class ExtractiveChatModel:
-    """``embedder``: a sentence model for English (MiniLM); it re-ranks the best lexical candidates by meaning
-    and lets a paraphrase clear the relevance bar. ``multilingual``: the one for Chinese questions
-    (multilingual-e5, slower: it re-ranks fewer candidates); without it Chinese is matched by words alone."""
+    """The quoting answerer: it answers with the source sentences that best match the question.
+
+    ``embedder``: a sentence model for English (MiniLM); it re-ranks the best lexical candidates by meaning and lets a
+    paraphrase clear the relevance bar. ``multilingual``: the one for Chinese questions (multilingual-e5, slower: it
+    re-ranks fewer candidates); without it Chinese is matched by words alone.
+    """
 
     model_id = "local:extractive"
     generative = False  # it quotes the context: no titles, SQL or graph extractions from it
@@ -131,6 +138,7 @@ class ExtractiveChatModel:
         embedder: Callable[[], Embedder] | None = None,
         multilingual: Callable[[], Embedder] | None = None,
     ) -> None:
+        """The answerer; the sentence models are built on first use, and ``word_delay_s`` paces the stream."""
         self._delay = word_delay_s
         self._embedder = embedder
         self._multilingual = multilingual
@@ -152,6 +160,7 @@ class ExtractiveChatModel:
         return similarity, weights
 
     def answer(self, messages: Sequence[ChatMessage]) -> str:
+        """The answer to the last user message, quoted from the passages in the system prompt."""
         question = _question(messages)
         cite = any('<ref id="' in m.content for m in messages if m.role == "system")
         similarity, weights = self._reader(question)
@@ -159,6 +168,7 @@ class ExtractiveChatModel:
         return compose(question, selection, cite)
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
+        """Stream the answer word by word, cut at ``options.max_tokens`` (about four characters a token)."""
         text = await asyncio.to_thread(self.answer, messages)  # embedding and jieba: off the event loop
         budget = max(1, options.max_tokens) * 4  # ~4 characters per token
         truncated = len(text) > budget
@@ -169,4 +179,5 @@ class ExtractiveChatModel:
         yield ChatChunk("end", finish_reason="length" if truncated else "stop")
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        """The whole answer at once."""
         return await collect(self, messages, options)

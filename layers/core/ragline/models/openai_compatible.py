@@ -17,6 +17,7 @@ class OpenAICompatibleChatModel:
     """Streams ``delta.content`` as answer and ``delta.reasoning_content`` (vLLM, DeepSeek) as thinking."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120.0) -> None:
+        """``model`` at ``base_url``, a server speaking OpenAI's chat completions API."""
         self.model_id = f"{model}@{base_url}"
         self._model = model
         self._base_url = base_url
@@ -25,8 +26,10 @@ class OpenAICompatibleChatModel:
         self._clients: dict[int, Any] = {}
 
     def _client(self) -> Any:
-        """One client per event loop: its connection pool is bound to the loop that created it, and a
-        warm Lambda runs each invocation on a new loop."""
+        """One client per event loop.
+
+        Its connection pool is bound to the loop that created it, and a warm Lambda runs each invocation on a new loop.
+        """
         from openai import AsyncOpenAI
 
         loop = asyncio.get_running_loop()
@@ -55,6 +58,7 @@ class OpenAICompatibleChatModel:
             await client[1].close()
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
+        """Stream the reply's answer and reasoning text; the HTTP stream closes when the reader stops."""
         from openai import OpenAIError
 
         finish: str | None = None
@@ -80,6 +84,7 @@ class OpenAICompatibleChatModel:
         yield ChatChunk("end", finish_reason=finish)
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        """The whole reply, assembled from the stream."""
         return await collect(self, messages, options)
 
 
@@ -89,6 +94,7 @@ class OpenAICompatibleEmbedder:
     def __init__(
         self, base_url: str, model: str, api_key: str | None = None, dimensions: int = 0, batch_size: int = 64
     ) -> None:
+        """``model`` at ``base_url``, a server speaking OpenAI's embeddings API; ``dimensions`` known after the first call."""
         from openai import OpenAI
 
         self.model_id = f"{model}@{base_url}"
@@ -98,6 +104,7 @@ class OpenAICompatibleEmbedder:
         self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed")
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Vectors in batches of ``batch_size`` texts, normalised here (servers do not all normalise)."""
         from openai import OpenAIError
 
         rows: list[list[float]] = []
@@ -116,5 +123,6 @@ class OpenAICompatibleEmbedder:
         return matrix
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """The query's vector (embedded as a document: the API has no query mode)."""
         vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
         return vector

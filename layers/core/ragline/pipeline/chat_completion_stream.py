@@ -28,15 +28,18 @@ class PluginChatCompletionStream:
         prompt_id: str,
         knowledge: KnowledgeStore | None = None,
     ) -> None:
+        """A generation stage using ``models``, the prompt ``prompt_id`` of ``templates``, and ``knowledge`` for document names."""
         self._models = models
         self._templates = templates
         self._prompt_id = prompt_id
         self._knowledge = knowledge
 
     def activation_events(self) -> list[EventType]:
+        """Runs at CHAT_COMPLETION_STREAM."""
         return [EventType.CHAT_COMPLETION_STREAM]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Stream the answer to the bus; a model failure becomes ``model_call_failed``."""
         if cm.context.event_bus is None:
             return ERR_MODEL_CALL.with_cause("streaming needs an event bus")
         try:

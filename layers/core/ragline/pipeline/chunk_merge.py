@@ -55,6 +55,7 @@ class MergeCounts:
     output: int = 0
 
     def line(self) -> str:
+        """The counts as ``name=value`` pairs on one line."""
         return " ".join(f"{name}={value}" for name, value in asdict(self).items())
 
 
@@ -62,13 +63,16 @@ class PluginMerge:
     """The CHUNK_MERGE stage; reads parents, FAQ entries and neighbours through ``knowledge``."""
 
     def __init__(self, knowledge: KnowledgeStore, config: MergeConfig) -> None:
+        """A merge stage reading through ``knowledge``, tuned by ``config``."""
         self._knowledge = knowledge
         self._config = config
 
     def activation_events(self) -> list[EventType]:
+        """Runs at CHUNK_MERGE."""
         return [EventType.CHUNK_MERGE]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Write ``merge_result`` from the reranked results (off the event loop), when the turn retrieves."""
         if not cm.needs_retrieval():
             return await next()
         # Store reads are blocking; the event loop keeps serving other turns' streams meanwhile.

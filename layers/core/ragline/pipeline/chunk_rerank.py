@@ -59,6 +59,7 @@ def has_explicit_scope(request: PipelineRequest) -> bool:
 
 
 def rerank_options(request: PipelineRequest) -> RerankOptions:
+    """The request's rerank settings: threshold, top-k, whether the scope was explicit, and the FAQ boost."""
     return RerankOptions(
         threshold=request.rerank_threshold,
         top_k=max(1, request.rerank_top_k),
@@ -68,18 +69,24 @@ def rerank_options(request: PipelineRequest) -> RerankOptions:
 
 
 class PluginRerank:
-    """Scores search results with the request's rerank model (``rerank_model_id``, else the registry's
-    default) and selects the top-k with MMR. Does its work before ``next()``, so the boosts registered
-    after it (WikiBoost, MemoryAffinity) post-process its result."""
+    """Score search results with the request's rerank model and select the top-k with MMR.
+
+    Scores search results with the request's rerank model (``rerank_model_id``, else the registry's default) and selects
+    the top-k with MMR. Does its work before ``next()``, so the boosts registered after it (WikiBoost, MemoryAffinity)
+    post-process its result.
+    """
 
     def __init__(self, models: RerankModelRegistry, config: RerankConfig | None = None) -> None:
+        """A rerank stage choosing models from ``models``, tuned by ``config``."""
         self._models = models
         self._config = config if config is not None else RerankConfig()
 
     def activation_events(self) -> list[EventType]:
+        """Runs at CHUNK_RERANK, first in its chain."""
         return [EventType.CHUNK_RERANK]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Rerank, then run the boosts after it; ``search_nothing`` when nothing is left to answer from."""
         if not cm.needs_retrieval():
             return await next()
         diagnostics = await self.rerank(cm)
@@ -89,8 +96,7 @@ class PluginRerank:
         return await next()
 
     async def rerank(self, cm: ChatManage) -> RerankDiagnostics:
-        """Write ``rerank_result`` (or, without a model, the diversified ``search_result``); return what
-        happened."""
+        """Write ``rerank_result`` (or, without a model, the diversified ``search_result``); return what happened."""
         state = cm.state
         options = rerank_options(cm.request)
         state.rerank_result = []
@@ -156,6 +162,7 @@ def ranked_results(cm: ChatManage) -> list[SearchResult]:
 
 
 def target_knowledge_bases(request: PipelineRequest) -> list[str]:
+    """The knowledge bases the request searches, each once, in request order."""
     ids = [*request.knowledge_base_ids, *(target.knowledge_base_id for target in request.search_targets)]
     return list(dict.fromkeys(kb_id for kb_id in ids if kb_id))
 
@@ -169,13 +176,16 @@ class PluginWikiBoost:
     """
 
     def __init__(self, wiki_enabled: Callable[[str], bool], config: RerankConfig | None = None) -> None:
+        """A boost of ``config.wiki_boost`` for wiki pages of knowledge bases where ``wiki_enabled`` says so."""
         self._wiki_enabled = wiki_enabled
         self._factor = (config if config is not None else RerankConfig()).wiki_boost
 
     def activation_events(self) -> list[EventType]:
+        """Runs at CHUNK_RERANK, after rerank."""
         return [EventType.CHUNK_RERANK]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Boost the wiki pages of the rerank result once rerank has run; a failed boost leaves the result as it was."""
         error = await next()
         if error is not None:
             return error
@@ -212,17 +222,22 @@ class PluginWikiBoost:
 
 
 class PluginMemoryAffinity:
-    """Prefers documents this caller's past answers keep drawing on; a tie-breaker between comparable
-    passages (×1.15 at most), never a reason for an irrelevant document to rank first."""
+    """Prefers documents this caller's past answers keep drawing on.
+
+    A tie-breaker between comparable passages (×1.15 at most), never a reason for an irrelevant document to rank first.
+    """
 
     def __init__(self, history: CitationHistory, config: MemoryAffinityConfig | None = None) -> None:
+        """A boost drawing on ``history``, tuned by ``config``."""
         self._history = history
         self._config = config if config is not None else MemoryAffinityConfig()
 
     def activation_events(self) -> list[EventType]:
+        """Runs at CHUNK_RERANK, after rerank."""
         return [EventType.CHUNK_RERANK]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Boost the documents this caller's answers cite once rerank has run; a failed boost changes nothing."""
         error = await next()
         if error is not None:
             return error

@@ -90,6 +90,8 @@ def target_documents(knowledge: KnowledgeStore, tenant_id: str, target: SearchTa
 
 
 class PluginSearch:
+    """The CHUNK_SEARCH stage: hybrid search of the request's targets, one group per embedding model."""
+
     def __init__(
         self,
         knowledge_store: KnowledgeStore,
@@ -97,12 +99,14 @@ class PluginSearch:
         models: ModelRegistry,
         config: RetrievalConfig,
     ) -> None:
+        """A search stage over ``engine``, resolving targets through ``knowledge_store`` and queries through ``models``."""
         self._knowledge = knowledge_store
         self._engine = engine
         self._models = models
         self._config = config
 
     def activation_events(self) -> list[EventType]:
+        """Runs at CHUNK_SEARCH."""
         return [EventType.CHUNK_SEARCH]
 
     def plan_groups(self, cm: ChatManage) -> list[TargetGroup]:
@@ -136,6 +140,7 @@ class PluginSearch:
         return None
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Search every group concurrently (bounded) and store their hits; a failure counts only when nothing was found."""
         if not cm.needs_retrieval():
             return await next()
         groups = self.plan_groups(cm)
@@ -307,11 +312,14 @@ def search_past_negative_faq(
     *,
     deepen: bool,
 ) -> list[SearchResult]:
-    """One group's hybrid search without the FAQ entries whose negative questions were asked — searched
-    deeper when FAQ answers come first (``deepen``, FAQ priority on) and those entries left the list short:
-    the reference's FAQ iteration. Each round asks for twice as many results as the one before (the first
-    deeper one three times the count wanted), at most :data:`FAQ_SEARCH_ROUNDS` rounds and the pool cap; it
-    stops once enough results are left, or when a round came back short (nothing deeper to find)."""
+    """One group's hybrid search without the FAQ entries whose negative questions were asked.
+
+    One group's hybrid search without the FAQ entries whose negative questions were asked — searched deeper when FAQ
+    answers come first (``deepen``, FAQ priority on) and those entries left the list short: the reference's FAQ
+    iteration. Each round asks for twice as many results as the one before (the first deeper one three times the count
+    wanted), at most :data:`FAQ_SEARCH_ROUNDS` rounds and the pool cap; it stops once enough results are left, or when a
+    round came back short (nothing deeper to find).
+    """
     wanted = params.match_count if params.match_count > 0 else config.default_match_count
     depth = wanted
     found = search(params)

@@ -28,17 +28,23 @@ async def _noop() -> PluginError | None:
 
 
 class BranchKind(StrEnum):
+    """What a branch of the parallel search searches: chunks, the entity graph, or the web."""
+
     CHUNK = "chunk"
     ENTITY = "entity"
     WEB = "web"
 
 
 class SearchBranch(BaseModel):
+    """One branch to run: its kind and, for chunk search, the target group."""
+
     kind: BranchKind
     group: TargetGroup | None = None
 
 
 class BranchResult(BaseModel):
+    """What one branch found, or the error it ended with (failures are data, never raised)."""
+
     kind: BranchKind
     results: list[SearchResult] = Field(default_factory=list)
     error: str = ""
@@ -61,20 +67,25 @@ def remove_duplicates(results: list[SearchResult]) -> list[SearchResult]:
 
 
 class PluginSearchParallel:
+    """The CHUNK_SEARCH_PARALLEL stage: chunk, entity and web search as branches, then one reduce."""
+
     def __init__(
         self,
         chunk_search: PluginSearch,
         entity_search: Plugin | None = None,
         web_search: WebSearchService | None = None,
     ) -> None:
+        """A parallel search over ``chunk_search`` and, when given, ``entity_search`` and ``web_search``."""
         self._chunk_search = chunk_search
         self._entity_search = entity_search
         self._web_search = web_search
 
     def activation_events(self) -> list[EventType]:
+        """Runs at CHUNK_SEARCH_PARALLEL."""
         return [EventType.CHUNK_SEARCH_PARALLEL]
 
     def plan_branches(self, cm: ChatManage) -> list[SearchBranch]:
+        """The branches this turn runs (none when it retrieves nothing): the serverless runtime runs each in its own step."""
         if not cm.needs_retrieval():
             return []
         branches = [SearchBranch(kind=BranchKind.CHUNK, group=g) for g in self._chunk_search.plan_groups(cm)]
@@ -132,6 +143,7 @@ class PluginSearchParallel:
         return None
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Run every branch on its own clone of the state, then reduce their results into this one."""
         if not cm.needs_retrieval():
             return await next()
         branches = self.plan_branches(cm)

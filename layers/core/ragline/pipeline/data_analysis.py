@@ -87,6 +87,7 @@ def first_table_result(results: Sequence[SearchResult]) -> SearchResult | None:
 
 
 def result_id(document_id: str) -> str:
+    """The id of the analysis result for a table document (one per document, so a retried step adds it once)."""
     return f"{RESULT_ID_PREFIX}{document_id}"
 
 
@@ -134,6 +135,7 @@ class PluginDataAnalysis:
         memory_limit: str = DEFAULT_MEMORY_LIMIT,
         template_id: str = DEFAULT_TEMPLATE_ID,
     ) -> None:
+        """An analysis stage asking ``models`` for SQL with ``templates`` and reading tables from ``tables``."""
         self._models = models
         self._templates = templates
         self._tables = tables
@@ -143,9 +145,11 @@ class PluginDataAnalysis:
         self._template_id = template_id
 
     def activation_events(self) -> list[EventType]:
+        """Runs at DATA_ANALYSIS."""
         return [EventType.DATA_ANALYSIS]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Query the first table among the merged results and add the result as a passage, when analysis is on."""
         if not cm.request.data_analysis_enabled or cm.context.cancelled():
             return await next()
         target = first_table_result(cm.state.merge_result)

@@ -13,6 +13,7 @@ from ragline.types import ChatManage
 
 
 def turn_hex(cm: ChatManage) -> str:
+    """Eight hex digits derived from the request id: the stable prefix of a turn's event ids."""
     return hashlib.sha1(cm.request.request_id.encode("utf-8")).hexdigest()[:8]
 
 
@@ -31,6 +32,7 @@ async def emit(
     data: dict[str, Any] | None = None,
     references: list[dict[str, Any]] | None = None,
 ) -> None:
+    """Put an event on the turn's bus; nothing happens without a bus (a stage run on its own)."""
     bus = cm.context.event_bus
     if bus is None:
         return

@@ -146,18 +146,22 @@ class PluginSearchEntity:
         max_hits: int = MAX_GRAPH_HITS,
         max_nodes: int = MAX_GRAPH_NODES,
     ) -> None:
+        """An entity search over ``store``, loading documents from ``knowledge``; ``max_hits`` and ``max_nodes`` bound it."""
         self._store = store
         self._knowledge = knowledge
         self._max_hits = max_hits
         self._max_nodes = max_nodes
 
     def activation_events(self) -> list[EventType]:
+        """Runs at ENTITY_SEARCH."""
         return [EventType.ENTITY_SEARCH]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
-        """Without entities the state is left as it is. With entities, ``search_result`` is replaced by the
-        graph hits (this runs on the parallel stage's own clone) even when there are none, and a failing
-        graph store only means no graph hits: chunk search answers alone."""
+        """Without entities the state is left as it is.
+
+        With entities, ``search_result`` is replaced by the graph hits (this runs on the parallel stage's own clone)
+        even when there are none, and a failing graph store only means no graph hits: chunk search answers alone.
+        """
         if not cm.state.entity:
             return await next()
         try:

@@ -31,8 +31,11 @@ STAGE = EventType.QUERY_UNDERSTAND.value
 
 
 def scope_knowledge_base_ids(cm: ChatManage, knowledge: KnowledgeStore | None = None) -> list[str]:
-    """The knowledge bases chunk search would read, in request order: explicit targets, else the request's
-    knowledge bases plus (given a store to resolve them) those of the documents it names."""
+    """The knowledge bases chunk search would read.
+
+    In request order: explicit targets, else the request's knowledge bases plus (given a store to resolve them) those of
+    the documents it names.
+    """
     request = cm.request
     if knowledge is not None:
         kb_ids = [target.knowledge_base_id for target in resolve_targets(cm, knowledge)]
@@ -58,15 +61,18 @@ class PluginExtractEntity:
         extraction_enabled: Callable[[str], bool],
         knowledge: KnowledgeStore | None = None,
     ) -> None:
+        """An extraction with ``extractor``, on when ``graph_enabled`` and ``extraction_enabled`` for a searched knowledge base."""
         self._extractor = extractor
         self._graph_enabled = graph_enabled
         self._extraction_enabled = extraction_enabled
         self._knowledge = knowledge
 
     def activation_events(self) -> list[EventType]:
+        """Runs at QUERY_UNDERSTAND, after the rewrite."""
         return [EventType.QUERY_UNDERSTAND]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Write ``state.entity`` once the question is understood; a failed extraction leaves it empty."""
         try:
             await self.extract(cm)
         except Exception:

@@ -20,15 +20,19 @@ _FALLBACK_DATA = {"is_fallback": True}
 
 
 class FallbackResponder:
+    """The answer of a turn that found nothing: the request's fixed text, or the chat model's reply."""
+
     def __init__(
         self, models: ModelRegistry, templates: PromptTemplates, knowledge: KnowledgeStore, prompt_id: str
     ) -> None:
+        """A responder asking ``models`` with the prompt ``prompt_id``, listing documents from ``knowledge``."""
         self._models = models
         self._templates = templates
         self._knowledge = knowledge
         self._prompt_id = prompt_id
 
     def document_list(self, cm: ChatManage) -> str:
+        """The searched knowledge bases' documents as a Markdown list (titles and short descriptions), bounded."""
         lines: list[str] = []
         for kb_id in cm.request.knowledge_base_ids:
             for document in self._knowledge.documents(cm.request.tenant_id, kb_id, limit=MAX_LISTED_DOCUMENTS):
@@ -39,6 +43,7 @@ class FallbackResponder:
         return "\n".join(lines) or "(none)"
 
     async def respond(self, cm: ChatManage) -> None:
+        """Emit the fallback answer: the fixed text, or the chat model's reply (the fixed text when there is none)."""
         answer_id = event_id(cm, "fallback")
         fixed = cm.request.fallback_response
         if cm.request.fallback_strategy == FallbackStrategy.FIXED:

@@ -1,5 +1,8 @@
-"""FAQ priority in context assembly: FAQ answers first and marked high priority, documents after them;
-the first FAQ whose score (before any FAQ boost) reaches the direct-answer threshold is an exact match."""
+"""FAQ priority in context assembly.
+
+FAQ answers first and marked high priority, documents after them; the first FAQ whose score (before any FAQ boost)
+reaches the direct-answer threshold is an exact match.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +13,15 @@ from ragline.types import ChatManage, ChunkType, SearchResult
 
 @dataclass(frozen=True)
 class FaqLayout:
+    """The context's FAQ answers, its documents, and the FAQ that matches exactly (None when none does)."""
+
     faq: list[SearchResult]
     documents: list[SearchResult]
     exact_id: str | None
 
 
 def pre_boost_score(result: SearchResult) -> float:
+    """An FAQ result's score before the FAQ boost (what the direct-answer threshold compares), else its score."""
     original = result.metadata.get("faq_original_score")
     return float(original) if original not in (None, "") else result.score
 

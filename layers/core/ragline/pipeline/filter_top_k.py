@@ -8,10 +8,14 @@ from ragline.types.search import sort_deterministically
 
 
 class PluginFilterTopK:
+    """The FILTER_TOP_K stage: keep the request's ``rerank_top_k`` best of the merged (or reranked) results."""
+
     def activation_events(self) -> list[EventType]:
+        """Runs at FILTER_TOP_K."""
         return [EventType.FILTER_TOP_K]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Cut the merged results (else the reranked ones) to the top-k, deterministically ordered."""
         top_k = max(1, cm.request.rerank_top_k)
         state = cm.state
         if state.merge_result:

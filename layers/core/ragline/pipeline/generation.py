@@ -33,6 +33,7 @@ TRUNCATED_WITHOUT_TEXT = (
 
 
 def chat_options(cm: ChatManage) -> ChatOptions:
+    """The model options of the request's summary settings: temperature, completion tokens, thinking."""
     summary = cm.request.summary_config
     return ChatOptions(
         temperature=summary.temperature, max_tokens=summary.max_completion_tokens, thinking=summary.thinking
@@ -80,9 +81,11 @@ def build_messages(
 
 
 def attach_passage_parts(cm: ChatManage, registry: SourceRegistry, knowledge: KnowledgeStore | None) -> None:
-    """Tell the registry which stored chunks each passage is made of, so that a citation names the chunk
-    that holds its claim: merge gives a passage its parent section's text, joins consecutive chunks and
-    widens short ones with their neighbours, while the passage keeps its first chunk's id."""
+    """Tell the registry which stored chunks each passage is made of.
+
+    A citation then names the chunk that holds its claim: merge gives a passage its parent section's text, joins
+    consecutive chunks and widens short ones with their neighbours, while the passage keeps its first chunk's id.
+    """
     if knowledge is None or not cm.needs_retrieval():
         return
     results = [r for r in cm.final_results() if not r.is_web and (r.sub_chunk_id or r.parent_chunk_id)]
@@ -107,6 +110,8 @@ def attach_passage_parts(cm: ChatManage, registry: SourceRegistry, knowledge: Kn
 
 @dataclass
 class StreamOutcome:
+    """How a streamed answer ended: its text, whether thinking was shown, the finish reason, a stop or an error."""
+
     answer_text: str = ""
     thinking_emitted: bool = False
     finish_reason: str | None = None
@@ -115,6 +120,7 @@ class StreamOutcome:
 
     @property
     def truncated(self) -> bool:
+        """True when the model stopped at its token limit."""
         return self.finish_reason in TRUNCATION_REASONS
 
 

@@ -30,8 +30,7 @@ _INJECTION_PATTERNS = [
 
 
 def validate_input(text: str) -> tuple[str, bool]:
-    """The trimmed text and True, or ``("", False)`` for control characters, broken Unicode or markup
-    injection."""
+    """The trimmed text and True, or ``("", False)`` for control characters, broken Unicode or markup injection."""
     if not text:
         return "", True
     if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in text):
@@ -62,6 +61,7 @@ def document_header(results: list[SearchResult]) -> str:
 
 
 def render_passages(results: list[SearchResult]) -> str:
+    """The passages as numbered ``<context>`` blocks, after a header naming their documents."""
     passages = "\n".join(f'<context id="{i}">{r.content}</context>' for i, r in enumerate(results, start=1))
     header = document_header(results)
     return f"{header}\n{passages}" if header else passages
@@ -86,14 +86,19 @@ def render_faq_passages(layout: FaqLayout) -> str:
 
 
 class PluginIntoChatMessage:
+    """The INTO_CHAT_MESSAGE stage: the user message the model reads, with the context passages."""
+
     def __init__(self, templates: PromptTemplates, context_template_id: str) -> None:
+        """A stage rendering the context with the template ``context_template_id`` of ``templates``."""
         self._templates = templates
         self._context_template_id = context_template_id
 
     def activation_events(self) -> list[EventType]:
+        """Runs at INTO_CHAT_MESSAGE."""
         return [EventType.INTO_CHAT_MESSAGE]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Write ``state.user_content`` from the query and the final results; invalid input is refused."""
         query, valid = validate_input(cm.request.query)
         if not valid:
             return ERR_TEMPLATE_EXECUTE.with_cause("user query contains invalid content")

@@ -19,6 +19,7 @@ _EXTRA_MESSAGES = 10
 
 
 def strip_think_tags(text: str) -> str:
+    """``text`` without its ``<think>`` blocks (an unclosed one runs to the end)."""
     return _THINK_TAGS.sub("", text).strip()
 
 
@@ -80,13 +81,18 @@ def _references(message: Message) -> list[SearchResult]:
 
 
 class PluginLoadHistory:
+    """The LOAD_HISTORY stage: the session's last ``max_rounds`` turns, as the model reads them."""
+
     def __init__(self, sessions: SessionStore) -> None:
+        """A stage reading messages from ``sessions``."""
         self._sessions = sessions
 
     def activation_events(self) -> list[EventType]:
+        """Runs at LOAD_HISTORY."""
         return [EventType.LOAD_HISTORY]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Write ``state.history`` from the session's recent messages; ``max_rounds`` <= 0 turns history off."""
         max_rounds = cm.request.max_rounds
         # max_rounds <= 0 means multi-turn is off on purpose: no fallback to a global default.
         if max_rounds <= 0:

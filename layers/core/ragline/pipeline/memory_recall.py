@@ -39,8 +39,11 @@ def recalled_event_data(recalled: ScoredMemories) -> dict[str, object]:
 
 
 class PluginMemoryRecall:
-    """Writes ``state.memory_prompt`` (appended to the system prompt by generation) and emits one
-    ``memory_recalled`` event when something was recalled."""
+    """Recall the caller's memories into ``state.memory_prompt`` for generation.
+
+    Writes ``state.memory_prompt`` (appended to the system prompt by generation) and emits one ``memory_recalled`` event
+    when something was recalled.
+    """
 
     def __init__(
         self,
@@ -49,15 +52,18 @@ class PluginMemoryRecall:
         top_k: int = DEFAULT_RECALL_TOP_K,
         min_score: float = MIN_RECALL_SCORE,
     ) -> None:
+        """A recall from ``store``, embedding with ``models``: the ``top_k`` memories scoring at least ``min_score``."""
         self._store = store
         self._models = models
         self._top_k = top_k
         self._min_score = min_score
 
     def activation_events(self) -> list[EventType]:
+        """Runs at MEMORY_RECALL."""
         return [EventType.MEMORY_RECALL]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Recall memories when the request allows it; a failed recall is logged and skipped."""
         if memory_enabled(cm.request):
             try:
                 await self.recall(cm)

@@ -46,6 +46,8 @@ KNOWLEDGE_SEARCH_TOOL = "knowledge_search"
 
 
 class StageOutcome(StrEnum):
+    """How a stage (or the turn) ended, as the runtimes act on it."""
+
     CONTINUE = "continue"
     SEARCH_NOTHING = "search_nothing"
     STOPPED = "stopped"
@@ -54,6 +56,7 @@ class StageOutcome(StrEnum):
 
 
 def search_source(cm: ChatManage) -> str:
+    """``mixed``, ``web`` or ``knowledge``: where this turn searches, as the progress events say."""
     has_kb, web = cm.request.has_knowledge, cm.request.web_search_enabled
     return "mixed" if has_kb and web else ("web" if web else "knowledge")
 
@@ -63,6 +66,8 @@ def _tool_call_id(cm: ChatManage, tool: str) -> str:
 
 
 class Orchestrator:
+    """Runs a turn's stages and decides what the client sees around them (see the module docstring)."""
+
     def __init__(
         self,
         events: EventManager,
@@ -70,6 +75,7 @@ class Orchestrator:
         titles: SessionTitler | None = None,
         after_turn: Sequence[Callable[[ChatManage], Awaitable[None]]] = (),
     ) -> None:
+        """An orchestrator of ``events``' plugins, with the fallback, the session titler and the after-turn work."""
         self._events = events
         self._fallback = fallback
         self._titles = titles
@@ -211,12 +217,14 @@ class Orchestrator:
         return await self.end_stage(cm, stage, plan, error)
 
     async def fallback(self, cm: ChatManage) -> StageOutcome:
+        """Answer with the fallback, then complete the turn unless it was stopped."""
         await self._fallback.respond(cm)
         if cm.context.cancelled():
             return StageOutcome.STOPPED
         return await self.complete(cm)
 
     async def complete(self, cm: ChatManage) -> StageOutcome:
+        """End the turn: the title, then ``complete``, then the after-turn work; STOPPED when a stop came first."""
         # A stop may have been requested from another process since the token last looked.
         if cm.context.cancel is not None:
             await cm.context.cancel.refresh()
@@ -239,8 +247,10 @@ class Orchestrator:
         return StageOutcome.COMPLETED
 
     async def after_turn(self, cm: ChatManage) -> None:
-        """Work that follows a completed answer (memory extraction): never visible to the reader, never
-        failing the turn."""
+        """Work that follows a completed answer (memory extraction).
+
+        Never visible to the reader, never failing the turn.
+        """
         for hook in self._after_turn:
             try:
                 await hook(cm)

@@ -25,10 +25,12 @@ class PluginError:
     cause: str = ""
 
     def with_cause(self, cause: BaseException | str) -> PluginError:
+        """The same error with ``cause`` attached."""
         return PluginError(self.error_type, self.description, str(cause))
 
     @property
     def message(self) -> str:
+        """The description, with the cause when there is one."""
         return f"{self.description}: {self.cause}" if self.cause else self.description
 
 
@@ -45,9 +47,13 @@ ERR_INTERNAL = PluginError("internal_error", "internal error")
 class Plugin(Protocol):
     """One stage implementation (or one link of a stage's chain)."""
 
-    def activation_events(self) -> Iterable[EventType]: ...
+    def activation_events(self) -> Iterable[EventType]:
+        """The stages this plugin runs at."""
+        ...
 
-    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None: ...
+    async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Do the stage's work around ``next()`` (the rest of the chain); an error ends the stage."""
+        ...
 
 
 async def _end_of_chain() -> PluginError | None:
@@ -58,19 +64,24 @@ class EventManager:
     """Event type → ordered plugins; ``trigger`` runs the chain for one event."""
 
     def __init__(self) -> None:
+        """No plugins yet."""
         self._plugins: dict[EventType, list[Plugin]] = {}
 
     def register(self, plugin: Plugin) -> None:
+        """Add ``plugin`` to the chain of each of its stages, after those registered before it."""
         for event_type in plugin.activation_events():
             self._plugins.setdefault(EventType(event_type), []).append(plugin)
 
     def plugins_for(self, event_type: EventType) -> list[Plugin]:
+        """The chain of ``event_type``, in registration order."""
         return list(self._plugins.get(event_type, []))
 
     def has(self, event_type: EventType) -> bool:
+        """True when some plugin runs at ``event_type``."""
         return bool(self._plugins.get(event_type))
 
     def events(self) -> set[EventType]:
+        """Every stage with at least one plugin."""
         return {event for event, plugins in self._plugins.items() if plugins}
 
     async def trigger(self, event_type: EventType, cm: ChatManage) -> PluginError | None:
@@ -98,5 +109,6 @@ class PluginErrorException(Exception):
     """Carries a :class:`PluginError` through code that can only raise (helpers deep in a stage)."""
 
     def __init__(self, error: PluginError) -> None:
+        """The exception carrying ``error``."""
         super().__init__(error.message)
         self.error = error

@@ -73,6 +73,7 @@ class PluginQueryUnderstand:
         notes: UserMessageNotes | None = None,
         rewrite_template_id: str = DEFAULT_REWRITE_TEMPLATE_ID,
     ) -> None:
+        """A stage asking ``models`` with ``templates``; ``history_messages`` recent messages give the question context."""
         self._models = models
         self._sessions = sessions
         self._templates = templates
@@ -85,9 +86,11 @@ class PluginQueryUnderstand:
         self._pending_notes: set[asyncio.Task[None]] = set()
 
     def activation_events(self) -> list[EventType]:
+        """Runs at QUERY_UNDERSTAND."""
         return [EventType.QUERY_UNDERSTAND]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Rewrite the question and classify its intent (and describe its images) when the request asks for it."""
         request = cm.request
         if not request.enable_rewrite and not request.images:
             return await next()

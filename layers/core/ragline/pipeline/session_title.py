@@ -45,8 +45,11 @@ def plain_text(text: str) -> str:
 
 
 def clean_title(text: str, max_chars: int = TITLE_MAX_CHARS) -> str:
-    """The first non-empty line of plain text (no tags, quotes, markup, "Title:" prefix or final
-    punctuation), cut at a word with "…" when longer than ``max_chars``."""
+    """The first non-empty line of plain text, cut at a word when longer than ``max_chars``.
+
+    The first non-empty line of plain text (no tags, quotes, markup, "Title:" prefix or final punctuation), cut at a
+    word with "…" when longer than ``max_chars``.
+    """
     line = next((line for line in plain_text(text).splitlines() if line.strip()), "")
     title = _EDGE.sub("", _PREFIX.sub("", _EDGE.sub("", line)))
     title = " ".join(title.split())
@@ -66,25 +69,32 @@ def heuristic_title(query: str) -> str:
 
 
 class SessionTitler:
+    """Titles a conversation from its first question, in the background of the first turn."""
+
     def __init__(self, sessions: SessionStore, models: ModelRegistry, templates: PromptTemplates) -> None:
+        """A titler storing titles in ``sessions``, asking ``models`` with ``templates``."""
         self._sessions = sessions
         self._models = models
         self._templates = templates
 
     def needs_title(self, cm: ChatManage) -> bool:
+        """True when the request wants a title and the session has none (or only a provisional one)."""
         if not cm.request.title_enabled:
             return False
         session = self._sessions.session(cm.request.tenant_id, cm.request.session_id)
         return session is not None and (not session.title or session.title_provisional)
 
     async def generate(self, cm: ChatManage) -> str:
+        """A title for the turn's question, in the request's language and with its chat model."""
         return await self.title_for(
             cm.request.query, cm.request.language, cm.request.chat_model_id, cm.request.session_id
         )
 
     async def title_for(self, query: str, language: str, chat_model_id: str = "", session_id: str = "") -> str:
-        """A title for a conversation that starts with ``query``: the chat model's, or the query's first words
-        when there is no generative model or it fails."""
+        """A title for a conversation that starts with ``query``.
+
+        The chat model's, or the query's first words when there is no generative model or it fails.
+        """
         try:
             model = self._models.chat_model(chat_model_id)
         except UnknownModel:

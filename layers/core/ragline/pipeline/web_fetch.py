@@ -52,17 +52,22 @@ def top_web_indexes(results: list[SearchResult], top_n: int) -> list[int]:
 
 
 class PluginWebFetch:
-    """Replaces the top web results' snippets with their pages' text. ``fetcher`` defaults to the SSRF-safe
-    :class:`ragline.web.fetch.SafePageFetcher` built from ``config``."""
+    """Replaces the top web results' snippets with their pages' text.
+
+    ``fetcher`` defaults to the SSRF-safe :class:`ragline.web.fetch.SafePageFetcher` built from ``config``.
+    """
 
     def __init__(self, config: WebFetchConfig | None = None, fetcher: PageFetcher | None = None) -> None:
+        """A fetch stage with ``config``'s limits, through ``fetcher`` (the SSRF-safe fetcher by default)."""
         self._config = config if config is not None else WebFetchConfig()
         self._fetcher = fetcher if fetcher is not None else SafePageFetcher(self._config)
 
     def activation_events(self) -> list[EventType]:
+        """Runs at WEB_FETCH."""
         return [EventType.WEB_FETCH]
 
     async def on_event(self, event_type: EventType, cm: ChatManage, next: NextFn) -> PluginError | None:
+        """Replace the top web results' snippets with their pages' text, when web search and fetch are on."""
         request = cm.request
         if request.web_fetch_enabled and request.web_search_enabled:
             diagnostics = await self.fetch_top(cm)

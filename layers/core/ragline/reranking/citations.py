@@ -1,5 +1,7 @@
-"""Which documents a caller's past answers cited: the signal behind the memory-affinity boost (the port;
-the SQLite adapter is :class:`ragline.store.citations.SqliteCitationHistory`).
+"""Which documents a caller's past answers cited.
+
+The signal behind the memory-affinity boost (the port; the SQLite adapter is
+:class:`ragline.store.citations.SqliteCitationHistory`).
 
 The durable per-person signal in a knowledge-base product is which material a person actually works from;
 the references attached to their answers record it without asking them anything.
@@ -15,6 +17,8 @@ _DEFAULTS = MemoryAffinityConfig()
 
 
 class CitationHistory(Protocol):
+    """Which documents a caller's past answers cited, counted per document."""
+
     def cited_documents(self, tenant_id: str, user_id: str, limit: int = _DEFAULTS.max_doc_ids) -> dict[str, int]:
         """knowledge_id → number of the caller's past answers that cited it; the ``limit`` most cited."""
         ...

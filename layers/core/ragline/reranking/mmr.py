@@ -82,8 +82,11 @@ def select_mmr_tokens(scores: Sequence[float], token_sets: Sequence[Set[str]], k
 
 @lru_cache(maxsize=4096)
 def passage_tokens(passage: str) -> frozenset[str]:
-    """A passage's token set, remembered: the same passages come back search after search, and tokenising
-    200 candidates took more of a knowledge search than ranking them."""
+    """A passage's token set, remembered.
+
+    The same passages come back search after search, and tokenising 200 candidates took more of a knowledge search than
+    ranking them.
+    """
     return frozenset(tokenize_simple(passage))
 
 

@@ -81,7 +81,7 @@ def enriched_passage(result: SearchResult) -> str:
 
 
 def model_passage(result: SearchResult, max_chars: int = 0) -> str:
-    """``title \\n\\n header \\n\\n passage``, cut from the end to ``max_chars`` (0: no limit).
+    r"""``title \n\n header \n\n passage``, cut from the end to ``max_chars`` (0: no limit).
 
     FAQ entries carry their own question and get no prefix. An empty passage stays empty: a title alone is
     not evidence that the chunk answers anything. The cut keeps the beginning because title and heading

@@ -39,8 +39,11 @@ def _as_score(value: object) -> float | None:
 
 
 def parse_rerank_response(payload: object) -> list[RankResult]:
-    """``{"results": [{"index": i, "relevance_score": s}, ...]}`` (or ``score``, or ``data``, or a bare
-    list) → rank results. A reply that has no readable list is an error; unreadable rows are skipped."""
+    """Rank results from a ``/rerank`` reply in any of the common shapes.
+
+    ``{"results": [{"index": i, "relevance_score": s}, ...]}`` (or ``score``, or ``data``, or a bare list) → rank
+    results. A reply that has no readable list is an error; unreadable rows are skipped.
+    """
     items: object = payload
     if isinstance(payload, dict):
         items = next((payload[key] for key in _RESULT_LIST_KEYS if key in payload), None)
@@ -72,6 +75,7 @@ class RemoteRerankModel:
         max_passage_chars: int = 0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        """``model`` at ``base_url``; the stage cuts passages to ``max_passage_chars`` (0: no limit) before sending."""
         self.model_id = f"{model}@{base_url}"
         self.max_passage_chars = max_passage_chars
         self._url = base_url.rstrip("/") + "/rerank"
@@ -82,8 +86,10 @@ class RemoteRerankModel:
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
 
     def _client(self) -> httpx.AsyncClient:
-        """One client per event loop: its connection pool is bound to the loop that created it, and a warm
-        Lambda runs each invocation on a new loop."""
+        """One client per event loop.
+
+        Its connection pool is bound to the loop that created it, and a warm Lambda runs each invocation on a new loop.
+        """
         loop = asyncio.get_running_loop()
         entry = self._clients.get(id(loop))
         if entry is None or entry[0] is not loop:
@@ -102,6 +108,7 @@ class RemoteRerankModel:
             await entry[1].aclose()
 
     async def rerank(self, query: str, passages: Sequence[str]) -> list[RankResult]:
+        """Scores of every passage from one ``/rerank`` call; :class:`ModelCallError` when the call fails."""
         if not passages:
             return []
         body = {"model": self._model, "query": query, "documents": list(passages), "top_n": len(passages)}
@@ -124,8 +131,11 @@ BEDROCK_MAX_TEXT_CHARS = 32_000
 
 
 class BedrockRerankModel:
-    """Amazon Bedrock reranking models (``amazon.rerank-v1:0``, ``cohere.rerank-v3-5:0``) through
-    ``bedrock-agent-runtime``'s ``rerank``. boto3 is synchronous, so calls run in a worker thread."""
+    """Amazon Bedrock reranking models through ``bedrock-agent-runtime``'s ``rerank``.
+
+    Amazon Bedrock reranking models (``amazon.rerank-v1:0``, ``cohere.rerank-v3-5:0``) through
+    ``bedrock-agent-runtime``'s ``rerank``. boto3 is synchronous, so calls run in a worker thread.
+    """
 
     def __init__(
         self,
@@ -135,6 +145,7 @@ class BedrockRerankModel:
         max_passage_chars: int = BEDROCK_MAX_TEXT_CHARS,
         additional_fields: dict[str, Any] | None = None,
     ) -> None:
+        """A Bedrock reranking model by ARN; ``max_passage_chars`` never exceeds Bedrock's limit per text."""
         self.model_id = model_arn
         self.max_passage_chars = min(max_passage_chars or BEDROCK_MAX_TEXT_CHARS, BEDROCK_MAX_TEXT_CHARS)
         self._model_arn = model_arn
@@ -171,6 +182,7 @@ class BedrockRerankModel:
         }
 
     def rerank_sync(self, query: str, passages: Sequence[str]) -> list[RankResult]:
+        """Scores of every passage, in calls of at most Bedrock's source limit, following ``nextToken``."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         ranked: list[RankResult] = []
@@ -193,6 +205,7 @@ class BedrockRerankModel:
         return ranked
 
     async def rerank(self, query: str, passages: Sequence[str]) -> list[RankResult]:
+        """Scores of every passage (:meth:`rerank_sync` in a worker thread)."""
         if not passages:
             return []
         return await asyncio.to_thread(self.rerank_sync, query, passages)
@@ -242,6 +255,7 @@ class LocalCrossEncoderModel:
         threads: int | None = None,
         max_passage_chars: int = 0,
     ) -> None:
+        """A cross-encoder ONNX model from ``model_dir`` (with its ``tokenizer.json``), run on this machine."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -303,6 +317,7 @@ class LocalCrossEncoderModel:
         return out
 
     async def rerank(self, query: str, passages: Sequence[str]) -> list[RankResult]:
+        """Scores of every passage, best first; any failure of the runtime is a :class:`ModelCallError`."""
         if not passages:
             return []
         try:

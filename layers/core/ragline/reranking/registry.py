@@ -12,15 +12,20 @@ from ragline.reranking.base import RerankModel
 
 
 class RerankModelRegistry(LazyRegistry[RerankModel]):
-    """Model id → factory. The default answers requests that name no rerank model; without one, such
-    requests take the stage's ``no_model`` path. A failed build (a missing model directory, say) raises
-    what its factory raised and is retried on the next call."""
+    """Model id → factory.
+
+    The default answers requests that name no rerank model; without one, such requests take the stage's ``no_model``
+    path. A failed build (a missing model directory, say) raises what its factory raised and is retried on the next
+    call.
+    """
 
     def __init__(self) -> None:
+        """An empty registry; an unknown model id raises :class:`UnknownModel`."""
         super().__init__(UnknownModel)
 
     @property
     def default_model_id(self) -> str:
+        """The id of the model that answers requests naming none; "" when none is configured."""
         return self.default_id
 
     def resolve_id(self, requested: str) -> str:

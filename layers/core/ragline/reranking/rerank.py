@@ -60,6 +60,7 @@ class RerankRun:
 
 
 def max_candidates(top_k: int, config: RerankConfig) -> int:
+    """How many search results are sent to the rerank model: the configured cap, or ``top_k`` when larger."""
     return max(config.max_candidates, top_k)
 
 

@@ -54,12 +54,15 @@ _KEEPS_RETRIEVAL_RESULTS = frozenset(
 
 
 class ThresholdDecision(NamedTuple):
+    """The results that cleared the relevance threshold, how the threshold step ended, and the threshold it used."""
+
     passing: list[RankResult]
     outcome: RerankOutcome
     effective_threshold: float
 
 
 def format_score(score: float) -> str:
+    """A score as shown in logs and diagnostics, at :data:`SCORE_DECIMALS` decimals."""
     return f"{score:.{SCORE_DECIMALS}f}"
 
 
@@ -75,10 +78,11 @@ def best_score(scores: Sequence[RankResult]) -> RankResult | None:
 def apply_threshold(
     scores: Sequence[RankResult], threshold: float, explicit_scope: bool, config: RerankConfig
 ) -> ThresholdDecision:
-    """Keep scores ≥ ``threshold``. If none pass and the threshold is above the floor, retry once at
-    max(threshold × factor, floor). If still none, keep the best one when it reaches the fallback minimum,
-    or unconditionally when the user scoped the turn to documents or tags: a global threshold must not
-    erase the whole scope the user chose. Otherwise nothing passes.
+    """Keep scores ≥ ``threshold``.
+
+    If none pass and the threshold is above the floor, retry once at max(threshold × factor, floor). If still none, keep
+    the best one when it reaches the fallback minimum, or unconditionally when the user scoped the turn to documents or
+    tags: a global threshold must not erase the whole scope the user chose. Otherwise nothing passes.
     """
     passing = [s for s in scores if s.score >= threshold]
     if passing:
@@ -97,6 +101,7 @@ def apply_threshold(
 
 
 def source_weight(result: SearchResult, config: RerankConfig) -> float:
+    """How much a result's source counts in the composite score: web pages weigh differently from chunks."""
     return config.web_source_weight if result.is_web else config.default_source_weight
 
 
@@ -146,8 +151,10 @@ def rank_key(scored: tuple[SearchResult, float]) -> tuple[float, float]:
 
 
 def pre_boost_score(result: SearchResult) -> float:
-    """The score to compare with absolute thresholds (FAQ direct answer): the composite before any boost
-    when the result was reranked, its current score otherwise."""
+    """The score to compare with absolute thresholds (FAQ direct answer).
+
+    The composite before any boost when the result was reranked, its current score otherwise.
+    """
     raw = result.metadata.get(COMPOSITE_SCORE_KEY)
     if raw is not None:
         try:

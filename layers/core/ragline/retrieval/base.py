@@ -15,6 +15,8 @@ from ragline.types import SearchResult
 
 @dataclass
 class RetrieveParams:
+    """What one search asks an engine: the query, where to look, and the thresholds fusion will apply."""
+
     query: str
     knowledge_base_ids: list[str]
     # The caller's tenant: engines return only its chunks, whatever knowledge base ids they are given.
@@ -31,23 +33,32 @@ class RetrieveParams:
 
 
 def keyword_divisor(best: float) -> float:
-    """What a keyword list's scores are divided by so its best hit scores 1: the best score, unless it is not
-    positive or already 1 (see :func:`ragline.retrieval.hybrid.normalize_keyword_scores`)."""
+    """What a keyword list's scores are divided by so its best hit scores 1.
+
+    The best score, unless it is not positive or already 1 (see
+    :func:`ragline.retrieval.hybrid.normalize_keyword_scores`).
+    """
     return best if best > 0 and best != 1 else 1.0
 
 
 class RetrieveEngine(Protocol):
-    """Returns hits best first. Vector scores are cosine similarities; keyword scores are raw engine scores
-    (higher is better) that fusion normalises.
+    """Returns hits best first.
+
+    Vector scores are cosine similarities; keyword scores are raw engine scores (higher is better) that fusion
+    normalises.
 
     An engine may leave out hits that hybrid search drops anyway, before building them: vector hits scoring
     below ``params.vector_threshold``, and keyword hits whose score divided by :func:`keyword_divisor` of the
     best returned hit's is below ``params.keyword_threshold``.
     """
 
-    def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]: ...
+    def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The ``top_k`` chunks nearest ``params.query_embedding`` (cosine), best first."""
+        ...
 
-    def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]: ...
+    def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The ``top_k`` best keyword matches of ``params.query``, best first (raw engine scores)."""
+        ...
 
     def index_chunks(
         self,
@@ -57,7 +68,9 @@ class RetrieveEngine(Protocol):
         vectors: npt.NDArray[np.float32],
         *,
         document: Document | None = None,
-    ) -> None: ...
+    ) -> None:
+        """Make searchable chunks findable: keyword entries and one vector per row of ``vectors``."""
+        ...
 
     def index_questions(
         self,
@@ -74,8 +87,10 @@ class RetrieveEngine(Protocol):
         ...
 
     def delete_document(self, knowledge_id: str) -> int:
-        """Stops matching the document's chunks; returns how many index entries went (0 for an engine whose
-        entries live with the chunks and go with them)."""
+        """Stops matching the document's chunks.
+
+        Returns how many index entries went (0 for an engine whose entries live with the chunks and go with them).
+        """
         ...
 
     def reindex_chunks(

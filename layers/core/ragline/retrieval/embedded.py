@@ -34,8 +34,11 @@ _FTS_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 @dataclass
 class _VectorBlock:
-    """One knowledge base's vectors for one model, as loaded: ``version`` / ``appended`` are the counters
-    of ``index_versions`` the block reflects (appends are read incrementally, anything else reloads)."""
+    """One knowledge base's vectors for one model, as loaded.
+
+    ``version`` / ``appended`` are the counters of ``index_versions`` the block reflects (appends are read
+    incrementally, anything else reloads).
+    """
 
     version: int
     appended: int
@@ -76,8 +79,11 @@ _DF_CACHE_SIZE = 50_000
 
 
 def query_terms(text: str) -> list[str]:
-    """The keyword query's terms: words (Chinese segmented by jieba), lower-cased, stop words dropped
-    (unless nothing else is left), first occurrence order."""
+    """The keyword query's terms.
+
+    Words (Chinese segmented by jieba), lower-cased, stop words dropped (unless nothing else is left), first occurrence
+    order.
+    """
     words = [w.lower() for w in _FTS_TOKEN.findall(segment_for_index(text))]
     terms = [w for w in dict.fromkeys(words) if w not in ENGLISH_STOPWORDS]
     return terms or list(dict.fromkeys(words))
@@ -109,6 +115,7 @@ class EmbeddedEngine:
     """Keyword and vector retrieval over the chunks of one SQLite database."""
 
     def __init__(self, db: Database) -> None:
+        """An engine over the chunks, vectors and keyword rows of ``db``; vectors are held in memory per knowledge base."""
         single_threaded_blas()
         self._db = db
         self._lock = threading.Lock()
@@ -139,7 +146,7 @@ class EmbeddedEngine:
             self.add_vectors(knowledge_base_id, embedding_model, searchable, vectors)
 
     def _rowids(self, conn: object, chunk_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
-        """chunk id → (rowid, document id), in statements of at most 500 ids."""
+        """Chunk id → (rowid, document id), in statements of at most 500 ids."""
         found: dict[str, tuple[int, str]] = {}
         ids = list(chunk_ids)
         for start in range(0, len(ids), 500):
@@ -153,8 +160,10 @@ class EmbeddedEngine:
     def index_keywords(
         self, knowledge_base_id: str, chunks: Sequence[Chunk], *, document: Document | None = None
     ) -> None:
-        """Keyword rows of the searchable ``chunks`` (stored already): searchable by keyword at once,
-        before any vector exists. One statement per batch, not per chunk."""
+        """Keyword rows of the searchable ``chunks`` (stored already).
+
+        Searchable by keyword at once, before any vector exists. One statement per batch, not per chunk.
+        """
         searchable = [c for c in chunks if c.searchable]
         if not searchable:
             return
@@ -189,7 +198,9 @@ class EmbeddedEngine:
         vectors: npt.NDArray[np.float32],
     ) -> None:
         """Vectors of stored chunks (row ``i`` for ``chunks[i]``); writing a chunk's vector again replaces it.
-        Searches see them at their next call, reading only what was appended."""
+
+        Searches see them at their next call, reading only what was appended.
+        """
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if not len(chunks):
@@ -283,13 +294,19 @@ class EmbeddedEngine:
         return 0
 
     def delete_document(self, knowledge_id: str) -> int:
-        """Nothing to do here: the keyword rows and vectors live in the knowledge store's database and
-        its ``delete_document`` removes them with the chunks (and bumps the index version)."""
+        """Nothing to do here.
+
+        The keyword rows and vectors live in the knowledge store's database and its ``delete_document`` removes them
+        with the chunks (and bumps the index version).
+        """
         return 0
 
     def warm(self, knowledge_base_ids: Sequence[str], embedding_model: str, timeout: float | None = None) -> bool:
-        """Loads what the first searches of these knowledge bases would: their vectors, the keyword index and
-        (waited for up to ``timeout``) its postings; True when all of it is in memory."""
+        """Load what the first searches of these knowledge bases would; True when all of it is in memory.
+
+        Loads what the first searches of these knowledge bases would: their vectors, the keyword index and (waited for
+        up to ``timeout``) its postings; True when all of it is in memory.
+        """
         for kb_id in knowledge_base_ids:
             self._block(kb_id, embedding_model)
         self._keywords.rank(["warm"], list(knowledge_base_ids))
@@ -372,6 +389,7 @@ class EmbeddedEngine:
         return [kb_id for kb_id in params.knowledge_base_ids if kb_id in own]
 
     def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The ``top_k`` nearest chunks by cosine over the in-memory vectors of the searched knowledge bases."""
         if params.query_embedding is None:
             return []
         query = np.asarray(params.query_embedding, dtype=np.float32)
@@ -405,8 +423,11 @@ class EmbeddedEngine:
         return self._results([pair for pair in scored[:top_k] if pair[0] >= params.vector_threshold])
 
     def vector_background(self, params: RetrieveParams) -> float | None:
-        """The query's mean cosine with every chunk of the searched knowledge bases (the centroid's dot
-        product with it): how similar this model finds unrelated text. None without vectors."""
+        """The query's mean cosine with every chunk of the searched knowledge bases.
+
+        The query's mean cosine with every chunk of the searched knowledge bases (the centroid's dot product with it):
+        how similar this model finds unrelated text. None without vectors.
+        """
         if params.query_embedding is None:
             return None
         query = np.asarray(params.query_embedding, dtype=np.float64)
@@ -421,8 +442,11 @@ class EmbeddedEngine:
 
     # Keyword search -------------------------------------------------------------------------------------
     def _document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many keyword rows contain each term (FTS5 applies its own stemming), cached until the index
-        grows or shrinks."""
+        """How many keyword rows contain each term, cached until the index grows or shrinks.
+
+        How many keyword rows contain each term (FTS5 applies its own stemming), cached until the index grows or
+        shrinks.
+        """
         rows = self._db.query_one("SELECT max(rowid) AS top, count(*) AS n FROM chunks_fts WHERE rowid > 0")
         key = hash((rows["top"], rows["n"])) if rows else 0
         with self._lock:
@@ -451,9 +475,12 @@ class EmbeddedEngine:
         return [t for t in terms if t in kept]
 
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
-        """BM25 over the keyword rows, ranked in memory (:mod:`ragline.retrieval.keyword_index`) with FTS5's
-        own scores, by the query's ``_MAX_INDEX_TERMS`` rarest terms; FTS5 itself answers what the in-memory
-        index cannot, by the ``_MAX_QUERY_TERMS`` rarest."""
+        """BM25 over the keyword rows, ranked in memory by the query's rarest terms.
+
+        BM25 over the keyword rows, ranked in memory (:mod:`ragline.retrieval.keyword_index`) with FTS5's own scores, by
+        the query's ``_MAX_INDEX_TERMS`` rarest terms; FTS5 itself answers what the in-memory index cannot, by the
+        ``_MAX_QUERY_TERMS`` rarest.
+        """
         terms = self.informative_terms(params.query, _MAX_INDEX_TERMS)
         bases = self._bases(params)
         if not terms or not bases or top_k <= 0:
@@ -478,8 +505,11 @@ class EmbeddedEngine:
     def _keyword_results(
         self, scored: list[tuple[float, int]], flags: dict[int, tuple[bool, bool]], params: RetrieveParams
     ) -> list[SearchResult]:
-        """Hits of enabled documents; those hybrid search drops below its keyword threshold are never built
-        (the threshold is relative to the best hit returned: see ``RetrieveEngine``)."""
+        """Hits of enabled documents.
+
+        Those hybrid search drops below its keyword threshold are never built (the threshold is relative to the best hit
+        returned: see ``RetrieveEngine``).
+        """
         kept = [pair for pair in scored if flags.get(pair[1], (False, False))[1]]
         if kept and params.keyword_threshold > 0:
             divisor = keyword_divisor(kept[0][0])
@@ -487,7 +517,7 @@ class EmbeddedEngine:
         return self._results(kept, flags)
 
     def _flags(self, rowids: Sequence[int]) -> dict[int, tuple[bool, bool]]:
-        """rowid → (the chunk is enabled and searchable, its document is enabled)."""
+        """Row id → (the chunk is enabled and searchable, its document is enabled)."""
         if not rowids:
             return {}
         rows = self._db.query(
@@ -498,8 +528,11 @@ class EmbeddedEngine:
         return {int(row[0]): (bool(row[1]), bool(row[2])) for row in rows}
 
     def keyword_search_fts5(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
-        """The same search answered by FTS5's ``bm25()`` in SQL (what :meth:`keyword_search` must equal for a
-        query of at most ``_MAX_QUERY_TERMS`` terms; a longer one keeps more of them in memory)."""
+        """The same search answered by FTS5's ``bm25()`` in SQL.
+
+        The same search answered by FTS5's ``bm25()`` in SQL (what :meth:`keyword_search` must equal for a query of at
+        most ``_MAX_QUERY_TERMS`` terms; a longer one keeps more of them in memory).
+        """
         terms = self.informative_terms(params.query)
         bases = self._bases(params)
         if not terms or not bases or top_k <= 0:
@@ -551,8 +584,11 @@ class EmbeddedEngine:
         return [_scored(hits[rowid], score) for score, rowid in wanted if rowid in hits]
 
     def _hits(self, rowids: Sequence[int]) -> dict[int, SearchResult]:
-        """The hits of these chunk rows (score 0), remembered across searches until the change log says a
-        row changed; never remembered from inside a transaction, which may yet roll back."""
+        """The hits of these chunk rows (score 0), remembered across searches.
+
+        The hits of these chunk rows (score 0), remembered across searches until the change log says a row changed;
+        never remembered from inside a transaction, which may yet roll back.
+        """
         with self._hit_lock:
             usable = self._sync_hits()
             found: dict[int, SearchResult] = {}
@@ -574,8 +610,11 @@ class EmbeddedEngine:
         return found
 
     def _sync_hits(self) -> bool:
-        """Forget the remembered hits of rows changed since the last look at the change log (all of them after
-        a reset or a gap in the log); False inside a transaction."""
+        """Forget the remembered hits of rows changed since the last look at the change log.
+
+        Forget the remembered hits of rows changed since the last look at the change log (all of them after a reset or a
+        gap in the log); False inside a transaction.
+        """
         with self._db.snapshot() as conn:
             if conn is None:
                 return False
@@ -607,8 +646,7 @@ _HIT_CACHE_SIZE = 20_000
 
 
 def _scored(hit: SearchResult, score: float) -> SearchResult:
-    """A remembered hit with this search's score, and containers of its own (later stages fill them in
-    place)."""
+    """A remembered hit with this search's score, and containers of its own (later stages fill them in place)."""
     return hit.model_copy(
         update={"score": score, "metadata": {}, "sub_chunk_id": [], "chunk_metadata": dict(hit.chunk_metadata)}
     )

@@ -49,11 +49,13 @@ def _best_ranks(hits: list[SearchResult]) -> dict[str, int]:
 
 
 def list_weights(config: RetrievalConfig, query: str, embedding_model: str) -> tuple[float, float]:
-    """How much the vector list counts, against the keyword list, for this query: 1 each, unless the
-    embedding model does not read the query's language (``config.model_languages``), when the vector list
-    counts ``config.unread_language_vector_weight`` — it orders what keyword search did not find, and never
-    outvotes it. MiniLM on Chinese questions scored 0.083 nDCG@10 where keyword search scored 0.975, and
-    fused 1:1 it cost the hybrid 0.03 (bench/retrieval/benchmark.py)."""
+    """How much the vector list counts, against the keyword list, for this query.
+
+    1 each, unless the embedding model does not read the query's language (``config.model_languages``), when the vector
+    list counts ``config.unread_language_vector_weight`` — it orders what keyword search did not find, and never
+    outvotes it. MiniLM on Chinese questions scored 0.083 nDCG@10 where keyword search scored 0.975, and fused 1:1 it
+    cost the hybrid 0.03 (bench/retrieval/benchmark.py).
+    """
     if not config.adaptive:
         return 1.0, 1.0
     languages = config.model_languages.get(embedding_model)
@@ -109,8 +111,9 @@ def fuse_scores(
     keyword_factor: float = 1.0,
     vector_background: float | None = None,
 ) -> list[SearchResult]:
-    """Weighted sum of each list's scores on [0, 1]: ``wv·v' + wk·k'`` over ``wv + wk``, so a hit that tops
-    both lists scores 1.
+    """Weighted sum of each list's scores on [0, 1].
+
+    ``wv·v' + wk·k'`` over ``wv + wk``, so a hit that tops both lists scores 1.
 
     Ranks throw away how far ahead a hit is; on SciFact score fusion reached 0.734 nDCG@10 where the seed's
     weighted RRF reached 0.720 (bench/retrieval/scifact.py; same lists, same thresholds).
@@ -148,8 +151,11 @@ def fuse_scores(
 
 
 def _scaler(scores: list[float], normalization: str, background: float | None = None) -> Callable[[float], float]:
-    """A list's scores onto [0, 1]: divided by the best (``max``), from the list's worst to its best
-    (``minmax``), or from ``background`` to the best (``background``; scores below it count 0)."""
+    """A list's scores onto [0, 1].
+
+    Divided by the best (``max``), from the list's worst to its best (``minmax``), or from ``background`` to the best
+    (``background``; scores below it count 0).
+    """
     top = max(scores)
     if normalization == "background" and background is not None and top > background:
         span = top - background
@@ -169,11 +175,11 @@ def fuse_rrf(
     vector_factor: float = 1.0,
     keyword_factor: float = 1.0,
 ) -> list[SearchResult]:
-    """The seed's fusion: weighted RRF normalised to [0, 1]:
-    ``(wv/(k+rv) + wk/(k+rk)) / ((wv+wk)/(k+1))`` where ``r`` is the best 1-based rank in each list and a
-    missing list contributes nothing; first place in both lists scores exactly 1.
-    """
+    """The seed's fusion.
 
+    Weighted RRF normalised to [0, 1]: ``(wv/(k+rv) + wk/(k+rk)) / ((wv+wk)/(k+1))`` where ``r`` is the best 1-based
+    rank in each list and a missing list contributes nothing; first place in both lists scores exactly 1.
+    """
     k = config.rrf_k
     wv, wk = config.vector_weight * vector_factor, config.keyword_weight * keyword_factor
     if wv + wk <= 0:
@@ -255,8 +261,11 @@ def hybrid_search(
 
 
 def _background(engine: RetrieveEngine, params: RetrieveParams, config: RetrievalConfig) -> float | None:
-    """The query's mean cosine with the searched chunks, from an engine that offers it
-    (``vector_background``; the embedded engine does), when score fusion measures cosines from it."""
+    """The query's mean cosine with the searched chunks, when an engine offers it.
+
+    The query's mean cosine with the searched chunks, from an engine that offers it (``vector_background``; the embedded
+    engine does), when score fusion measures cosines from it.
+    """
     if config.fusion != "score" or config.score_normalization != "background":
         return None
     measure = getattr(engine, "vector_background", None)
@@ -272,8 +281,11 @@ def _vector_hits(engine: RetrieveEngine, params: RetrieveParams, pool: int) -> l
 
 
 def _keyword_hits(engine: RetrieveEngine, params: RetrieveParams, pool: int) -> list[SearchResult]:
-    """The keyword hits normalised as :func:`normalize_keyword_scores` does, above the threshold (only those
-    are copied: most of a pool is below it)."""
+    """The keyword hits normalised and above the threshold.
+
+    The keyword hits normalised as :func:`normalize_keyword_scores` does, above the threshold (only those are copied:
+    most of a pool is below it).
+    """
     hits = engine.keyword_search(params, pool)
     if not hits:
         return []

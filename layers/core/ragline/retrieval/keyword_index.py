@@ -78,12 +78,14 @@ class Ranking:
     """The rows a query matched in the searched scope with their scores; read best first, in blocks."""
 
     def __init__(self, scores: npt.NDArray[np.float64], rowids: npt.NDArray[np.int64]) -> None:
+        """A ranking of ``rowids`` by ``scores`` (same order), sorted lazily as it is read."""
         self._scores = scores
         self._rowids = rowids
         self._order: npt.NDArray[np.intp] | None = None
         self._ranked = 0
 
     def __len__(self) -> int:
+        """How many rows matched."""
         return len(self._rowids)
 
     def top(self, count: int) -> list[tuple[float, int]]:
@@ -129,8 +131,11 @@ class KeywordIndex:
     """One database's keyword index in memory (see the module docstring). Thread-safe."""
 
     def __init__(self, db: Database, weights: Sequence[float], k1: float = K1, b: float = B) -> None:
-        """``k1``/``b``: BM25's term-frequency saturation and length normalisation (FTS5's by default, so scores
-        equal ``bm25()``'s; other values rank by BM25 all the same, without that equality)."""
+        """An empty index with BM25's ``k1`` (saturation) and ``b`` (length normalisation).
+
+        ``k1``/``b``: BM25's term-frequency saturation and length normalisation (FTS5's by default, so scores equal
+        ``bm25()``'s; other values rank by BM25 all the same, without that equality).
+        """
         self._db = db
         self._weights = tuple(float(w) for w in weights)
         self._k1 = float(k1)
@@ -143,9 +148,12 @@ class KeywordIndex:
         self._preloaded.set()
 
     def rank(self, words: Sequence[str], kb_ids: Sequence[str], knowledge_ids: Sequence[str] = ()) -> Ranking | None:
-        """The rows of ``kb_ids`` (and of ``knowledge_ids``, when given) matching any of ``words``, scored as
-        FTS5's ``bm25()`` with the engine's column weights scores an OR of the quoted words. None when the
-        index cannot answer exactly (a word that is not one term, or a read inside a transaction)."""
+        """The rows matching any of ``words``, scored exactly as FTS5's ``bm25()``.
+
+        The rows of ``kb_ids`` (and of ``knowledge_ids``, when given) matching any of ``words``, scored as FTS5's
+        ``bm25()`` with the engine's column weights scores an OR of the quoted words. None when the index cannot answer
+        exactly (a word that is not one term, or a read inside a transaction).
+        """
         with self._lock, self._db.snapshot() as conn:
             if conn is None:
                 return None
@@ -220,8 +228,11 @@ class KeywordIndex:
         self._tables_ready = True
 
     def _terms(self, conn: sqlite3.Connection, words: Sequence[str]) -> list[str] | None:
-        """Each word's index term, as the keyword table's tokenizer cuts it (in a scratch FTS5 table of the
-        same tokenizer); None when a word is not exactly one term (FTS5 reads it as a phrase, or as nothing)."""
+        """Each word's index term, as the keyword table's tokenizer cuts it; None for a word that is not one term.
+
+        Each word's index term, as the keyword table's tokenizer cuts it (in a scratch FTS5 table of the same
+        tokenizer); None when a word is not exactly one term (FTS5 reads it as a phrase, or as nothing).
+        """
         missing = [w for w in dict.fromkeys(words) if w not in self._word_terms]
         if missing:
             conn.execute(f"DELETE FROM {_WORDS}")  # rows an interrupted call may have left
@@ -278,9 +289,12 @@ class KeywordIndex:
         return self._preloaded.wait(timeout)
 
     def _preload(self, state: _State) -> None:
-        """Every term's postings over the rows ``state`` had loaded when it began, read on a read-only
-        connection (the shared one stays free), then handed to ``state`` if it is still the current one:
-        deletes and appends since are applied to them on use, as to any postings."""
+        """Load every term's postings off the shared connection, for ``state`` if it is still current.
+
+        Every term's postings over the rows ``state`` had loaded when it began, read on a read-only connection (the
+        shared one stays free), then handed to ``state`` if it is still the current one: deletes and appends since are
+        applied to them on use, as to any postings.
+        """
         try:
             with self._lock:
                 covered, deletes = state.covered, state.deletes
@@ -362,8 +376,10 @@ class KeywordIndex:
         state.deletes += 1
 
     def _postings(self, conn: sqlite3.Connection, state: _State, term: str) -> _Postings:
-        """The term's postings over the loaded rows: read once, then topped up with appended rows and
-        pruned of deleted ones."""
+        """The term's postings over the loaded rows.
+
+        Read once, then topped up with appended rows and pruned of deleted ones.
+        """
         posting = state.postings.get(term)
         if posting is None:
             posting = _Postings(np.zeros(0, dtype=np.int64), np.zeros(0), covered=0, deletes=state.deletes)
@@ -388,10 +404,12 @@ class KeywordIndex:
     def _read_postings(
         self, conn: sqlite3.Connection, term: str, above: int, upto: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """The rows in (above, upto] holding ``term`` and its frequency in each: the column weight of each
-        instance, added up (a count times the weight, which is the same sum while weights are whole numbers,
-        as the engine's are). The rows come as one comma-separated string: three times faster than a row
-        object per instance for a common term."""
+        """The rows in (above, upto] holding ``term``, with its weighted frequency in each.
+
+        The rows in (above, upto] holding ``term`` and its frequency in each: the column weight of each instance, added
+        up (a count times the weight, which is the same sum while weights are whole numbers, as the engine's are). The
+        rows come as one comma-separated string: three times faster than a row object per instance for a common term.
+        """
         sql = f"SELECT group_concat(doc) FROM {_INSTANCES} WHERE term = ? AND doc > ? AND doc <= ?"
         if len(set(self._weights)) == 1:
             parts: list[tuple[float, tuple[object, ...]]] = [(self._weights[0], (term, above, upto))]

@@ -114,10 +114,12 @@ class KnnMethod:
     ef_construction: int = HNSW_EF_CONSTRUCTION
 
     def __post_init__(self) -> None:
+        """Refuse an engine OpenSearch's k-NN plugin does not offer."""
         if self.engine not in KNN_ENGINES:
             raise ValueError(f"unknown k-NN engine {self.engine!r}: expected one of {', '.join(KNN_ENGINES)}")
 
     def field(self, dimensions: int) -> dict[str, Any]:
+        """The mapping of a ``knn_vector`` field of ``dimensions`` components with this method."""
         return {
             "type": "knn_vector",
             "dimension": dimensions,
@@ -131,14 +133,18 @@ class KnnMethod:
 
 
 def vector_field(dimensions: int) -> str:
-    """The field holding ``dimensions``-component vectors: models of different widths share one index, each
-    width in its own field (a knn_vector field has one dimension for life)."""
+    """The field holding ``dimensions``-component vectors.
+
+    Models of different widths share one index, each width in its own field (a knn_vector field has one dimension for
+    life).
+    """
     return f"vector_{dimensions}"
 
 
 def index_body(dimensions: int | None, method: KnnMethod | None = None) -> dict[str, Any]:
-    """Settings and mapping of the chunk index, first created for vectors of ``dimensions`` components (None:
-    keywords first, no vector field yet).
+    """Settings and mapping of the chunk index.
+
+    First created for vectors of ``dimensions`` components (None: keywords first, no vector field yet).
 
     ``dynamic: strict`` makes a misspelt field fail the bulk request instead of silently creating an
     unsearchable one; a vector field of another width is added with :meth:`OpenSearchEngine.ensure_index`.
@@ -242,6 +248,7 @@ class OpenSearchEngine:
     def __init__(
         self, client: OpenSearch, index: str, *, method: KnnMethod | None = None, refresh: bool = True
     ) -> None:
+        """An engine over ``index`` through ``client``; ``refresh`` makes writes searchable before they return."""
         self._client = client
         self._index = index
         self._method = method or KnnMethod()
@@ -254,12 +261,16 @@ class OpenSearchEngine:
 
     @property
     def index(self) -> str:
+        """The name of the chunk index."""
         return self._index
 
     # Index ----------------------------------------------------------------------------------------------
     def ensure_index(self, dimensions: int | None) -> None:
-        """Create the index, or add the vector field for ``dimensions``-component vectors, unless it exists
-        (None: the index alone, for chunks indexed by keyword before their vectors)."""
+        """Create the index, or add the vector field for ``dimensions``-component vectors, unless it exists.
+
+        Create the index, or add the vector field for ``dimensions``-component vectors, unless it exists (None: the
+        index alone, for chunks indexed by keyword before their vectors).
+        """
         field = vector_field(dimensions) if dimensions else ""
         with self._lock:
             if field in self._vector_fields or (not field and self._index_exists):
@@ -392,9 +403,12 @@ class OpenSearchEngine:
     def index_keywords(
         self, knowledge_base_id: str, chunks: Sequence[Chunk], *, document: Document | None = None
     ) -> None:
-        """The searchable ``chunks`` of a document just accepted, without vectors: found by keyword search at
-        once (the bulk request waits for a refresh unless ``refresh`` is off), by vector search once
-        :meth:`add_vectors` has given them theirs."""
+        """The searchable ``chunks`` of a document just accepted, indexed without vectors.
+
+        The searchable ``chunks`` of a document just accepted, without vectors: found by keyword search at once (the
+        bulk request waits for a refresh unless ``refresh`` is off), by vector search once :meth:`add_vectors` has given
+        them theirs.
+        """
         searchable = [c for c in chunks if c.searchable]
         if not searchable:
             return
@@ -418,10 +432,13 @@ class OpenSearchEngine:
         chunks: Sequence[Chunk],
         vectors: npt.NDArray[np.float32],
     ) -> list[str]:
-        """Vectors of chunks indexed by :meth:`index_keywords` (row ``i`` for ``chunks[i]``), written into
-        their OpenSearch documents; writing a chunk's vector again replaces it. Returns the ids of the chunks
-        the index does not hold: never created there by an upsert, since a chunk deleted while its vector was
-        being computed (its document deleted or parsed again) must stay deleted."""
+        """Write vectors into chunks already indexed by :meth:`index_keywords`.
+
+        Vectors of chunks indexed by :meth:`index_keywords` (row ``i`` for ``chunks[i]``), written into their OpenSearch
+        documents; writing a chunk's vector again replaces it. Returns the ids of the chunks the index does not hold:
+        never created there by an upsert, since a chunk deleted while its vector was being computed (its document
+        deleted or parsed again) must stay deleted.
+        """
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if not len(chunks):

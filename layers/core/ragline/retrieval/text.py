@@ -147,6 +147,7 @@ ENGLISH_STOPWORDS = frozenset(
 
 
 def has_han(text: str) -> bool:
+    """True when ``text`` holds any Han (Chinese) character."""
     return _HAN.search(text) is not None
 
 
@@ -163,7 +164,7 @@ def _jieba() -> object:
 
 
 def cut_for_search(text: str) -> list[str]:
-    """jieba's search segmentation (fine-grained, overlapping words) for a run of Han characters."""
+    """The search segmentation of jieba (fine-grained, overlapping words) for a run of Han characters."""
     jieba = _jieba()
     return [w for w in jieba.cut_for_search(text, HMM=True) if w.strip()]  # type: ignore[attr-defined]
 
@@ -180,12 +181,16 @@ def segment_for_index(text: str) -> str:
 
 
 def is_punct_only(token: str) -> bool:
+    """True when ``token`` has no letter or digit."""
     return not any(ch.isalnum() for ch in token)
 
 
 def tokenize_simple(text: str) -> set[str]:
-    """The seed's TokenizeSimple: lower-case; Han runs through jieba; otherwise word runs; tokens longer
-    than one character that are not all punctuation; as a set."""
+    """The seed's TokenizeSimple.
+
+    Lower-case; Han runs through jieba; otherwise word runs; tokens longer than one character that are not all
+    punctuation; as a set.
+    """
     lowered = text.lower()
     tokens: set[str] = set()
     position = 0

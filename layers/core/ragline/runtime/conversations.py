@@ -1,5 +1,6 @@
-"""Editing a conversation's history: fork a session at a turn, rewind it to a turn, search sessions by what
-they say. Built on the session store's primitives, so both runtimes (SQLite, DynamoDB) behave the same.
+"""Editing a conversation's history: fork a session at a turn, rewind it to a turn, search sessions by what they say.
+
+Built on the session store's primitives, so both runtimes (SQLite, DynamoDB) behave the same.
 
 A point in a conversation is a turn: the message named and the other message of its turn (same request id).
 Forking copies the turns up to and including that one into a new session; rewinding deletes the turns after
@@ -49,12 +50,16 @@ def _running(messages: Sequence[Message]) -> bool:
 
 
 def fork_title(title: str) -> str:
+    """A forked session's title: the original's with " (fork)", or none when it had none."""
     return f"{title} (fork)" if title else ""
 
 
 def fork_session(sessions: SessionStore, session: Session, message_id: str) -> tuple[Session, list[Message]]:
-    """A new session of the same tenant, knowledge bases and options holding copies (new ids, same text,
-    references, times and feedback) of the turns up to ``message_id``'s; the original is unchanged."""
+    """A new session holding copies of the turns up to ``message_id``'s.
+
+    A new session of the same tenant, knowledge bases and options holding copies (new ids, same text, references, times
+    and feedback) of the turns up to ``message_id``'s; the original is unchanged.
+    """
     kept, _ = split_at(sessions.messages(session.tenant_id, session.id, limit=100_000), message_id)
     if _running(kept):
         raise TurnRunning(message_id)
@@ -86,8 +91,10 @@ def rewind_session(sessions: SessionStore, session: Session, message_id: str) ->
 
 
 def snippet(text: str, needle: str, context: int = SNIPPET_CONTEXT) -> str:
-    """The part of ``text`` (markup removed) around the first case-insensitive occurrence of ``needle``;
-    "" when it does not occur."""
+    """The part of ``text`` (markup removed) around the first case-insensitive occurrence of ``needle``.
+
+    "" when it does not occur.
+    """
     plain = " ".join(_MARKUP.sub(" ", text).split())
     at = plain.casefold().find(needle.casefold())
     if at < 0:
@@ -99,9 +106,11 @@ def snippet(text: str, needle: str, context: int = SNIPPET_CONTEXT) -> str:
 def search_sessions(
     sessions: SessionStore, tenant_id: str, text: str, candidates: Sequence[Session]
 ) -> list[tuple[Session, str]]:
-    """The ``candidates`` (this tenant's sessions, in the order to list them) whose title or any message holds
-    ``text`` (case-insensitive), each with a snippet of the first message that does ("" when the title
-    matched)."""
+    """The ``candidates`` whose title or any message holds ``text`` (case-insensitive), with snippets.
+
+    The ``candidates`` (this tenant's sessions, in the order to list them) whose title or any message holds ``text``
+    (case-insensitive), each with a snippet of the first message that does ("" when the title matched).
+    """
     needle = " ".join(text.split())
     if not needle:
         return [(s, "") for s in candidates]

@@ -35,6 +35,8 @@ SHUTDOWN = "shutdown"
 
 @dataclass
 class RunningTurn:
+    """A turn running in this process: its accepted turn, its task and its cancel token."""
+
     turn: AcceptedTurn
     task: asyncio.Task[None]
     cancel: CancelToken
@@ -56,6 +58,7 @@ class LocalRunner:
         leases: SqliteTurnLeases | None = None,
         heartbeat_interval_s: float = 5.0,
     ) -> None:
+        """A runner of ``orchestrator``'s turns writing to ``stream``; with ``leases``, a heartbeat every ``heartbeat_interval_s``."""
         self._orchestrator = orchestrator
         self._stream = stream
         self._turns = turns
@@ -67,18 +70,22 @@ class LocalRunner:
 
     @property
     def running(self) -> int:
+        """How many turns are running in this process."""
         return len(self._running)
 
     @property
     def leases(self) -> SqliteTurnLeases | None:
+        """The leases this runner records its turns under; None without a recovery sweep to serve."""
         return self._leases
 
     async def started(self, turn: AcceptedTurn) -> bool:
+        """True when the turn runs here, or another runner holds its lease."""
         if turn.assistant_message.id in self._running:
             return True
         return self._leases is not None and self._leases.claimed(turn.key)
 
     async def launch(self, turn: AcceptedTurn) -> None:
+        """Start the turn as a task (once: a turn asked again while it runs is left alone)."""
         if turn.assistant_message.id in self._running:
             return  # the same turn, asked again while it runs
         if self._leases is not None:
@@ -153,6 +160,7 @@ class LocalRunner:
             await self._turns.interrupt(session_id, message_id, turn.request.request_id, SHUTDOWN)
 
     async def cancel(self, session_id: str, message_id: str) -> None:
+        """Stop a running turn: no more events but ``stop``, and its model call closed; unknown turns are ignored."""
         running = self._running.get(message_id)
         if running is None:
             return
@@ -163,9 +171,12 @@ class LocalRunner:
         running.task.cancel()
 
     async def drain(self, grace_s: float, hurry: Callable[[], bool] | None = None) -> list[str]:
-        """Graceful shutdown: accept no more turns, let running ones finish for ``grace_s`` (less if
-        ``hurry()`` turns true), then end the rest with ``error`` "interrupted" (the message saved with the
-        partial answer). Returns the keys of the turns it interrupted."""
+        """Graceful shutdown.
+
+        Accept no more turns, let running ones finish for ``grace_s`` (less if ``hurry()`` turns true), then end the
+        rest with ``error`` "interrupted" (the message saved with the partial answer). Returns the keys of the turns it
+        interrupted.
+        """
         self._turns.close()
         deadline = time.monotonic() + grace_s
         while self._running and (remaining := deadline - time.monotonic()) > 0:
@@ -196,6 +207,7 @@ class LocalRunner:
         await self.drain(0.0)
 
     async def close(self) -> None:
+        """Stop the heartbeat, and give up the leases once no turn runs."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -60,6 +60,7 @@ class SqliteTurnLeases:
     """Runners and their turns in the embedded database (tables ``turn_runners`` and ``turn_leases``)."""
 
     def __init__(self, db: Database, *, ttl_s: float = 30.0, unclaimed_grace_s: float = 60.0) -> None:
+        """Leases in ``db``; a runner silent for ``ttl_s`` is gone, an unclaimed turn gets ``unclaimed_grace_s`` to be claimed."""
         self._db = db
         self._ttl = ttl_s
         self._unclaimed_grace = unclaimed_grace_s
@@ -70,6 +71,7 @@ class SqliteTurnLeases:
 
     # The runner's side ---------------------------------------------------------------------------------
     def register(self) -> None:
+        """Record this runner (host, pid and process start) once, before its first lease."""
         if self._registered:
             return
         self._db.execute(
@@ -80,6 +82,7 @@ class SqliteTurnLeases:
         _LIVE_RUNNERS[self.runner_id] = self
 
     def acquire(self, key: str) -> None:
+        """Record ``key``'s turn as this runner's."""
         self.register()
         self._held.add(key)
         self._db.execute(
@@ -88,10 +91,12 @@ class SqliteTurnLeases:
         )
 
     def release(self, key: str) -> None:
+        """Give up this runner's lease on ``key``."""
         self._held.discard(key)
         self._db.execute("DELETE FROM turn_leases WHERE stream_key = ? AND runner_id = ?", (key, self.runner_id))
 
     def heartbeat(self) -> None:
+        """Tell other processes this runner is alive."""
         if self._registered:
             self._db.execute("UPDATE turn_runners SET heartbeat_at = ? WHERE id = ?", (time.time(), self.runner_id))
 
@@ -106,6 +111,7 @@ class SqliteTurnLeases:
             self._registered = False
 
     def holds(self, key: str) -> bool:
+        """True while this runner holds ``key``'s turn."""
         return key in self._held
 
     def claimed(self, key: str) -> bool:
@@ -114,6 +120,7 @@ class SqliteTurnLeases:
 
     # The recovery's side (RunnerLiveness) ------------------------------------------------------------------
     async def alive(self, turn: OpenTurn) -> bool:
+        """Whether the turn's runner is alive: by pid on this host, by heartbeat elsewhere; unclaimed turns get a grace period."""
         row = self._db.query_one(
             "SELECT l.runner_id, r.host, r.pid, r.process_start, r.heartbeat_at FROM turn_leases AS l"
             " LEFT JOIN turn_runners AS r ON r.id = l.runner_id WHERE l.stream_key = ?",

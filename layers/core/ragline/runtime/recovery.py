@@ -41,16 +41,20 @@ class OpenTurn:
 
     @property
     def key(self) -> str:
+        """The turn's log key."""
         return stream_key(self.session_id, self.message_id)
 
     def age_s(self, now: float) -> float:
+        """Seconds since the turn was created, at ``now``; infinite when its creation time is unknown."""
         return now - self.created_at if self.created_at else float("inf")
 
 
 class RunnerLiveness(Protocol):
     """Is this turn's runner alive? A runner that is alive will write the terminal event itself."""
 
-    async def alive(self, turn: OpenTurn) -> bool: ...
+    async def alive(self, turn: OpenTurn) -> bool:
+        """True when the turn's runner may still write its terminal event."""
+        ...
 
 
 @dataclass
@@ -85,6 +89,7 @@ class TurnRecovery:
         *,
         batch: int = 1000,
     ) -> None:
+        """A recovery reading ``sessions`` and ``stream``, ending turns through ``turns`` when ``liveness`` says they are orphaned."""
         self._sessions = sessions
         self._stream = stream
         self._turns = turns
@@ -92,8 +97,11 @@ class TurnRecovery:
         self._batch = batch
 
     async def open_turns(self) -> list[OpenTurn]:
-        """Assistant messages not completed, plus logs without a terminal event where the log can list
-        them (a message completed without one is what an older version left after SIGTERM)."""
+        """Assistant messages not completed, plus logs without a terminal event.
+
+        Assistant messages not completed, plus logs without a terminal event where the log can list them (a message
+        completed without one is what an older version left after SIGTERM).
+        """
         found: dict[str, OpenTurn] = {}
         for message in self._sessions.incomplete_assistant_messages(self._batch):
             turn = OpenTurn(message.session_id, message.id, message.request_id, _epoch(message.created_at))
@@ -105,8 +113,11 @@ class TurnRecovery:
         return list(found.values())
 
     async def end_if_orphaned(self, turn: OpenTurn, cause: str = "runner_lost") -> str:
-        """``"interrupted"`` when this call ended the turn, ``"finalized"`` when its log had ended and only
-        the message was left to complete, ``"running"`` when its runner is alive, ``"ended"`` otherwise."""
+        """End a turn whose runner is gone, and say what this call found.
+
+        ``"interrupted"`` when this call ended the turn, ``"finalized"`` when its log had ended and only the message was
+        left to complete, ``"running"`` when its runner is alive, ``"ended"`` otherwise.
+        """
         last = await self._stream.last_event(turn.key)
         if last is not None and last.is_terminal:
             # Ended, but the runner died before saving the message: save it from the log.

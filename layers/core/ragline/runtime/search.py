@@ -1,5 +1,8 @@
-"""The knowledge-search API: the same search → rerank → MMR → top-k path a chat turn takes, without
-generation, so search quality can be inspected (and benchmarked) exactly as chat sees it."""
+"""The knowledge-search API.
+
+The same search → rerank → MMR → top-k path a chat turn takes, without generation, so search quality can be inspected
+(and benchmarked) exactly as chat sees it.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ SEARCH_STAGES = (EventType.CHUNK_SEARCH_PARALLEL, EventType.CHUNK_RERANK, EventT
 
 
 class SearchBody(BaseModel):
+    """The body of the knowledge-search API: a query, the knowledge bases (and optionally documents or tags) to search."""
+
     model_config = ConfigDict(extra="forbid")
 
     query: Query
@@ -34,7 +39,10 @@ class SearchBody(BaseModel):
 
 
 class SearchFailed(Exception):
+    """The search pipeline failed; ``error`` is the stage's error."""
+
     def __init__(self, error: PluginError) -> None:
+        """The failure carrying ``error``."""
         super().__init__(error.message)
         self.error = error
 
@@ -66,6 +74,7 @@ class SearchHit(BaseModel):
 
 
 def search_hit(result: SearchResult) -> SearchHit:
+    """The API's view of a ranked result, with every score that ranked it."""
     metadata = result.metadata
     return SearchHit(
         id=result.id,
@@ -89,6 +98,7 @@ def search_hit(result: SearchResult) -> SearchHit:
 
 
 def result_view(result: SearchResult) -> dict[str, Any]:
+    """A hit as a JSON-ready dict."""
     return search_hit(result).model_dump()
 
 
@@ -97,12 +107,16 @@ def _number(value: str | None) -> float | None:
 
 
 class SearchService:
+    """Runs the chat turn's search stages for the knowledge-search API."""
+
     def __init__(self, events: EventManager, knowledge: KnowledgeStore, config: AppConfig) -> None:
+        """A search running ``events``' stages over ``knowledge``, with ``config``'s conversation settings."""
         self._events = events
         self._knowledge = knowledge
         self._config = config
 
     def request_for(self, tenant_id: str, body: SearchBody) -> PipelineRequest:
+        """The pipeline request a search stands for: the chat turn's search settings at the body's depth."""
         conversation = self._config.conversation
         return PipelineRequest(
             query=body.query,
@@ -137,8 +151,10 @@ class SearchService:
         )
 
     def _document_targets(self, tenant_id: str, body: SearchBody) -> tuple[SearchTarget, ...]:
-        """``knowledge_ids`` narrow a search to those documents (of the knowledge bases named); a chat turn,
-        by contrast, searches its knowledge bases and the documents named besides."""
+        """``knowledge_ids`` narrow a search to those documents (of the knowledge bases named).
+
+        A chat turn, by contrast, searches its knowledge bases and the documents named besides.
+        """
         by_kb: dict[str, list[str]] = {}
         for knowledge_id in dict.fromkeys(body.knowledge_ids or ()):
             document = self._knowledge.document(tenant_id, knowledge_id)
@@ -151,6 +167,7 @@ class SearchService:
         )
 
     async def search(self, tenant_id: str, body: SearchBody) -> list[SearchResult]:
+        """The ranked results for ``body``; :class:`UnknownKnowledgeBase` for a knowledge base not the tenant's."""
         found = {kb.id for kb in self._knowledge.knowledge_bases(tenant_id, body.knowledge_base_ids)}
         for kb_id in body.knowledge_base_ids:
             if kb_id not in found:

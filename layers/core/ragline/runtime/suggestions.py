@@ -1,5 +1,6 @@
-"""Suggested first questions for an empty session, built from a knowledge base's document titles and section
-headings: no model is asked, so they cost nothing and exist with the extractive default.
+"""Suggested first questions for an empty session, built from a knowledge base's document titles and section headings.
+
+No model is asked, so they cost nothing and exist with the extractive default.
 
 A document's sections give questions about the document ("What does “Coffee brewing” say about water?"); a
 document without headings gives one about itself. Documents take turns, so a few suggestions cover several
@@ -44,6 +45,8 @@ _EDGES = re.compile(r"^[\s#*_`>\-–—:.\d]+|[\s*_`:.?？。！!]+$")
 
 @dataclass(frozen=True)
 class Suggestion:
+    """A suggested question about a document, or about one of its sections."""
+
     question: str
     knowledge_id: str
     knowledge_title: str
@@ -55,8 +58,11 @@ def _clean(text: str) -> str:
 
 
 def _about(heading: str) -> str:
-    """A heading as words in a sentence: a capital that only starts a word goes lower case ("Water" →
-    "water"); acronyms and names with more capitals stay ("PDF files", "McDonald")."""
+    """A heading as words in a sentence.
+
+    A capital that only starts a word goes lower case ("Water" → "water"); acronyms and names with more capitals stay
+    ("PDF files", "McDonald").
+    """
     first = heading.split(" ", 1)[0]
     if first[:1].isupper() and first[1:] == first[1:].lower():
         return heading[:1].lower() + heading[1:]
@@ -64,6 +70,7 @@ def _about(heading: str) -> str:
 
 
 def question_about(title: str, heading: str = "") -> str:
+    """A question asking what a document (or one of its sections) says, in Chinese for a Chinese title."""
     chinese = bool(_HAN.search(title + heading))
     if heading:
         return (

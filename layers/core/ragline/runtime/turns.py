@@ -98,8 +98,10 @@ AGENT_MODE_OFF = {"agent_enabled": False, "agent_mode": "off"}
 
 
 class QuestionBody(BaseModel):
-    """The body of ``POST /sessions/{sid}/questions`` and WeKnora's chat routes: the query, the seed's
-    request options and WeKnora's request fields."""
+    """The body of ``POST /sessions/{sid}/questions`` and WeKnora's chat routes.
+
+    The query, the seed's request options and WeKnora's request fields.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -160,16 +162,20 @@ class QuestionBody(BaseModel):
 
 
 def request_images(body: QuestionBody) -> tuple[str, ...]:
-    """The images a question carries into the pipeline. The seam for image questions (issue 14): WeKnora's
-    ``images`` are accepted and validated, and not yet passed on."""
+    """The images a question carries into the pipeline.
+
+    The seam for image questions (issue 14): WeKnora's ``images`` are accepted and validated, and not yet passed on.
+    """
     if body.images:
         logger.debug("question images accepted but not yet used (%d)", len(body.images))
     return ()
 
 
 def tag_targets(kb_ids: Sequence[str], tags: list[str], knowledge_ids: list[str]) -> tuple[SearchTarget, ...]:
-    """Knowledge bases narrowed to tagged documents (and any named documents), one target each; none
-    without tags, so the usual whole-base and document targets apply."""
+    """Knowledge bases narrowed to tagged documents (and any named documents).
+
+    One target each; none without tags, so the usual whole-base and document targets apply.
+    """
     if not tags:
         return ()
     return tuple(
@@ -184,10 +190,13 @@ def tag_targets(kb_ids: Sequence[str], tags: list[str], knowledge_ids: list[str]
 
 
 class UnknownKnowledgeBase(LookupError):
-    """A knowledge base, document or message a question names that is not the tenant's (a 404 naming
-    ``field``); ``what`` says what it is."""
+    """A knowledge base, document or message a question names that is not the tenant's (a 404 naming ``field``).
+
+    ``what`` says what it is.
+    """
 
     def __init__(self, field: str, value: str, what: str = "") -> None:
+        """The 404 for ``value`` of ``field``."""
         super().__init__(f"unknown {field}: {value}")
         self.field = field
         self.value = value
@@ -196,6 +205,8 @@ class UnknownKnowledgeBase(LookupError):
 
 @dataclass
 class AcceptedTurn:
+    """A turn stored and ready to start: its session, request, plan and both messages."""
+
     session: Session
     request: PipelineRequest
     plan: list[EventType]
@@ -206,9 +217,11 @@ class AcceptedTurn:
 
     @property
     def key(self) -> str:
+        """The turn's log key."""
         return stream_key(self.session.id, self.assistant_message.id)
 
     def ids(self) -> dict[str, str]:
+        """The ids a client needs to follow the turn, with its stream's URL."""
         return {
             "session_id": self.session.id,
             "request_id": self.request.request_id,
@@ -219,9 +232,15 @@ class AcceptedTurn:
 
 
 class TurnLauncher(Protocol):
-    async def launch(self, turn: AcceptedTurn) -> None: ...
+    """What starts and stops turns: a local task runner, or Step Functions."""
 
-    async def cancel(self, session_id: str, message_id: str) -> None: ...
+    async def launch(self, turn: AcceptedTurn) -> None:
+        """Start the accepted turn."""
+        ...
+
+    async def cancel(self, session_id: str, message_id: str) -> None:
+        """Stop the turn of the assistant message ``message_id``, if it runs."""
+        ...
 
     async def started(self, turn: AcceptedTurn) -> bool:
         """Whether the turn was ever handed to a runner (a lease, a workflow execution), ended or not."""
@@ -229,6 +248,8 @@ class TurnLauncher(Protocol):
 
 
 class TurnService:
+    """Accepts turns (validate, store both messages, open the log) and finalises them; shared by both runtimes."""
+
     def __init__(
         self,
         config: AppConfig,
@@ -237,6 +258,7 @@ class TurnService:
         sessions: SessionStore,
         stream: StreamManager,
     ) -> None:
+        """A service over the stores and the log, with ``config``'s conversation settings and ``templates``."""
         self._config = config
         self._templates = templates
         self._knowledge = knowledge
@@ -253,6 +275,7 @@ class TurnService:
         assistant_message_id: str,
         user_id: str = "",
     ) -> PipelineRequest:
+        """The pipeline request of a question: the session's options, the body's, and the configuration's defaults."""
         conversation = self._config.conversation
         kb_ids, knowledge_ids = body.scope(session)
         summary = conversation.summary
@@ -329,8 +352,9 @@ class TurnService:
     async def accept(
         self, session: Session, body: QuestionBody, user_id: str = "", *, agent_requested: bool = False
     ) -> AcceptedTurn:
-        """Validate, store both messages, open the log with ``agent_query``. Nothing is stored if
-        validation fails.
+        """Validate, store both messages, open the log with ``agent_query``.
+
+        Nothing is stored if validation fails.
 
         ``agent_requested`` (WeKnora's agent chat, or ``agent_enabled``): the turn runs this pipeline all
         the same, and its ``agent_query`` event says agent mode is off.
@@ -373,9 +397,11 @@ class TurnService:
         return turn
 
     async def never_started(self, turn: AcceptedTurn, launcher: TurnLauncher) -> bool:
-        """A repeated request whose turn was stored (its ``agent_query`` written) but never started: the
-        accept that stored it died before starting it (a crash, a failed start). Such a turn is started by
-        the repeat; one still being accepted (no ``agent_query`` yet), running or ended is not."""
+        """A repeated request whose turn was stored (its ``agent_query`` written) but never started.
+
+        The accept that stored it died before starting it (a crash, a failed start). Such a turn is started by the
+        repeat; one still being accepted (no ``agent_query`` yet), running or ended is not.
+        """
         if not turn.duplicate:
             return False
         events = await self._stream.get_events(turn.key)
@@ -399,9 +425,11 @@ class TurnService:
         )
 
     async def interrupt(self, session_id: str, message_id: str, request_id: str = "", cause: str = "restart") -> bool:
-        """End a turn whose runner is gone (or is going): ``error`` with ``data.reason = "interrupted"``,
-        appended only if the log has no terminal event yet, then the message completed with the partial
-        answer and ``stop_reason = "interrupted"``. True when this call wrote the terminal event.
+        """End a turn whose runner is gone (or is going); True when this call wrote the terminal event.
+
+        End a turn whose runner is gone (or is going): ``error`` with ``data.reason = "interrupted"``, appended only if
+        the log has no terminal event yet, then the message completed with the partial answer and ``stop_reason =
+        "interrupted"``. True when this call wrote the terminal event.
 
         ``cause`` says why, for the client and the logs: ``restart`` (found at start), ``shutdown``
         (the grace period ran out), ``runner_lost`` (a sweep found its runner gone).
@@ -464,8 +492,11 @@ class TurnsClosed(RuntimeError):
 
 
 class TurnStarting(RuntimeError):
-    """Another accept of the same request is starting the turn right now, or died doing so a moment ago
-    (HTTP 503: asked again shortly, the turn is found started, or started then)."""
+    """Another accept of the same request is starting the turn right now, or died doing so.
+
+    Another accept of the same request is starting the turn right now, or died doing so a moment ago (HTTP 503: asked
+    again shortly, the turn is found started, or started then).
+    """
 
 
 INTERRUPTED = "interrupted"
@@ -477,8 +508,10 @@ INTERRUPTED_MESSAGES = {
 
 
 def interrupted_event(request_id: str, cause: str, summary: AnswerSummary) -> StreamEvent:
-    """The terminal ``error`` of a turn whose runner is gone; ``data.partial`` says whether answer text was
-    already streamed (it is kept, in the log and in the message)."""
+    """The terminal ``error`` of a turn whose runner is gone.
+
+    ``data.partial`` says whether answer text was already streamed (it is kept, in the log and in the message).
+    """
     message = INTERRUPTED_MESSAGES.get(cause, INTERRUPTED_MESSAGES["runner_lost"])
     return StreamEvent(
         id=f"{request_id[:8]}-interrupted",

@@ -71,8 +71,11 @@ def create_app(
     stream_base_url: str = "",
     uploads: Any = None,
 ) -> FastAPI:
-    """The whole API. ``uploads`` (the AWS runtime's ``LargeUploads``) adds the routes of files sent through
-    object storage, beyond a request's size limit."""
+    """The whole API.
+
+    ``uploads`` (the AWS runtime's ``LargeUploads``) adds the routes of files sent through object storage, beyond a
+    request's size limit.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -125,9 +128,11 @@ def create_app(
 
 
 def create_stream_app(container: Container, launcher: TurnLauncher) -> FastAPI:
-    """The routes of an answer's stream alone: follow it by offset (``/events``, WeKnora's
-    ``continue-stream``), stop it, and ``/healthz``. What AWS's stream_reader serves from its function URL;
-    everything else is ingest_turn's (a request for it here is a 404)."""
+    """The routes of an answer's stream alone.
+
+    Follow it by offset (``/events``, WeKnora's ``continue-stream``), stop it, and ``/healthz``. What AWS's
+    stream_reader serves from its function URL; everything else is ingest_turn's (a request for it here is a 404).
+    """
     app = FastAPI(
         title="ragline stream",
         version=__version__,

@@ -13,15 +13,19 @@ MULTIPART_OVERHEAD = 64 * 1024
 
 
 class BodySizeLimit:
-    """Pure ASGI middleware: a request whose Content-Length passes the limit is answered 413 before its body
-    is read. Routes that read bodies themselves also stop chunked bodies (no Content-Length) at the limit
-    (:func:`ragline.ingest.uploads.read_body`), and a multipart file is held to it on its own."""
+    """Pure ASGI middleware: a request whose Content-Length passes the limit is answered 413 before its body is read.
+
+    Routes that read bodies themselves also stop chunked bodies (no Content-Length) at the limit
+    (:func:`ragline.ingest.uploads.read_body`), and a multipart file is held to it on its own.
+    """
 
     def __init__(self, app: Any, limit: Callable[[], int]) -> None:
+        """The middleware around ``app``; ``limit()`` gives the current limit in bytes."""
         self._app = app
         self._limit = limit
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Answer 413 for an HTTP request declaring a body over the limit; pass everything else on."""
         if scope["type"] == "http":
             limit = self._limit()
             for name, value in scope.get("headers", []):

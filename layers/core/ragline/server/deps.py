@@ -17,11 +17,13 @@ from ragline.store.models import KnowledgeBase, Session, Tenant
 
 
 def container_of(request: Request) -> Container:
+    """The container the app was built with (a route dependency)."""
     container: Container = request.app.state.container
     return container
 
 
 def launcher_of(request: Request) -> TurnLauncher:
+    """The turn launcher the app was built with (a route dependency)."""
     launcher: TurnLauncher = request.app.state.launcher
     return launcher
 
@@ -46,8 +48,9 @@ def tenant_of(
     authorization: Annotated[str | None, Header()] = None,
     x_tenant_id: Annotated[str | None, Header()] = None,
 ) -> Tenant:
-    """The caller's tenant from its API key, sent as ``X-API-Key`` or ``Authorization: Bearer <key>``
-    (WeKnora's clients send either); every route depends on it.
+    """The caller's tenant from its API key.
+
+    Sent as ``X-API-Key`` or ``Authorization: Bearer <key>`` (WeKnora's clients send either); every route depends on it.
 
     ``X-Tenant-ID``, when sent, must name the key's own tenant (its number, or its id): the key alone
     decides the tenant, so the header can confirm it and never widen it.
@@ -70,6 +73,7 @@ UserIdHeader = Annotated[str, Header(max_length=200)]
 
 
 def knowledge_base_of(container: Container, tenant: Tenant, kb_id: str) -> KnowledgeBase:
+    """The tenant's knowledge base ``kb_id``; a 404 naming ``kb_id`` otherwise."""
     kb = container.knowledge.knowledge_base(tenant.id, kb_id)
     if kb is None:
         raise not_found("knowledge base", "kb_id")
@@ -77,6 +81,7 @@ def knowledge_base_of(container: Container, tenant: Tenant, kb_id: str) -> Knowl
 
 
 def session_of(container: Container, tenant: Tenant, session_id: str) -> Session:
+    """The tenant's session ``session_id``; a 404 naming ``session_id`` otherwise."""
     session = container.sessions.session(tenant.id, session_id)
     if session is None:
         raise not_found("session", "session_id")
@@ -96,6 +101,7 @@ async def read_upload(container: Container, form: FormData, default_name: str) -
 
 
 def check_query_length(container: Container, query: str) -> None:
+    """Refuse a query over the configured length (422 naming ``query``)."""
     limit = container.config.limits.max_query_chars
     if len(query) > limit:
         raise ApiError(422, "query_too_long", f"query exceeds {limit} characters", "query")

@@ -55,6 +55,7 @@ def build_runner(container: Container) -> LocalRunner:
 
 
 def build_recovery(container: Container, runner: LocalRunner) -> TurnRecovery:
+    """Turn recovery for the embedded server, reading runner liveness from ``runner``'s leases."""
     if runner.leases is None:
         raise ValueError("recovery needs a runner with leases")
     return TurnRecovery(container.sessions, container.stream, container.turns, runner.leases)
@@ -70,6 +71,7 @@ async def _sweep_every(recovery: TurnRecovery, interval_s: float) -> None:
 
 
 def build_embedded_app(container: Container) -> FastAPI:
+    """The embedded server's app: the API, a local runner, recovery at start and a drain on shutdown."""
     runner = build_runner(container)
     recovery = build_recovery(container, runner)
     # On shutdown a reader's response may outlive the grace period, so it receives its turn's last event.
@@ -106,17 +108,21 @@ def build_embedded_app(container: Container) -> FastAPI:
 
 
 class DrainingServer(uvicorn.Server):
-    """uvicorn that, on SIGTERM/SIGINT, closes its listening sockets and runs ``drain`` before it waits
-    for the open connections (readers of the draining turns among them) and shuts the app down.
+    """uvicorn that drains the running turns on SIGTERM/SIGINT before it closes connections.
+
+    uvicorn that, on SIGTERM/SIGINT, closes its listening sockets and runs ``drain`` before it waits for the open
+    connections (readers of the draining turns among them) and shuts the app down.
 
     A second SIGINT while draining (uvicorn's force exit) cuts the grace period short.
     """
 
     def __init__(self, config: uvicorn.Config, drain: Callable[[Callable[[], bool]], Awaitable[Any]]) -> None:
+        """A server running ``drain`` on shutdown, given a function that says when to hurry."""
         super().__init__(config)
         self._drain = drain
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop listening, drain the running turns, then shut down as uvicorn does."""
         for server in self.servers:
             server.close()
         for sock in sockets or []:
@@ -136,9 +142,11 @@ class _Drains(Protocol):
 def shutdown_drain(
     container: Container, runner: _Drains, grace_s: float
 ) -> Callable[[Callable[[], bool]], Awaitable[None]]:
-    """What SIGTERM/SIGINT runs before the connections close: the background indexing is told to stop first
-    (its batch under way ends while the turns drain, so both fit in the grace period), then the running
-    turns get ``grace_s`` to finish."""
+    """What SIGTERM/SIGINT runs before the connections close.
+
+    The background indexing is told to stop first (its batch under way ends while the turns drain, so both fit in the
+    grace period), then the running turns get ``grace_s`` to finish.
+    """
 
     async def drain(hurry: Callable[[], bool]) -> None:
         container.request_stop_indexing()

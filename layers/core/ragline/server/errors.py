@@ -1,4 +1,5 @@
-"""Errors in WeKnora's shape with a 4xx/5xx status:
+"""Errors in WeKnora's shape with a 4xx/5xx status.
+
 ``{"success": false, "error": {"code": <WeKnora's integer code>, "message", "type", "field"}}``.
 
 ``type`` is ragline's stable error type (``not_found``, ``missing_field``, ``invalid_field``, …) and
@@ -24,6 +25,8 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 
 class ErrorDetail(BaseModel):
+    """The ``error`` object of an error reply."""
+
     code: int = Field(description="WeKnora's error code (1000 bad request, 1001 unauthorized, 1003 not found, ...)")
     type: str = Field(description="ragline's stable error type: not_found, missing_field, invalid_field, ...")
     message: str
@@ -60,7 +63,10 @@ TURN_REPLIES: dict[int | str, dict[str, Any]] = {
 
 
 class ApiError(Exception):
+    """An error the API answers with ``status`` and a stable ``code`` (its ``type``), naming ``field`` when one is at fault."""
+
     def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        """An error of HTTP ``status``, type ``code`` and ``message``, about ``field``."""
         super().__init__(message)
         self.status = status
         self.code = code
@@ -69,10 +75,12 @@ class ApiError(Exception):
 
 
 def not_found(what: str, field: str | None = None) -> ApiError:
+    """A 404 for ``what``, naming ``field``."""
     return ApiError(404, "not_found", f"{what} not found", field)
 
 
 def error_body(status: int, error_type: str, message: str, field: str | None = None) -> dict[str, Any]:
+    """The JSON body of an error reply in WeKnora's shape."""
     body: dict[str, Any] = {"code": error_code(status), "type": error_type, "message": message}
     if field:
         body["field"] = field
@@ -94,8 +102,10 @@ def _validator_error(error: Any) -> object:
 
 
 def validation_error(errors: Sequence[Any]) -> ApiError:
-    """The error for a request body that failed validation, named by its first failing field. Used for
-    FastAPI's own validation and by routes that validate a body themselves (JSON or multipart)."""
+    """The error for a request body that failed validation, named by its first failing field.
+
+    Used for FastAPI's own validation and by routes that validate a body themselves (JSON or multipart).
+    """
     first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
     if first.get("type") == "json_invalid":
         return ApiError(400, "invalid_json", "request body is not valid JSON")
@@ -129,8 +139,10 @@ def empty_body_error(model: type[BaseModel] | None) -> ApiError:
 
 
 def parse_body(model: type[_Model], raw: bytes) -> _Model:
-    """A JSON body read by a route itself (one that also takes multipart), with the errors FastAPI's own
-    validation gives: an empty body names the first required field."""
+    """A JSON body read by a route itself (one that also takes multipart).
+
+    Its errors are those FastAPI's own validation gives: an empty body names the first required field.
+    """
     if not raw.strip():
         raw = b"{}"
     try:
@@ -140,8 +152,10 @@ def parse_body(model: type[_Model], raw: bytes) -> _Model:
 
 
 def _in_body(exc: ValidationError) -> list[Any]:
-    """A model's errors located as FastAPI locates them (``("body", field)``), so a field named like a
-    location (``query``) keeps its name."""
+    """A model's errors located as FastAPI locates them (``("body", field)``).
+
+    A field named like a location (``query``) thus keeps its name.
+    """
     return [{**error, "loc": ("body", *error.get("loc", ()))} for error in exc.errors()]
 
 
@@ -152,6 +166,8 @@ def _body_model(request: Request) -> type[BaseModel] | None:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error in WeKnora's shape: the API's own, validation errors, HTTP errors and anything unexpected."""
+
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(error_body(exc.status, exc.code, exc.message, exc.field), status_code=exc.status)

@@ -1,5 +1,8 @@
-"""Stored records as the API shows them: WeKnora's fields (so its clients decode them) and ragline's own
-fields beside them (so ragline's page and CLI keep what they read). Tenant ids are numbers here."""
+"""Stored records as the API shows them.
+
+WeKnora's fields (so its clients decode them) and ragline's own fields beside them (so ragline's page and CLI keep what
+they read). Tenant ids are numbers here.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ CHUNK_STATUS_INDEXED = 2
 
 
 class ChunkingConfigView(BaseModel):
+    """A knowledge base's chunking settings as WeKnora shows them (ragline's are the same for every one)."""
+
     chunk_size: int
     chunk_overlap: int = 0
     separators: list[str] = Field(default_factory=list)
@@ -28,19 +33,27 @@ class ChunkingConfigView(BaseModel):
 
 
 class ModelRef(BaseModel):
+    """A reference to a model by id, in WeKnora's knowledge base record."""
+
     model_id: str = ""
 
 
 class EnabledModel(BaseModel):
+    """A switchable model setting of WeKnora's knowledge base record."""
+
     enabled: bool = False
     model_id: str = ""
 
 
 class ExtractConfigView(BaseModel):
+    """An on/off extraction setting of WeKnora's knowledge base record."""
+
     enabled: bool
 
 
 class KnowledgeBaseView(BaseModel):
+    """A knowledge base as the API shows it: WeKnora's record with ragline's fields beside it."""
+
     id: str
     name: str
     description: str
@@ -84,6 +97,7 @@ class KnowledgeBaseView(BaseModel):
         chunk_count: int = 0,
         processing_count: int = 0,
     ) -> KnowledgeBaseView:
+        """The view of ``kb`` with its chunking settings and document counts."""
         return cls(
             id=kb.id,
             name=kb.name,
@@ -110,6 +124,7 @@ class KnowledgeBaseView(BaseModel):
 
 
 def knowledge_type(document: Document) -> Literal["file", "url", "manual"]:
+    """WeKnora's kind of a document: fetched from a URL, uploaded as a file, or written by hand."""
     if document.source.startswith(("http://", "https://")):
         return "url"
     return "file" if document.filename else "manual"
@@ -161,6 +176,7 @@ class KnowledgeView(BaseModel):
 
     @classmethod
     def of(cls, document: Document, *, duplicate: bool = False) -> KnowledgeView:
+        """The view of ``document``; ``duplicate`` when the upload matched a stored document."""
         status = str(getattr(document, "status", "indexed"))
         parse_status = _PARSE_STATUS.get(status, "completed")
         updated_at = str(getattr(document, "updated_at", "") or document.created_at)
@@ -200,6 +216,8 @@ class KnowledgeView(BaseModel):
 
 
 class ChunkView(BaseModel):
+    """A chunk as the API shows it, in WeKnora's shape."""
+
     id: str
     tenant_id: int
     knowledge_id: str
@@ -230,6 +248,7 @@ class ChunkView(BaseModel):
 
     @classmethod
     def of(cls, chunk: Chunk) -> ChunkView:
+        """The view of ``chunk``."""
         return cls(
             id=chunk.id,
             tenant_id=tenant_number(chunk.tenant_id),
@@ -253,6 +272,8 @@ class ChunkView(BaseModel):
 
 
 class SessionView(BaseModel):
+    """A session as the API shows it, in WeKnora's shape with ragline's fields."""
+
     id: str
     title: str
     description: str
@@ -273,6 +294,7 @@ class SessionView(BaseModel):
 
     @classmethod
     def of(cls, session: Session, matched_content: str | None = None) -> SessionView:
+        """The view of ``session``; ``matched_content`` when a search matched one of its messages."""
         return cls(
             title_provisional=session.title_provisional,
             matched_content=matched_content,
@@ -290,6 +312,8 @@ class SessionView(BaseModel):
 
 
 class MessageView(BaseModel):
+    """A message as the API shows it, in WeKnora's shape with ragline's fields."""
+
     id: str
     session_id: str
     request_id: str
@@ -315,6 +339,7 @@ class MessageView(BaseModel):
 
     @classmethod
     def of(cls, message: Message) -> MessageView:
+        """The view of ``message``, its references in WeKnora's shape."""
         return cls(
             id=message.id,
             session_id=message.session_id,
@@ -333,8 +358,10 @@ class MessageView(BaseModel):
 
 
 class SearchResultView(SearchHit):
-    """A ranked passage: WeKnora's ``SearchResult`` (integer ``match_type``, ``seq`` the rank from 1) and
-    ragline's scores."""
+    """A ranked passage.
+
+    WeKnora's ``SearchResult`` (integer ``match_type``, ``seq`` the rank from 1) and ragline's scores.
+    """
 
     match_type: int  # type: ignore[assignment]
     seq: int
@@ -350,6 +377,7 @@ class SearchResultView(SearchHit):
 
     @classmethod
     def of(cls, result: SearchResult, rank: int) -> SearchResultView:
+        """The view of a result ranked ``rank`` (from 1)."""
         return cls(
             **search_hit(result).model_dump(exclude={"match_type"}),
             match_type=match_type_code(result.match_type),

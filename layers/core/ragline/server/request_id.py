@@ -1,5 +1,8 @@
-"""``X-Request-ID``: echoed on every reply (a new one when the client sent none or an unusable one), as
-WeKnora's clients and proxies expect, so a client's id can be found in the server's logs."""
+"""``X-Request-ID``.
+
+Echoed on every reply (a new one when the client sent none or an unusable one), as WeKnora's clients and proxies expect,
+so a client's id can be found in the server's logs.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +20,11 @@ class RequestIdMiddleware:
     """Pure ASGI (no response buffering), so server-sent events stream through untouched."""
 
     def __init__(self, app: ASGIApp) -> None:
+        """The middleware around ``app``."""
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on with its id, and echo the id on the reply's headers."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

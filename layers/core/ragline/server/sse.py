@@ -20,6 +20,7 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel
 
 
 def sse_frame(event: StreamEvent, *, request_id: str, session_id: str, assistant_message_id: str) -> bytes:
+    """One SSE frame for a stored event, in the shape WeKnora's clients read."""
     response = StreamResponse.from_event(
         event, request_id=request_id, session_id=session_id, assistant_message_id=assistant_message_id
     )
@@ -37,6 +38,7 @@ async def frames(
     session_id: str,
     assistant_message_id: str,
 ) -> AsyncIterator[bytes]:
+    """The frames of the log ``key`` from offset ``start``, replayed then live, until the terminal event."""
     async for event in follow(
         stream,
         key,
@@ -49,6 +51,7 @@ async def frames(
 
 
 def sse_response(body: AsyncIterator[bytes], config: StreamConfig) -> EventSourceResponse:
+    """An SSE response of ``body`` with pings every ``config.ping_interval_s``."""
     return EventSourceResponse(
         body,
         headers=SSE_HEADERS,

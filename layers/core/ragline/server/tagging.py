@@ -1,7 +1,10 @@
-"""A knowledge base's tags as WeKnora's clients see them: the registered ones (created through the tag
-API: a name, a colour, an order) and the implicit ones, strings documents carry that were never
-registered (ragline's free ``tags``), whose id is the string itself. Either is found by its id, its
-number (``seq_id``: WeKnora's FAQ and filter fields name tags by an integer) or, for a filter, its name."""
+"""A knowledge base's tags as WeKnora's clients see them, registered and implicit.
+
+A knowledge base's tags as WeKnora's clients see them: the registered ones (created through the tag API: a name, a
+colour, an order) and the implicit ones, strings documents carry that were never registered (ragline's free ``tags``),
+whose id is the string itself. Either is found by its id, its number (``seq_id``: WeKnora's FAQ and filter fields name
+tags by an integer) or, for a filter, its name.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from ragline.store.models import Document, Tag
 
 @dataclass
 class TagEntry:
+    """A tag as listed: registered or implicit, with the documents that carry it."""
+
     id: str
     name: str
     color: str = ""
@@ -25,6 +30,7 @@ class TagEntry:
 
     @property
     def seq_id(self) -> int:
+        """The tag's number (WeKnora's ``seq_id``): the stable number of its id."""
         return stable_number(self.id)
 
     @property
@@ -34,7 +40,10 @@ class TagEntry:
 
 
 class TagIndex:
+    """A knowledge base's tags, registered and implicit, with the documents carrying each."""
+
     def __init__(self, registered: Iterable[Tag], documents: Iterable[Document]) -> None:
+        """An index of ``registered`` tags and the tags ``documents`` carry (a registered tag is found by id or name)."""
         self.entries: dict[str, TagEntry] = {}
         by_name: dict[str, TagEntry] = {}
         for tag in registered:
@@ -62,11 +71,14 @@ class TagIndex:
         return entry
 
     def listing(self) -> list[TagEntry]:
+        """The tags by order, then name."""
         return sorted(self.entries.values(), key=lambda e: (e.sort_order, e.name))
 
     def filter_values(self, refs: Iterable[str]) -> list[str]:
-        """What documents carry for any of ``refs`` (ids, numbers or names); an unknown ref stays as it is
-        (it matches the documents carrying that very string, if any)."""
+        """What documents carry for any of ``refs`` (ids, numbers or names).
+
+        An unknown ref stays as it is (it matches the documents carrying that very string, if any).
+        """
         values: list[str] = []
         for ref in refs:
             entry = self.find(ref) or self._by_name.get(ref)

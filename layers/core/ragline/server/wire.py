@@ -62,8 +62,10 @@ BAD_REQUEST_CODE = 1000
 
 
 def stable_number(text: str) -> int:
-    """A number for a string id where WeKnora's clients expect an integer: the first 52 bits of its
-    SHA-256 (never 0), the same in every process and runtime."""
+    """A number for a string id where WeKnora's clients expect an integer.
+
+    The first 52 bits of its SHA-256 (never 0), the same in every process and runtime.
+    """
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return int(digest[:_NUMBER_HEX_DIGITS], 16) or 1
 
@@ -74,6 +76,7 @@ def tenant_number(tenant_id: str) -> int:
 
 
 def error_code(status: int) -> int:
+    """WeKnora's integer error code for an HTTP status."""
     if status in ERROR_CODES:
         return ERROR_CODES[status]
     return INTERNAL_ERROR_CODE if status >= 500 else BAD_REQUEST_CODE
@@ -102,8 +105,10 @@ def _text(value: object) -> str:
 
 
 def wire_reference(reference: Mapping[str, Any]) -> dict[str, Any]:
-    """One knowledge reference (a search hit as stored in the log or on a message) in WeKnora's shape;
-    fields WeKnora does not know are kept."""
+    """One knowledge reference (a search hit as stored in the log or on a message) in WeKnora's shape.
+
+    Fields WeKnora does not know are kept.
+    """
     view = dict(reference)
     view["match_type"] = match_type_code(reference.get("match_type"))
     view["metadata"] = string_map(reference.get("metadata"))
@@ -111,6 +116,7 @@ def wire_reference(reference: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def wire_references(references: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """The references in WeKnora's shape (None stays None)."""
     return None if references is None else [wire_reference(r) for r in references]
 
 

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class AwsRuntime:
+    """The AWS runtime of one function: the container, the state store, the log, the launcher and the settings."""
+
     container: Container
     state: StateStore
     log: DynamoDBStreamManager
@@ -66,9 +68,11 @@ class AwsRuntime:
     uploads: LargeUploads | None = None
 
     def step_deps(self) -> StepDeps:
+        """What a workflow step needs: the container, the state store and the log."""
         return StepDeps(container=self.container, state=self.state, log=self.log)
 
     def app(self) -> FastAPI:
+        """The HTTP API on this runtime (turns start Step Functions executions)."""
         from ragline.server.app import create_app
 
         return create_app(self.container, self.launcher, stream_base_url=self.aws.stream_base_url, uploads=self.uploads)
@@ -137,12 +141,14 @@ class LazyEngine:
     """The search engine, built on first use: a function that never searches never imports the client."""
 
     def __init__(self, factory: Callable[[], RetrieveEngine]) -> None:
+        """An engine built by ``factory`` on first use."""
         self._factory = factory
         self._engine: RetrieveEngine | None = None
         self._lock = threading.Lock()
 
     @property
     def engine(self) -> RetrieveEngine:
+        """The engine, built once (thread-safe)."""
         if self._engine is None:
             with self._lock:
                 if self._engine is None:
@@ -150,9 +156,11 @@ class LazyEngine:
         return self._engine
 
     def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The engine's vector search."""
         return self.engine.vector_search(params, top_k)
 
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
+        """The engine's keyword search."""
         return self.engine.keyword_search(params, top_k)
 
     def index_chunks(
@@ -164,6 +172,7 @@ class LazyEngine:
         *,
         document: Document | None = None,
     ) -> None:
+        """The engine's indexing."""
         self.engine.index_chunks(knowledge_base_id, embedding_model, chunks, vectors, document=document)
 
     def index_questions(
@@ -178,6 +187,7 @@ class LazyEngine:
         self.engine.index_questions(knowledge_base_id, embedding_model, chunk, vectors, document=document)
 
     def __getattr__(self, name: str) -> Any:
+        """Anything else the engine offers (deleting a document, ensuring the index), from the built engine."""
         # Anything else the engine offers (deleting a document, ensuring the index).
         return getattr(self.engine, name)
 

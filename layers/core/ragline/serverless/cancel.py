@@ -15,7 +15,10 @@ from ragline.serverless.state_store import StateStore
 
 
 class StopFlagToken(CancelToken):
+    """A cancel token that also reads the turn's stop flag in the state table (a stop from another function)."""
+
     def __init__(self, state: StateStore, turn: str, interval_s: float = 0.5) -> None:
+        """A token for ``turn``, polling ``state`` every ``interval_s`` once started."""
         super().__init__()
         self._state = state
         self._turn = turn
@@ -23,11 +26,13 @@ class StopFlagToken(CancelToken):
         self._task: asyncio.Task[None] | None = None
 
     async def refresh(self) -> bool:
+        """Read the stop flag now; True once the turn is stopped."""
         if not self.cancelled and await asyncio.to_thread(self._state.stop_requested, self._turn):
             self.cancel("user_requested")
         return self.cancelled
 
     def start(self) -> None:
+        """Start polling the stop flag in the background."""
         self._task = asyncio.create_task(self._poll())
 
     async def _poll(self) -> None:
@@ -37,6 +42,7 @@ class StopFlagToken(CancelToken):
                 await self.refresh()
 
     async def close(self) -> None:
+        """Stop polling."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

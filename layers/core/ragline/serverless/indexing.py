@@ -67,18 +67,23 @@ class IndexRequest(BaseModel):
 
     @staticmethod
     def matches(event: Any) -> bool:
+        """True for an event meant for the indexing function."""
         return isinstance(event, dict) and event.get("ragline") == "index"
 
 
 class LambdaIndexScheduler:
-    """The ingestion service's scheduler on AWS: accepted documents go to the indexing function, one
-    asynchronous invocation per tenant (and per 500 documents)."""
+    """The ingestion service's scheduler on AWS.
+
+    Accepted documents go to the indexing function, one asynchronous invocation per tenant (and per 500 documents).
+    """
 
     def __init__(self, lambda_client: Any, function_name: str) -> None:
+        """A scheduler invoking ``function_name`` through ``lambda_client``."""
         self._lambda = lambda_client
         self._function = function_name
 
     def __call__(self, documents: Sequence[Document]) -> None:
+        """Send the documents' ids to the indexing function, one invocation per tenant and 500 documents."""
         by_tenant: dict[str, list[str]] = {}
         for document in documents:
             by_tenant.setdefault(document.tenant_id, []).append(document.id)
@@ -87,6 +92,7 @@ class LambdaIndexScheduler:
                 self.send(IndexRequest(tenant_id=tenant_id, document_ids=ids[start : start + _IDS_PER_INVOCATION]))
 
     def send(self, request: IndexRequest) -> None:
+        """Invoke the indexing function asynchronously with ``request``."""
         self._lambda.invoke(
             FunctionName=self._function, InvocationType="Event", Payload=request.model_dump_json().encode()
         )
@@ -96,10 +102,12 @@ class Deadline:
     """Cancellation for :meth:`IngestService.index_document`: set once the invocation nears its end."""
 
     def __init__(self, remaining_ms: Callable[[], int], margin_s: float = DEADLINE_MARGIN_S) -> None:
+        """A deadline ``margin_s`` seconds before the invocation's end, read from ``remaining_ms``."""
         self._remaining_ms = remaining_ms
         self._margin_ms = margin_s * 1000
 
     def is_set(self) -> bool:
+        """True once the invocation has less than the margin left."""
         return self._remaining_ms() < self._margin_ms
 
     def expires_at(self) -> float:
@@ -109,8 +117,10 @@ class Deadline:
 
 @dataclass(frozen=True)
 class Lease:
-    """One invocation's hold on a job (a document, an upload): how many attempts it has had without progress
-    and why the last one ended, if it said."""
+    """One invocation's hold on a job (a document, an upload).
+
+    How many attempts it has had without progress and why the last one ended, if it said.
+    """
 
     job: str
     holder: str
@@ -119,17 +129,23 @@ class Lease:
 
 
 class IndexingLeases:
-    """Leases on indexing jobs, in the state table (``turn`` = ``index#<job>``): one invocation works on a job
-    at a time; a lease ends when its holder releases it or its invocation's deadline passes."""
+    """Leases on indexing jobs, in the state table (``turn`` = ``index#<job>``).
+
+    One invocation works on a job at a time; a lease ends when its holder releases it or its invocation's deadline
+    passes.
+    """
 
     def __init__(self, table: Any, ttl_seconds: int, clock: Callable[[], float] = time.time) -> None:
+        """Leases kept in ``table`` (the state table), expiring ``ttl_seconds`` after they are taken."""
         self._table = table
         self._ttl = ttl_seconds
         self._clock = clock
 
     def take(self, job: str, holder: str, until: float, progress: int) -> Lease | None:
-        """The lease, or None while another invocation holds it. ``progress`` (chunks done) since the last
-        attempt resets the count of attempts."""
+        """The lease, or None while another invocation holds it.
+
+        ``progress`` (chunks done) since the last attempt resets the count of attempts.
+        """
         key = {"turn": f"index#{job}", "item": _LEASE_ITEM}
         now = self._clock()
         for _ in range(5):
@@ -192,6 +208,7 @@ class WorkReport:
     continued: list[str]
 
     def summary(self) -> dict[str, Any]:
+        """The report as the function's reply."""
         return {"indexed": self.indexed, "failed": self.failed, "busy": self.busy, "continued": self.continued}
 
 
@@ -208,6 +225,7 @@ class DocumentWorker:
         max_attempts: int = MAX_ATTEMPTS,
         margin_s: float = DEADLINE_MARGIN_S,
     ) -> None:
+        """A worker on ``runtime``, holding jobs with ``leases`` and rescheduling with ``scheduler``."""
         self._runtime = runtime
         self._container = runtime.container
         self._leases = leases
@@ -217,6 +235,7 @@ class DocumentWorker:
         self._margin_s = margin_s
 
     def handle(self, event: dict[str, Any], remaining_ms: Callable[[], int], request_id: str = "") -> dict[str, Any]:
+        """Index the event's documents (or accept its upload first) until the deadline nears; the rest is sent on."""
         request = IndexRequest.model_validate(event)
         deadline = Deadline(remaining_ms, self._margin_s)
         holder = request_id or str(uuid.uuid4())

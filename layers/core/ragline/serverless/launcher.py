@@ -27,6 +27,7 @@ def execution_name(turn: AcceptedTurn) -> str:
 
 
 def execution_input(turn: AcceptedTurn, ref: StateRef) -> dict[str, Any]:
+    """The workflow's small input: the turn's ids, the plan and a pointer to the saved state."""
     return {
         "turn": TurnRef(
             tenant_id=turn.session.tenant_id,
@@ -51,6 +52,7 @@ class StepFunctionsLauncher:
         workflow_type: str = "STANDARD",
         start_guard: Callable[[Callable[..., str]], Callable[..., str]] | None = None,
     ) -> None:
+        """A launcher of ``state_machine_arn``'s executions; ``start_guard`` makes a start idempotent per request."""
         self._sfn = sfn
         self._arn = state_machine_arn
         self._state = state
@@ -65,9 +67,11 @@ class StepFunctionsLauncher:
         return str(reply["executionArn"])
 
     async def started(self, turn: AcceptedTurn) -> bool:
+        """True once the turn's execution was recorded."""
         return await asyncio.to_thread(self._state.execution, turn.key) is not None
 
     async def launch(self, turn: AcceptedTurn) -> None:
+        """Save the turn's first state and start its execution (once per request)."""
         from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 
         ref = StateRef(turn=turn.key, version=0)
@@ -82,6 +86,7 @@ class StepFunctionsLauncher:
         self._state.set_execution(turn.key, arn)
 
     async def cancel(self, session_id: str, message_id: str) -> None:
+        """Set the turn's stop flag, then stop a STANDARD execution (EXPRESS ones end by the flag alone)."""
         turn = f"{session_id}#{message_id}"
         # The flag first: the step streaming the model polls it (a running Lambda is not interrupted).
         await asyncio.to_thread(self._state.request_stop, turn)

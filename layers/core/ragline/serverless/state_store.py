@@ -44,11 +44,15 @@ class StateRef(BaseModel):
 
 
 def version_item(version: int) -> str:
+    """The sort key of a state version (zero-padded, so versions sort as text)."""
     return f"v#{version:06d}"
 
 
 class StateStore:
+    """The turn's state versions, branch results, stop flag and execution in the state table, large ones in S3."""
+
     def __init__(self, table: Any, s3: Any, bucket: str, ttl_seconds: int) -> None:
+        """A store on ``table`` and, for states too large for an item, ``bucket``; items expire after ``ttl_seconds``."""
         self._table = table
         self._s3 = s3
         self._bucket = bucket
@@ -98,6 +102,7 @@ class StateStore:
         return self._put_new(item)
 
     def load(self, ref: StateRef) -> tuple[str, dict[str, Any]] | None:
+        """The state of version ``ref`` and the outcome saved with it; None when there is no such version."""
         item = self._get(ref.turn, version_item(ref.version))
         if item is None:
             return None
@@ -112,6 +117,7 @@ class StateStore:
         return str(item["state"])
 
     def latest(self, turn: str) -> tuple[StateRef, str] | None:
+        """The newest version of the turn's state and its reference; None before the first."""
         page = self._table.query(
             KeyConditionExpression=Key(PARTITION).eq(turn) & Key(SORT).begins_with("v#"),
             ScanIndexForward=False,
@@ -134,6 +140,7 @@ class StateStore:
         return int(existing["value"])
 
     def save_branch(self, turn: str, name: str, payload: str) -> str:
+        """Save a parallel branch's result (in S3 when too large for an item); the item name to load it by."""
         item_name = f"branch#{name}"
         if len(payload.encode("utf-8")) > MAX_INLINE_BYTES:
             key = f"branch/{turn}/{name}.json"
@@ -148,6 +155,7 @@ class StateStore:
         return item_name
 
     def load_branch(self, turn: str, item_name: str) -> str:
+        """A branch result saved by :meth:`save_branch`; :class:`LookupError` when it is gone."""
         item = self._get(turn, item_name)
         if item is None:
             raise LookupError(f"branch result {item_name} of {turn} not found")
@@ -160,9 +168,11 @@ class StateStore:
         )
 
     def stop_requested(self, turn: str) -> bool:
+        """True once a stop was asked for the turn."""
         return self._get(turn, "stop") is not None
 
     def set_execution(self, turn: str, execution_arn: str) -> None:
+        """Record the turn's execution ARN."""
         now = time.time()
         self._table.put_item(
             Item={
@@ -176,6 +186,7 @@ class StateStore:
         )
 
     def execution(self, turn: str) -> str | None:
+        """The turn's execution ARN, or None before it was recorded."""
         item = self._get(turn, "execution")
         return str(item["arn"]) if item else None
 

@@ -76,10 +76,12 @@ def _implies(narrow: tuple[bool, ...], wide: tuple[bool, ...]) -> bool:
 
 
 def guard_blocks() -> list[list[EventType]]:
-    """Optional stages in blocks: a block opens at a guarded stage and takes the following guarded stages
-    that only ever run when it runs. A Standard workflow bills every state entered, so one Choice at the
-    block's head decides the whole block (the RAG stages are kept or dropped together); a stage inside
-    it with a narrower condition (web_fetch, only with web search) adds a Choice of its own.
+    """Optional stages in blocks.
+
+    A block opens at a guarded stage and takes the following guarded stages that only ever run when it runs. A Standard
+    workflow bills every state entered, so one Choice at the block's head decides the whole block (the RAG stages are
+    kept or dropped together); a stage inside it with a narrower condition (web_fetch, only with web search) adds a
+    Choice of its own.
     """
     plans = possible_plans()
     guarded = set(guarded_stages())
@@ -106,8 +108,10 @@ def choice_stages() -> list[EventType]:
 
 
 def guard_groups() -> list[list[EventType]]:
-    """Each Choice and the stages it decides: a block head with the stages that share its condition, or a
-    narrower stage alone."""
+    """Each Choice and the stages it decides.
+
+    A block head with the stages that share its condition, or a narrower stage alone.
+    """
     plans = possible_plans()
     groups: list[list[EventType]] = []
     for block in guard_blocks():
@@ -257,6 +261,7 @@ def _terminal_task(phase: str, next_state: str | None, catch_to: str | None) -> 
 
 
 def build_definition(stages: tuple[EventType, ...] = FULL_STAGE_ORDER) -> dict[str, Any]:
+    """The Amazon States Language definition of the turn workflow for ``stages``."""
     blocks = {block[0]: block for block in guard_blocks()}
     block_of = {stage: block for block in blocks.values() for stage in block}
     chosen = set(choice_stages())
@@ -269,8 +274,10 @@ def build_definition(stages: tuple[EventType, ...] = FULL_STAGE_ORDER) -> dict[s
         return f"{stage.value}?" if stage in chosen else stage.value
 
     def after(stage: EventType) -> str | None:
-        """Where a Choice goes when its stage does not run: past the whole block for a head, else on to
-        the next stage (which the block's head already decided)."""
+        """Where a Choice goes when its stage does not run.
+
+        Past the whole block for a head, else on to the next stage (which the block's head already decided).
+        """
         last = block_of[stage][-1] if stage in blocks else stage
         return entry(stages.index(last) + 1)
 
@@ -307,9 +314,12 @@ def build_definition(stages: tuple[EventType, ...] = FULL_STAGE_ORDER) -> dict[s
 
 
 def _merge_choice_chains(states: dict[str, dict[str, Any]], start: str) -> None:
-    """A Choice whose default is another Choice takes that Choice's rules after its own (evaluated only
-    when its own fail, exactly as entering the next Choice would), so skipping several optional blocks
-    in a row costs one billed transition, not one per block. A Choice no longer reached is removed."""
+    """Merge chains of Choices so skipping several optional blocks costs one billed transition.
+
+    A Choice whose default is another Choice takes that Choice's rules after its own (evaluated only when its own fail,
+    exactly as entering the next Choice would), so skipping several optional blocks in a row costs one billed
+    transition, not one per block. A Choice no longer reached is removed.
+    """
     for state in states.values():
         if state["Type"] != "Choice":
             continue
@@ -329,6 +339,7 @@ def _merge_choice_chains(states: dict[str, dict[str, Any]], start: str) -> None:
 
 
 def render() -> str:
+    """The definition as the JSON file the template reads."""
     return json.dumps(build_definition(), indent=2) + "\n"
 
 

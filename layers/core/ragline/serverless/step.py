@@ -52,6 +52,8 @@ class StageFailed(Exception):
 
 
 class TurnRef(BaseModel):
+    """The ids of one turn, as the workflow carries them."""
+
     tenant_id: str
     session_id: str
     request_id: str
@@ -60,10 +62,13 @@ class TurnRef(BaseModel):
 
     @property
     def key(self) -> str:
+        """The turn's log key."""
         return stream_key(self.session_id, self.assistant_message_id)
 
 
 class StepInput(BaseModel):
+    """One workflow step's input: the stage, the phase, the turn, its plan and a pointer to its state."""
+
     stage: str
     phase: Phase = "run"
     turn: TurnRef
@@ -74,11 +79,14 @@ class StepInput(BaseModel):
     error: dict[str, Any] | None = None
 
     def stages(self) -> list[EventType]:
+        """The stages this turn runs, in pipeline order."""
         return [stage for stage in FULL_STAGE_ORDER if self.plan.get(stage.value)]
 
 
 @dataclass
 class StepDeps:
+    """What a step runs on: the container, the state store, the log, and how often it polls the stop flag."""
+
     container: Container
     state: StateStore
     log: DynamoDBStreamManager
@@ -147,6 +155,7 @@ def _claimer(deps: StepDeps, step: StepInput, name: str) -> Callable[[], Awaitab
 
 
 async def run_step_async(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+    """Run one step of a turn's workflow; its reply (the outcome and the new state's reference) feeds the next state."""
     if step.phase == "branch":
         return await _run_branch(step, deps)
     if step.phase == "fallback":

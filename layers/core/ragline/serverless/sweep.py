@@ -42,8 +42,10 @@ _UNRECORDED = "UNRECORDED"
 
 
 class ExecutionRunnerLiveness:
-    """:class:`~ragline.runtime.recovery.RunnerLiveness` of the serverless runtime: a turn's runner is its
-    workflow execution."""
+    """:class:`~ragline.runtime.recovery.RunnerLiveness` of the serverless runtime.
+
+    A turn's runner is its workflow execution.
+    """
 
     def __init__(
         self,
@@ -52,11 +54,13 @@ class ExecutionRunnerLiveness:
         unrecorded_grace_s: float = UNRECORDED_GRACE_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """Liveness by execution status; a turn with no execution recorded is alive for ``unrecorded_grace_s``."""
         self._liveness = liveness
         self._grace_s = unrecorded_grace_s
         self._clock = clock
 
     async def alive(self, turn: OpenTurn) -> bool:
+        """True while the turn's execution runs (or, unrecorded, while it is young)."""
         status = await asyncio.to_thread(self._liveness.status, turn.key, _UNRECORDED)
         if status == _UNRECORDED:
             return turn.age_s(self._clock()) < self._grace_s
@@ -73,6 +77,7 @@ class SweepReport:
     seconds: float = 0.0
 
     def summary(self) -> dict[str, Any]:
+        """The report as the function's reply and log fields."""
         return {
             "turns_examined": self.turns.examined,
             "turns_running": self.turns.running,
@@ -97,6 +102,7 @@ class Sweeper:
         stale_s: float = STALE_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """A sweeper ending turns through ``recovery`` and, when given the stores, rescheduling stalled work."""
         self._recovery = recovery
         self._knowledge = knowledge
         self._uploads = uploads
@@ -105,6 +111,7 @@ class Sweeper:
         self._clock = clock
 
     async def run(self) -> SweepReport:
+        """Sweep once: end orphaned turns, then reschedule documents and uploads stalled ``stale_s``."""
         started = time.monotonic()
         report = SweepReport(turns=await self._recovery.sweep(cause="runner_lost"))
         if self._scheduler is not None:

@@ -24,8 +24,11 @@ _SIMPLE_TABLE_TYPES = {"String": "S", "Number": "N", "Binary": "B"}
 
 
 class CfnLoader(yaml.SafeLoader):
-    """SafeLoader that reads CloudFormation short forms (``!Ref X``, ``!GetAtt A.B``, ``!Sub``, ...) as the
-    long forms (``{"Ref": "X"}``, ``{"Fn::GetAtt": ["A", "B"]}``, ``{"Fn::Sub": ...}``)."""
+    """SafeLoader that reads CloudFormation short forms as the long forms.
+
+    SafeLoader that reads CloudFormation short forms (``!Ref X``, ``!GetAtt A.B``, ``!Sub``, ...) as the long forms
+    (``{"Ref": "X"}``, ``{"Fn::GetAtt": ["A", "B"]}``, ``{"Fn::Sub": ...}``).
+    """
 
 
 def _construct_short_form(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
@@ -70,13 +73,16 @@ class TableSpec:
 
     @property
     def partition_key(self) -> str:
+        """The table's hash key attribute."""
         return next(k["AttributeName"] for k in self.key_schema if k["KeyType"] == "HASH")
 
     @property
     def sort_key(self) -> str | None:
+        """The table's range key attribute, or None."""
         return next((k["AttributeName"] for k in self.key_schema if k["KeyType"] == "RANGE"), None)
 
     def create_table_kwargs(self, table_name: str) -> dict[str, Any]:
+        """The arguments of ``CreateTable`` for this table under ``table_name``."""
         kwargs: dict[str, Any] = {
             "TableName": table_name,
             "KeySchema": self.key_schema,

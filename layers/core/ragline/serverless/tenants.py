@@ -43,6 +43,7 @@ def tenants_table_name(name: str, session: boto3.Session | None = None) -> str:
 
 
 def aws_tenant_store(name: str, session: boto3.Session | None = None) -> DynamoTenantStore:
+    """The tenant store of the stack (or table) ``name``."""
     session = session or boto3.Session()
     table: Any = session.resource("dynamodb").Table(tenants_table_name(name, session))
     return DynamoTenantStore(table)

@@ -51,6 +51,8 @@ _OPEN = "uploads#open"
 
 
 class Upload(BaseModel):
+    """A large upload's record: who sent what where, its status and the document it became."""
+
     id: str
     tenant_id: str
     knowledge_base_id: str
@@ -71,6 +73,7 @@ class UploadError(Exception):
     """Refused: ``status`` (404, 409, 413, 415) and the field it is about."""
 
     def __init__(self, status: int, kind: str, message: str, field: str) -> None:
+        """A refusal with its HTTP ``status``, error ``kind``, ``message`` and ``field``."""
         super().__init__(message)
         self.status = status
         self.kind = kind
@@ -91,6 +94,7 @@ class UploadStore:
     """Upload records in the state table (``turn`` = ``upload#<tenant>#<id>``), kept ``ttl_seconds``."""
 
     def __init__(self, table: Any, ttl_seconds: int) -> None:
+        """Upload records kept in ``table`` (the state table), expiring ``ttl_seconds`` after their last write."""
         self._table = table
         self._ttl = ttl_seconds
 
@@ -99,6 +103,7 @@ class UploadStore:
         return {"turn": f"upload#{tenant_id}#{upload_id}", "item": "upload"}
 
     def put(self, upload: Upload) -> None:
+        """Write the record (and the marker of a processing upload, which the sweep lists)."""
         item = {**self._key(upload.tenant_id, upload.id), **upload.model_dump()}
         item["expires_at"] = int(time.time()) + self._ttl
         self._table.put_item(Item=item)
@@ -111,6 +116,7 @@ class UploadStore:
             self._table.delete_item(Key=marker)
 
     def get(self, tenant_id: str, upload_id: str) -> Upload | None:
+        """The tenant's upload ``upload_id``, or None."""
         item = self._table.get_item(Key=self._key(tenant_id, upload_id), ConsistentRead=True).get("Item")
         if item is None:
             return None
@@ -120,6 +126,7 @@ class UploadStore:
         return Upload(**data)
 
     def update(self, upload: Upload, **changes: Any) -> Upload:
+        """The upload with ``changes`` applied, written back."""
         updated = upload.model_copy(update={**changes, "updated_at": utc_now()})
         self.put(updated)
         return updated
@@ -153,6 +160,7 @@ class LargeUploads:
         url_ttl_s: int = 3600,
         prefix: str = "uploads/",
     ) -> None:
+        """Uploads recorded in ``store`` and sent to ``bucket``, at most ``max_bytes``, their URLs valid ``url_ttl_s``."""
         self._store = store
         self._s3 = s3
         self._bucket = bucket
@@ -206,6 +214,7 @@ class LargeUploads:
         return upload, send
 
     def get(self, tenant_id: str, kb_id: str, upload_id: str) -> Upload:
+        """The tenant's upload of knowledge base ``kb_id``; a 404 :class:`UploadError` otherwise."""
         upload = self._store.get(tenant_id, upload_id)
         if upload is None or upload.knowledge_base_id != kb_id:
             raise UploadError(404, "not_found", "upload not found", "upload_id")
@@ -255,6 +264,7 @@ class UploadProcessor:
         container: Container,
         max_attempts: int = MAX_ATTEMPTS,
     ) -> None:
+        """A processor reading uploads from ``bucket`` into ``container``'s ingestion, giving up after ``max_attempts``."""
         self._store = store
         self._s3 = s3
         self._bucket = bucket
@@ -264,6 +274,7 @@ class UploadProcessor:
     def accept(
         self, tenant_id: str, upload_id: str, holder: str, deadline: Deadline, leases: IndexingLeases
     ) -> Accepted:
+        """Read the uploaded object and accept it as a pending document, once; nothing when failed or busy."""
         upload = self._store.get(tenant_id, upload_id)
         if upload is None or upload.status == "failed":
             return Accepted()

@@ -44,14 +44,18 @@ class ExecutionLiveness:
     """
 
     def __init__(self, sfn: Any, state: StateStore, workflow_type: str, clock: Any = time.time) -> None:
+        """Liveness read from Step Functions (STANDARD) or the execution's age (EXPRESS)."""
         self._sfn = sfn
         self._state = state
         self._workflow_type = workflow_type.upper()
         self._clock = clock
 
     def status(self, turn: str, unrecorded: str = "RUNNING") -> str:
-        """RUNNING, a final status (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), EXPIRED (EXPRESS past its limit),
-        or ``unrecorded`` for a turn whose execution was never recorded."""
+        """The execution status of a turn, or ``unrecorded`` when none was recorded.
+
+        RUNNING, a final status (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), EXPIRED (EXPRESS past its limit), or
+        ``unrecorded`` for a turn whose execution was never recorded.
+        """
         recorded = self._state.execution_record(turn)
         if recorded is None:
             return unrecorded
@@ -68,9 +72,11 @@ class ExecutionLiveness:
 
 
 def interrupted_error(turn: str, status: str, events: list[StreamEvent]) -> StreamEvent:
-    """The ``error`` a reader writes for a turn whose execution ended without one: the interrupted error
-    every runtime writes for a turn whose runner is gone (``cause`` runner_lost, ``partial``), with the
-    execution's status beside it."""
+    """The ``error`` a reader writes for a turn whose execution ended without one.
+
+    The interrupted error every runtime writes for a turn whose runner is gone (``cause`` runner_lost, ``partial``),
+    with the execution's status beside it.
+    """
     request_id = events[0].id if events else hashlib.sha1(turn.encode()).hexdigest()[:8]
     event = interrupted_event(request_id, RUNNER_LOST, summarize_answer(events))
     event.data["execution_status"] = status
@@ -89,6 +95,7 @@ class WatchedLog(DynamoDBStreamManager):
         check_after_s: float = 10.0,
         on_interrupted: Callable[[str, str], Awaitable[Any]] | None = None,
     ) -> None:
+        """A log on ``table`` that checks the workflow after ``check_after_s`` of silence on a turn."""
         super().__init__(table, ttl_seconds)
         self._liveness = liveness
         self._check_after_s = check_after_s
@@ -98,6 +105,7 @@ class WatchedLog(DynamoDBStreamManager):
         self._idle: dict[str, tuple[int, float, float]] = {}
 
     async def wait_for_append(self, key: str, after_seq: int, timeout: float) -> bool:
+        """Wait for an append; after a silence, end the turn when its execution is gone (then return at once)."""
         now = time.monotonic()
         seen, since, asked = self._idle.get(key, (after_seq, now, 0.0))
         if seen != after_seq:

@@ -1,5 +1,8 @@
-"""The citation history of ragline's SQLite database: which documents a caller's past answers cited (the
-memory-affinity boost's signal; the port is :class:`ragline.reranking.citations.CitationHistory`)."""
+"""The citation history of ragline's SQLite database.
+
+Which documents a caller's past answers cited (the memory-affinity boost's signal; the port is
+:class:`ragline.reranking.citations.CitationHistory`).
+"""
 
 from __future__ import annotations
 
@@ -34,10 +37,12 @@ class SqliteCitationHistory:
     """
 
     def __init__(self, db: Database, max_messages: int = _DEFAULTS.max_messages) -> None:
+        """Citation counts read from ``db``, over the newest ``max_messages`` answers of the user."""
         self._db = db
         self._max_messages = max_messages
 
     def cited_documents(self, tenant_id: str, user_id: str, limit: int = _DEFAULTS.max_doc_ids) -> dict[str, int]:
+        """Document id → how many of this user's recent answers cited it, the most cited first, at most ``limit``."""
         counts: Counter[str] = Counter()
         for row in self._db.query(_CITING_ANSWERS, (tenant_id, user_id, self._max_messages)):
             try:

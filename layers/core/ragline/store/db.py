@@ -200,6 +200,7 @@ class Database:
     """A shared SQLite connection (WAL) guarded by a lock; short statements only."""
 
     def __init__(self, path: str | Path) -> None:
+        """Open (or create) the database at ``path`` in WAL mode and bring its schema up to date."""
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -253,9 +254,11 @@ class Database:
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection | None]:
-        """Several reads that see one committed state (a deferred read transaction); other threads of this
-        process wait meanwhile. None inside a transaction of this thread: what it reads there may yet be
-        rolled back, so the caller must not keep it."""
+        """Several reads that see one committed state (a deferred read transaction).
+
+        Other threads of this process wait meanwhile. None inside a transaction of this thread: what it reads there may
+        yet be rolled back, so the caller must not keep it.
+        """
         with self._lock:
             if self._depth or self._conn.in_transaction:
                 yield None
@@ -269,10 +272,12 @@ class Database:
                 self._conn.execute("COMMIT")
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
+        """Every row of one statement, under the connection's lock."""
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
     def query_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
+        """The first row of one statement, or None."""
         with self._lock:
             row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
             return row
@@ -283,5 +288,6 @@ class Database:
             return conn.execute(sql, params).rowcount
 
     def close(self) -> None:
+        """Close the connection; the object is unusable after."""
         with self._lock:
             self._conn.close()

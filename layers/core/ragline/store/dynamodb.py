@@ -75,10 +75,14 @@ def _plain(item: dict[str, Any], *drop: str) -> dict[str, Any]:
 
 
 class DynamoTenantStore:
+    """Tenants in the knowledge table: ``tenant#<id>``, ``key#<sha256 of a key>`` and ``name#<name>`` items."""
+
     def __init__(self, table: Any) -> None:
+        """Tenants kept in ``table`` (the knowledge table)."""
         self._table = table
 
     def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]:
+        """A new tenant and its key in one transaction; returns the key in clear text (only its hash is stored)."""
         key = api_key or generate_key()
         tenant = Tenant(id=new_id(), name=name, created_at=utc_now())
         client = self._table.meta.client
@@ -117,12 +121,14 @@ class DynamoTenantStore:
         return Tenant(**_plain(item, "pk")) if item else None
 
     def for_key(self, api_key: str) -> Tenant | None:
+        """The tenant an API key belongs to, or None for an unknown or empty key."""
         if not api_key:
             return None
         item = self._table.get_item(Key={"pk": f"key#{hash_key(api_key)}"}).get("Item")
         return self._tenant(str(item["tenant_id"])) if item else None
 
     def by_name(self, name: str) -> Tenant | None:
+        """The first tenant created under ``name``, or None (names are not unique)."""
         item = self._table.get_item(Key={"pk": f"name#{name}"}).get("Item")
         return self._tenant(str(item["tenant_id"])) if item else None
 
@@ -133,15 +139,19 @@ def _attrs(values: dict[str, Any]) -> dict[str, Any]:
 
 
 class DynamoKnowledgeStore:
-    """Knowledge bases (``tenant#<t>`` / ``kb#<id>``), their names (``tenant#<t>`` / ``kbname#<name>``),
-    documents (``kb#<kb>`` / ``doc#<created>#<id>`` and ``doc#<id>`` / ``meta``), content hashes
-    (``kb#<kb>`` / ``hash#<sha>``) and chunks (``doc#<id>`` / ``chunk#<type>#<index>`` and ``chunk#<id>`` /
-    ``meta``)."""
+    """Knowledge bases, their names, documents, content hashes and chunks in the knowledge table.
+
+    Knowledge bases (``tenant#<t>`` / ``kb#<id>``), their names (``tenant#<t>`` / ``kbname#<name>``), documents
+    (``kb#<kb>`` / ``doc#<created>#<id>`` and ``doc#<id>`` / ``meta``), content hashes (``kb#<kb>`` / ``hash#<sha>``)
+    and chunks (``doc#<id>`` / ``chunk#<type>#<index>`` and ``chunk#<id>`` / ``meta``).
+    """
 
     def __init__(self, table: Any) -> None:
+        """Knowledge kept in ``table`` (the knowledge table)."""
         self._table = table
 
     def atomic(self) -> AbstractContextManager[object]:
+        """No scope: DynamoDB has no transaction spanning the search index, so ingestion writes the index last."""
         # DynamoDB has no transaction spanning the index (OpenSearch); ingestion writes the index last.
         return contextlib.nullcontext()
 
@@ -155,6 +165,7 @@ class DynamoKnowledgeStore:
         graph_extraction_enabled: bool = False,
         embedding_model_auto: bool = False,
     ) -> KnowledgeBase:
+        """A new knowledge base of the tenant; a name the tenant already uses raises :class:`DuplicateName`."""
         kb = KnowledgeBase(
             id=new_id(),
             tenant_id=tenant_id,
@@ -198,12 +209,14 @@ class DynamoKnowledgeStore:
         return kb
 
     def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None:
+        """The tenant's knowledge base ``kb_id``, or None when it is not the tenant's."""
         item = self._table.get_item(Key={"pk": f"tenant#{tenant_id}", "sk": f"kb#{kb_id}"}).get("Item")
         return KnowledgeBase(**_plain(item, "pk", "sk")) if item else None
 
     def set_embedding_model(
         self, tenant_id: str, kb_id: str, embedding_model: str, *, language: str | None = None, auto: bool | None = None
     ) -> KnowledgeBase | None:
+        """Set the model the knowledge base's vectors are made with; None when it is not this tenant's."""
         names = {"#m": "embedding_model"}
         values: dict[str, Any] = {":m": embedding_model}
         sets = ["#m = :m"]
@@ -229,24 +242,29 @@ class DynamoKnowledgeStore:
         return KnowledgeBase(**_plain(reply["Attributes"], "pk", "sk"))
 
     def knowledge_bases(self, tenant_id: str, kb_ids: Iterable[str]) -> list[KnowledgeBase]:
+        """The tenant's knowledge bases among ``kb_ids`` (each once, unknown ones left out)."""
         found = [self.knowledge_base(tenant_id, kb_id) for kb_id in dict.fromkeys(kb_ids)]
         return [kb for kb in found if kb is not None]
 
     def knowledge_base_any_tenant(self, kb_id: str) -> KnowledgeBase | None:
+        """The knowledge base by id whoever owns it, for internal settings lookups only."""
         item = self._table.get_item(Key={"pk": f"kbid#{kb_id}", "sk": "meta"}).get("Item")
         return self.knowledge_base(str(item["tenant_id"]), kb_id) if item else None
 
     def knowledge_base_by_name(self, tenant_id: str, name: str) -> KnowledgeBase | None:
+        """The tenant's knowledge base called ``name``, or None."""
         item = self._table.get_item(Key={"pk": f"tenant#{tenant_id}", "sk": f"kbname#{name}"}).get("Item")
         return self.knowledge_base(tenant_id, str(item["kb_id"])) if item else None
 
     def list_knowledge_bases(self, tenant_id: str) -> list[KnowledgeBase]:
+        """The tenant's knowledge bases, oldest first."""
         items = _query_all(
             self._table, KeyConditionExpression=Key("pk").eq(f"tenant#{tenant_id}") & Key("sk").begins_with("kb#")
         )
         return sorted((KnowledgeBase(**_plain(i, "pk", "sk")) for i in items), key=lambda kb: kb.created_at)
 
     def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]:
+        """How many documents each knowledge base holds; knowledge bases without any are left out."""
         counts: dict[str, int] = {}
         for kb_id in kb_ids:
             kwargs: dict[str, Any] = {
@@ -273,6 +291,7 @@ class DynamoKnowledgeStore:
         description: str | None = None,
         pinned: bool | None = None,
     ) -> KnowledgeBase | None:
+        """Rename, re-describe, pin or unpin a knowledge base; None when it is not this tenant's."""
         kb = self.knowledge_base(tenant_id, kb_id)
         if kb is None:
             return None
@@ -321,6 +340,7 @@ class DynamoKnowledgeStore:
         return updated
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
+        """Remove the knowledge base with its documents and chunks; False when it is not this tenant's."""
         kb = self.knowledge_base(tenant_id, kb_id)
         if kb is None:
             return False
@@ -379,6 +399,7 @@ class DynamoKnowledgeStore:
         enabled: bool | None = None,
         metadata: dict[str, object] | None = None,
     ) -> Chunk | None:
+        """Change a chunk's text, enabled flag or metadata; None when it is not this tenant's."""
         found = self.chunks(tenant_id, [chunk_id])
         if not found:
             return None
@@ -398,6 +419,7 @@ class DynamoKnowledgeStore:
         return found[0].model_copy(update=changes)
 
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
+        """Remove one chunk, relinking its neighbours; False when it is not this tenant's."""
         found = self.chunks(tenant_id, [chunk_id])
         if not found:
             return False
@@ -427,6 +449,7 @@ class DynamoKnowledgeStore:
         description: str | None = None,
         tags: Sequence[str] | None = None,
     ) -> Document | None:
+        """Change a document's title, description or tags; None when it is not this tenant's."""
         document = self.document(tenant_id, document_id)
         if document is None:
             return None
@@ -443,6 +466,7 @@ class DynamoKnowledgeStore:
         return document.model_copy(update=changes)
 
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
+        """Every document of the knowledge base carrying ``old`` carries ``new`` instead; how many changed."""
         changed = 0
         for document in self.documents(tenant_id, kb_id, limit=1_000_000):
             if old not in document.tags:
@@ -452,9 +476,11 @@ class DynamoKnowledgeStore:
         return changed
 
     def replace_document(self, document: Document, chunks: Sequence[Chunk]) -> bool:
-        """The new chunks and record written first (a chunk's place in its document is its key, so the new
-        overwrite the old at the same places), then what is left of the old removed: a reader never finds the
-        document without chunks."""
+        """Replace a document's record and chunks so a reader never finds it without chunks.
+
+        The new chunks and record written first (a chunk's place in its document is its key, so the new overwrite the
+        old at the same places), then what is left of the old removed: a reader never finds the document without chunks.
+        """
         current = self.document(document.tenant_id, document.id)
         if current is None or current.knowledge_base_id != document.knowledge_base_id:
             return False
@@ -481,6 +507,7 @@ class DynamoKnowledgeStore:
         return True
 
     def delete_document(self, tenant_id: str, document_id: str) -> bool:
+        """Remove the document and its chunks; False when it is not this tenant's."""
         document = self.document(tenant_id, document_id)
         if document is None:
             return False
@@ -499,6 +526,7 @@ class DynamoKnowledgeStore:
         return True
 
     def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None:
+        """Store a new document and its chunks (a pending one is also listed for the indexing worker)."""
         stored = document.model_copy(
             update={
                 "chunk_count": len([c for c in chunks if c.searchable]),
@@ -538,12 +566,14 @@ class DynamoKnowledgeStore:
                 batch.put_item(Item={"pk": f"chunk#{chunk.id}", "sk": "meta", **record})
 
     def document(self, tenant_id: str, document_id: str) -> Document | None:
+        """The tenant's document ``document_id``, or None when it is not the tenant's."""
         item = self._table.get_item(Key={"pk": f"doc#{document_id}", "sk": "meta"}).get("Item")
         if item is None or item.get("tenant_id") != tenant_id:
             return None
         return Document(**_plain(item, "pk", "sk"))
 
     def documents(self, tenant_id: str, kb_id: str, limit: int = 1000, offset: int = 0) -> list[Document]:
+        """One page of a knowledge base's documents, oldest first."""
         items = _query_all(
             self._table,
             KeyConditionExpression=Key("pk").eq(f"kb#{kb_id}") & Key("sk").begins_with("doc#"),
@@ -572,6 +602,7 @@ class DynamoKnowledgeStore:
         embedded_count: int | None = None,
         embedding_model: str | None = None,
     ) -> Document | None:
+        """Set a document's status, failure reason and progress; None when it is not this tenant's."""
         current = self.document(tenant_id, document_id)
         if current is None:
             return None
@@ -638,6 +669,7 @@ class DynamoKnowledgeStore:
         return current.model_copy(update={"summary_status": status})
 
     def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
+        """Documents of every tenant still waiting for their vectors, oldest first (indexing worker and recovery)."""
         items = _query_all(self._table, KeyConditionExpression=Key("pk").eq(_PENDING))
         found: list[Document] = []
         for item in items:
@@ -651,10 +683,12 @@ class DynamoKnowledgeStore:
         return found
 
     def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None:
+        """The tenant's document of this knowledge base with this content hash (a duplicate upload), or None."""
         item = self._table.get_item(Key={"pk": f"kb#{kb_id}", "sk": f"hash#{content_hash}"}).get("Item")
         return self.document(tenant_id, str(item["doc_id"])) if item else None
 
     def document_ids_with_tags(self, tenant_id: str, kb_id: str, tags: Sequence[str]) -> list[str]:
+        """Ids of the knowledge base's documents that carry any of ``tags``."""
         wanted = set(tags)
         return [d.id for d in self.documents(tenant_id, kb_id, limit=1_000_000) if wanted & set(d.tags)]
 
@@ -665,6 +699,7 @@ class DynamoKnowledgeStore:
         return Chunk(**data)
 
     def chunks_of_document(self, tenant_id: str, document_id: str) -> list[Chunk]:
+        """The document's chunks (parents and FAQ entries included), in document order."""
         items = _query_all(
             self._table, KeyConditionExpression=Key("pk").eq(f"doc#{document_id}") & Key("sk").begins_with("chunk#")
         )
@@ -672,6 +707,7 @@ class DynamoKnowledgeStore:
         return sorted(chunks, key=lambda c: (c.chunk_type != "text", c.chunk_type, c.chunk_index))
 
     def chunks(self, tenant_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The tenant's chunks among ``chunk_ids``, in the order asked; unknown ones are left out."""
         found: dict[str, Chunk] = {}
         client = self._table.meta.client
         for keys in _batches([{"pk": f"chunk#{i}", "sk": "meta"} for i in dict.fromkeys(chunk_ids)]):
@@ -698,11 +734,14 @@ _OPEN = "open"
 
 
 class DynamoSessionStore:
-    """Sessions and messages. ``open_index`` names the messages table's sparse index of open turns
-    (``OPEN_TURN_ATTRIBUTE`` as its partition key, ``created_at`` as its sort key), which a scheduled sweep
-    queries; without one the sweep scans the table."""
+    """Sessions and messages.
+
+    ``open_index`` names the messages table's sparse index of open turns (``OPEN_TURN_ATTRIBUTE`` as its partition key,
+    ``created_at`` as its sort key), which a scheduled sweep queries; without one the sweep scans the table.
+    """
 
     def __init__(self, sessions: Any, messages: Any, open_index: str = "") -> None:
+        """Sessions in ``sessions`` and messages in ``messages``; ``open_index`` is the sparse index of open turns."""
         self._sessions = sessions
         self._messages = messages
         self._open_index = open_index
@@ -715,6 +754,7 @@ class DynamoSessionStore:
         options: dict[str, Any] | None = None,
         description: str = "",
     ) -> Session:
+        """A new session of the tenant over ``knowledge_base_ids``."""
         session = new_session(tenant_id, knowledge_base_ids, title, options, description)
         item = session.model_dump()
         item["options"] = json.dumps(session.options)
@@ -729,10 +769,12 @@ class DynamoSessionStore:
         return Session(**data)
 
     def session(self, tenant_id: str, session_id: str) -> Session | None:
+        """The tenant's session ``session_id``, or None when it is not the tenant's."""
         item = self._sessions.get_item(Key={"tenant_id": tenant_id, "id": session_id}).get("Item")
         return self._session(item) if item else None
 
     def sessions(self, tenant_id: str, limit: int = 100) -> list[Session]:
+        """The tenant's sessions, most recently active first, at most ``limit``."""
         items = _query_all(self._sessions, KeyConditionExpression=Key("tenant_id").eq(tenant_id))
         sessions = sorted((self._session(i) for i in items), key=lambda s: s.updated_at, reverse=True)
         return sessions[:limit]
@@ -746,6 +788,7 @@ class DynamoSessionStore:
         description: str | None = None,
         pinned: bool | None = None,
     ) -> Session | None:
+        """Change a session's title, description or pin; the session as stored after, or None."""
         changes: dict[str, Any] = {}
         if title is not None:
             changes["title"] = title
@@ -777,6 +820,7 @@ class DynamoSessionStore:
         return self._session(reply["Attributes"])
 
     def delete_session(self, tenant_id: str, session_id: str) -> bool:
+        """Remove the session and its messages; False when there is no such session of this tenant's."""
         # The messages first: a delete interrupted half-way leaves a session that a repeated delete finishes,
         # never messages no session leads to.
         if self.session(tenant_id, session_id) is None:
@@ -793,6 +837,7 @@ class DynamoSessionStore:
         return True
 
     def clear_messages(self, tenant_id: str, session_id: str) -> int:
+        """Remove every message of this tenant's session and keep the session; how many were removed."""
         mine = [m for m in self._all(session_id) if m.tenant_id == tenant_id]
         with self._messages.batch_writer() as batch:
             for message in mine:
@@ -800,6 +845,7 @@ class DynamoSessionStore:
         return len(mine)
 
     def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
+        """Store the generated title (no longer provisional); an update is activity (``updated_at``)."""
         try:
             self._sessions.update_item(
                 Key={"tenant_id": tenant_id, "id": session_id},
@@ -813,6 +859,7 @@ class DynamoSessionStore:
                 raise
 
     def set_provisional_title(self, tenant_id: str, session_id: str, title: str) -> bool:
+        """Title a session that has no title yet with a provisional ``title``; False when it has one."""
         try:
             self._sessions.update_item(
                 Key={"tenant_id": tenant_id, "id": session_id},
@@ -828,16 +875,19 @@ class DynamoSessionStore:
         return True
 
     def add_messages(self, messages: Sequence[Message]) -> None:
+        """Store messages as they are (a forked session's copies)."""
         with self._messages.batch_writer() as batch:
             for message in messages:
                 batch.put_item(Item=self._message_item(message))
 
     def delete_messages(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> int:
+        """Remove the named messages of this tenant's session; how many were removed."""
         return sum(1 for message_id in message_ids if self.delete_message(tenant_id, session_id, message_id))
 
     def set_feedback(
         self, tenant_id: str, session_id: str, message_id: str, rating: str, comment: str
     ) -> Message | None:
+        """Store the reader's rating and comment on a message; the message as stored after, or None."""
         try:
             reply = self._messages.update_item(
                 Key={"session_id": session_id, "id": message_id},
@@ -856,6 +906,7 @@ class DynamoSessionStore:
     def create_turn(
         self, session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
     ) -> tuple[Message, Message]:
+        """Store a turn's user and assistant messages together and mark the session active."""
         user, assistant = new_turn(session, request_id, query, alternative_of, user_id)
         client = self._messages.meta.client
         client.transact_write_items(
@@ -899,6 +950,7 @@ class DynamoSessionStore:
     def complete_assistant_message(
         self, session_id: str, message_id: str, content: str, references: list[dict[str, Any]], stop_reason: str = ""
     ) -> bool:
+        """Complete a pending assistant message once; False when it was already completed (or is not one)."""
         try:
             self._messages.update_item(
                 Key={"session_id": session_id, "id": message_id},
@@ -924,6 +976,7 @@ class DynamoSessionStore:
         return True
 
     def message(self, tenant_id: str, session_id: str, message_id: str) -> Message | None:
+        """The tenant's message ``message_id`` of the session, or None."""
         item = self._messages.get_item(Key={"session_id": session_id, "id": message_id}, ConsistentRead=True).get(
             "Item"
         )
@@ -936,6 +989,7 @@ class DynamoSessionStore:
         return [self._message(i) for i in items]
 
     def messages(self, tenant_id: str, session_id: str, limit: int = 1000) -> list[Message]:
+        """The session's messages, oldest first, a turn's question before its answer."""
         messages = [m for m in self._all(session_id) if m.tenant_id == tenant_id]
         messages.sort(key=lambda m: (m.created_at, m.role != "user"))
         return messages[:limit]
@@ -947,9 +1001,12 @@ class DynamoSessionStore:
         return messages[:limit]
 
     def incomplete_assistant_messages(self, limit: int = 1000) -> list[Message]:
-        """The open turns' messages, oldest first: a Query of the sparse index of open turns (it reads those
-        alone, whatever the table's size), else a filtered Scan of the table. The index is eventually
-        consistent: a message completed a moment ago may still be listed (recovery reads its log first)."""
+        """The open turns' messages, oldest first.
+
+        A Query of the sparse index of open turns (it reads those alone, whatever the table's size), else a filtered
+        Scan of the table. The index is eventually consistent: a message completed a moment ago may still be listed
+        (recovery reads its log first).
+        """
         if self._open_index:
             found: list[Message] = []
             query: dict[str, Any] = {
@@ -983,12 +1040,14 @@ class DynamoSessionStore:
         return scanned[:limit]
 
     def message_by_request(self, tenant_id: str, session_id: str, request_id: str) -> tuple[Message, Message] | None:
+        """The (user, assistant) pair of an earlier turn with this request id, or None."""
         pair = {m.role: m for m in self._all(session_id) if m.request_id == request_id and m.tenant_id == tenant_id}
         if "user" in pair and "assistant" in pair:
             return pair["user"], pair["assistant"]
         return None
 
     def delete_message(self, tenant_id: str, session_id: str, message_id: str) -> bool:
+        """Remove one message of the session; False when there is no such message of this tenant's."""
         try:
             self._messages.delete_item(
                 Key={"session_id": session_id, "id": message_id},
@@ -1011,10 +1070,12 @@ class DynamoCitationHistory:
     """
 
     def __init__(self, sessions: DynamoSessionStore, max_sessions: int = 20) -> None:
+        """Citation counts over the messages of the tenant's newest ``max_sessions`` sessions."""
         self._sessions = sessions
         self._max_sessions = max_sessions
 
     def cited_documents(self, tenant_id: str, user_id: str, limit: int = 200) -> dict[str, int]:
+        """Document id → how many of this user's recent answers cited it, the most cited first, at most ``limit``."""
         counts: dict[str, int] = {}
         for session in self._sessions.sessions(tenant_id, limit=self._max_sessions):
             for message in self._sessions.messages(tenant_id, session.id):
@@ -1029,10 +1090,14 @@ class DynamoCitationHistory:
 
 
 class DynamoTagStore:
-    """Tags of a knowledge base in the knowledge table: ``kb#<kb>`` / ``tag#<id>`` (the tag) and
-    ``kb#<kb>`` / ``tagname#<name>`` (its name, unique within the knowledge base)."""
+    """Tags of a knowledge base in the knowledge table.
+
+    ``kb#<kb>`` / ``tag#<id>`` (the tag) and ``kb#<kb>`` / ``tagname#<name>`` (its name, unique within the knowledge
+    base).
+    """
 
     def __init__(self, table: Any) -> None:
+        """Tags kept in ``table`` (the knowledge table)."""
         self._table = table
 
     def _write(self, writes: list[dict[str, Any]], name: str) -> None:
@@ -1060,6 +1125,7 @@ class DynamoTagStore:
     def create_tag(
         self, tenant_id: str, kb_id: str, name: str, *, color: str = "", sort_order: int = 0, tag_id: str = ""
     ) -> Tag:
+        """A new tag (``tag_id`` to register one under a given id); a taken name raises :class:`DuplicateName`."""
         tag = new_tag(tenant_id, kb_id, name, color=color, sort_order=sort_order, tag_id=tag_id)
         put = self._put(tag)
         put["Put"]["ConditionExpression"] = "attribute_not_exists(sk)"
@@ -1067,12 +1133,14 @@ class DynamoTagStore:
         return tag
 
     def tag(self, tenant_id: str, kb_id: str, tag_id: str) -> Tag | None:
+        """The knowledge base's tag ``tag_id``, or None when it is not this tenant's."""
         item = self._table.get_item(Key={"pk": f"kb#{kb_id}", "sk": f"tag#{tag_id}"}).get("Item")
         if item is None or item.get("tenant_id") != tenant_id:
             return None
         return Tag(**_plain(item, "pk", "sk"))
 
     def tags(self, tenant_id: str, kb_id: str) -> list[Tag]:
+        """The knowledge base's tags by ``sort_order``, then name."""
         items = _query_all(
             self._table,
             KeyConditionExpression=Key("pk").eq(f"kb#{kb_id}") & Key("sk").begins_with("tag#"),
@@ -1090,6 +1158,7 @@ class DynamoTagStore:
         color: str | None = None,
         sort_order: int | None = None,
     ) -> Tag | None:
+        """Rename, recolour or reorder a tag; the tag as stored after, or None when it is not this tenant's."""
         tag = self.tag(tenant_id, kb_id, tag_id)
         if tag is None:
             return None
@@ -1108,6 +1177,7 @@ class DynamoTagStore:
         return updated
 
     def delete_tag(self, tenant_id: str, kb_id: str, tag_id: str) -> bool:
+        """Remove a tag's registration (documents keep the string); False when it is not this tenant's."""
         tag = self.tag(tenant_id, kb_id, tag_id)
         if tag is None:
             return False

@@ -1,6 +1,8 @@
-"""The log of changes to the keyword index (``chunks_fts``) and to the chunks it indexes, so in-memory
-copies of them in any process can follow: rows appended above every row read before, rows deleted, chunk
-rows updated in place (their keyword rows unchanged), or anything else (a reset).
+"""The log of changes to the keyword index and to the chunks it indexes.
+
+The log of changes to the keyword index (``chunks_fts``) and to the chunks it indexes, so in-memory copies of them in
+any process can follow: rows appended above every row read before, rows deleted, chunk rows updated in place (their
+keyword rows unchanged), or anything else (a reset).
 
 Every writer of ``chunks_fts`` records its change in the same transaction. A reader that finds a gap in
 the sequence (the log is pruned) or a reset rebuilds its copy.
@@ -19,6 +21,8 @@ LOG_LENGTH = 1000
 
 
 class ChangeKind(StrEnum):
+    """What one entry of the change log says happened to the keyword rows."""
+
     APPEND = "append"  # rows added, every rowid at least first_rowid
     DELETE = "delete"  # the rows in rowids removed
     UPDATE = "update"  # the chunk rows in rowids changed (text, flags, metadata); their keyword rows did not
@@ -34,8 +38,10 @@ def _record(conn: sqlite3.Connection, kind: ChangeKind, first_rowid: int = 0, ro
 
 
 def record_keyword_rows(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
-    """Rows about to be written: an append when every one is above the highest existing row, else a reset
-    (a row replaced in place)."""
+    """Rows about to be written.
+
+    An append when every one is above the highest existing row, else a reset (a row replaced in place).
+    """
     if not rowids:
         return
     top = conn.execute("SELECT rowid FROM chunks_fts ORDER BY rowid DESC LIMIT 1").fetchone()
@@ -59,4 +65,5 @@ def record_chunk_updates(conn: sqlite3.Connection, rowids: Sequence[int]) -> Non
 
 
 def record_keyword_reset(conn: sqlite3.Connection) -> None:
+    """Anything else happened (rows replaced in place, a knowledge base dropped): every copy rebuilds."""
     _record(conn, ChangeKind.RESET)

@@ -35,6 +35,7 @@ def _document(row: object) -> Document:
 
 
 def chunk_from_row(row: object) -> Chunk:
+    """A chunk from its database row (metadata stored as JSON)."""
     data = dict(row)  # type: ignore[call-overload]
     data["metadata"] = json.loads(data.get("metadata") or "{}")
     return Chunk(**data)
@@ -47,10 +48,13 @@ _CHUNK_COLUMNS = (
 
 
 class SqliteKnowledgeStore:
-    """Knowledge bases, documents and chunks in SQLite. Every read takes the tenant: another tenant's id
-    reads as absent."""
+    """Knowledge bases, documents and chunks in SQLite.
+
+    Every read takes the tenant: another tenant's id reads as absent.
+    """
 
     def __init__(self, db: Database) -> None:
+        """Knowledge kept in ``db``: knowledge bases, documents, chunks, their vectors and keyword rows."""
         self._db = db
 
     def create_knowledge_base(
@@ -63,6 +67,7 @@ class SqliteKnowledgeStore:
         graph_extraction_enabled: bool = False,
         embedding_model_auto: bool = False,
     ) -> KnowledgeBase:
+        """A new knowledge base of the tenant; a name the tenant already uses raises :class:`DuplicateName`."""
         if self.knowledge_base_by_name(tenant_id, name) is not None:
             raise DuplicateName(name)
         kb = KnowledgeBase(
@@ -97,8 +102,10 @@ class SqliteKnowledgeStore:
     def set_embedding_model(
         self, tenant_id: str, kb_id: str, embedding_model: str, *, language: str | None = None, auto: bool | None = None
     ) -> KnowledgeBase | None:
-        """The knowledge base's embedding model (and detected language, and whether the model is chosen
-        by detection); None when it is not this tenant's."""
+        """The knowledge base's embedding model (and detected language, and whether the model is chosen by detection).
+
+        None when it is not this tenant's.
+        """
         kb = self.knowledge_base(tenant_id, kb_id)
         if kb is None:
             return None
@@ -117,10 +124,12 @@ class SqliteKnowledgeStore:
         return updated
 
     def knowledge_base(self, tenant_id: str, kb_id: str) -> KnowledgeBase | None:
+        """The tenant's knowledge base ``kb_id``, or None when it is not the tenant's."""
         row = self._db.query_one("SELECT * FROM knowledge_bases WHERE id = ? AND tenant_id = ?", (kb_id, tenant_id))
         return _kb(row) if row else None
 
     def knowledge_bases(self, tenant_id: str, kb_ids: Iterable[str]) -> list[KnowledgeBase]:
+        """The tenant's knowledge bases among ``kb_ids`` (each once, unknown ones left out)."""
         ids = list(dict.fromkeys(kb_ids))
         if not ids:
             return []
@@ -132,18 +141,22 @@ class SqliteKnowledgeStore:
         return [by_id[i] for i in ids if i in by_id]
 
     def knowledge_base_any_tenant(self, kb_id: str) -> KnowledgeBase | None:
+        """The knowledge base by id whoever owns it, for internal settings lookups only."""
         row = self._db.query_one("SELECT * FROM knowledge_bases WHERE id = ?", (kb_id,))
         return _kb(row) if row else None
 
     def knowledge_base_by_name(self, tenant_id: str, name: str) -> KnowledgeBase | None:
+        """The tenant's knowledge base called ``name``, or None."""
         row = self._db.query_one("SELECT * FROM knowledge_bases WHERE tenant_id = ? AND name = ?", (tenant_id, name))
         return _kb(row) if row else None
 
     def list_knowledge_bases(self, tenant_id: str) -> list[KnowledgeBase]:
+        """The tenant's knowledge bases, oldest first."""
         rows = self._db.query("SELECT * FROM knowledge_bases WHERE tenant_id = ? ORDER BY created_at", (tenant_id,))
         return [_kb(r) for r in rows]
 
     def document_counts(self, kb_ids: Sequence[str]) -> dict[str, int]:
+        """How many documents each knowledge base holds; knowledge bases without any are left out."""
         if not kb_ids:
             return {}
         marks = ",".join("?" * len(kb_ids))
@@ -210,10 +223,12 @@ class SqliteKnowledgeStore:
             )
 
     def document(self, tenant_id: str, document_id: str) -> Document | None:
+        """The tenant's document ``document_id``, or None when it is not the tenant's."""
         row = self._db.query_one("SELECT * FROM documents WHERE id = ? AND tenant_id = ?", (document_id, tenant_id))
         return _document(row) if row else None
 
     def documents(self, tenant_id: str, kb_id: str, limit: int = 1000, offset: int = 0) -> list[Document]:
+        """One page of a knowledge base's documents, oldest first."""
         rows = self._db.query(
             "SELECT * FROM documents WHERE tenant_id = ? AND knowledge_base_id = ? ORDER BY created_at LIMIT ? OFFSET ?",
             (tenant_id, kb_id, limit, offset),
@@ -230,8 +245,10 @@ class SqliteKnowledgeStore:
         embedded_count: int | None = None,
         embedding_model: str | None = None,
     ) -> Document | None:
-        """The document's status, failure reason and progress (fields left None keep their value); None
-        when the document is not this tenant's (or is gone)."""
+        """The document's status, failure reason and progress (fields left None keep their value).
+
+        None when the document is not this tenant's (or is gone).
+        """
         with self._db.transaction() as conn:
             row = conn.execute(
                 "SELECT * FROM documents WHERE id = ? AND tenant_id = ?", (document_id, tenant_id)
@@ -271,8 +288,10 @@ class SqliteKnowledgeStore:
         return self.document(tenant_id, document_id) if updated else None
 
     def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
-        """Documents of every tenant still waiting for their vectors, oldest first; with
-        ``updated_before``, only those nobody has reported progress on since then (abandoned work)."""
+        """Documents of every tenant still waiting for their vectors, oldest first.
+
+        With ``updated_before``, only those nobody has reported progress on since then (abandoned work).
+        """
         sql = "SELECT * FROM documents WHERE status = 'pending'"
         args: list[object] = []
         if updated_before:
@@ -282,6 +301,7 @@ class SqliteKnowledgeStore:
         return [_document(r) for r in rows]
 
     def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None:
+        """The tenant's document of this knowledge base with this content hash (a duplicate upload), or None."""
         row = self._db.query_one(
             "SELECT * FROM documents WHERE tenant_id = ? AND knowledge_base_id = ? AND content_hash = ?",
             (tenant_id, kb_id, content_hash),
@@ -298,6 +318,7 @@ class SqliteKnowledgeStore:
         return [row["id"] for row in rows if wanted & set(json.loads(row["tags"]))]
 
     def chunks_of_document(self, tenant_id: str, document_id: str) -> list[Chunk]:
+        """The document's chunks (parents and FAQ entries included), in document order."""
         rows = self._db.query(
             f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE knowledge_id = ? AND tenant_id = ? ORDER BY chunk_index",
             (document_id, tenant_id),
@@ -305,6 +326,7 @@ class SqliteKnowledgeStore:
         return [chunk_from_row(r) for r in rows]
 
     def chunks(self, tenant_id: str, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The tenant's chunks among ``chunk_ids``, in the order asked; unknown ones are left out."""
         if not chunk_ids:
             return []
         marks = ",".join("?" * len(chunk_ids))
@@ -328,6 +350,7 @@ class SqliteKnowledgeStore:
         description: str | None = None,
         pinned: bool | None = None,
     ) -> KnowledgeBase | None:
+        """Rename, re-describe, pin or unpin a knowledge base; None when it is not this tenant's."""
         with self._db.transaction() as conn:
             kb = self.knowledge_base(tenant_id, kb_id)
             if kb is None:
@@ -351,8 +374,10 @@ class SqliteKnowledgeStore:
         return kb.model_copy(update=changes)
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
-        """Removes the knowledge base; its documents, chunks and vectors go with it (foreign keys), its
-        keyword rows here."""
+        """Removes the knowledge base.
+
+        Its documents, chunks and vectors go with it (foreign keys), its keyword rows here.
+        """
         with self._db.transaction() as conn:
             row = conn.execute(
                 "SELECT id FROM knowledge_bases WHERE id = ? AND tenant_id = ?", (kb_id, tenant_id)
@@ -377,6 +402,7 @@ class SqliteKnowledgeStore:
         enabled: bool | None = None,
         metadata: dict[str, object] | None = None,
     ) -> Chunk | None:
+        """Change a chunk's text, enabled flag or metadata; None when it is not this tenant's."""
         changes: dict[str, object] = {}
         if content is not None:
             changes["content"] = content
@@ -398,6 +424,7 @@ class SqliteKnowledgeStore:
         return self.chunks(tenant_id, [chunk_id])[0]
 
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
+        """Remove one chunk, relinking its neighbours; False when it is not this tenant's."""
         with self._db.transaction() as conn:
             found = self.chunks(tenant_id, [chunk_id])
             if not found:
@@ -440,6 +467,7 @@ class SqliteKnowledgeStore:
         description: str | None = None,
         tags: Sequence[str] | None = None,
     ) -> Document | None:
+        """Change a document's title, description or tags; None when it is not this tenant's."""
         with self._db.transaction() as conn:
             row = conn.execute(
                 "SELECT * FROM documents WHERE id = ? AND tenant_id = ?", (document_id, tenant_id)
@@ -464,6 +492,7 @@ class SqliteKnowledgeStore:
         return updated
 
     def replace_document_tag(self, tenant_id: str, kb_id: str, old: str, new: str | None) -> int:
+        """Every document of the knowledge base carrying ``old`` carries ``new`` instead; how many changed."""
         with self._db.transaction() as conn:
             rows = conn.execute(
                 "SELECT id, tags FROM documents WHERE tenant_id = ? AND knowledge_base_id = ? AND tags != '[]'",

@@ -14,20 +14,26 @@ from ragline.store.ids import new_id, utc_now
 
 
 class Tenant(BaseModel):
+    """A tenant: the owner of knowledge bases and sessions, found by API key."""
+
     id: str
     name: str
     created_at: str
 
 
 def hash_key(api_key: str) -> str:
+    """The SHA-256 of an API key, as keys are stored (the key itself never is)."""
     return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
 
 
 def generate_key() -> str:
+    """A new random API key (``rl-`` and 32 URL-safe characters)."""
     return "rl-" + secrets.token_urlsafe(24)
 
 
 class KnowledgeBase(BaseModel):
+    """A knowledge base: a tenant's collection of documents searched together, with one embedding model."""
+
     id: str
     tenant_id: str
     name: str
@@ -47,8 +53,10 @@ class KnowledgeBase(BaseModel):
 
 
 class DocumentStatus(StrEnum):
-    """Where a document is in ingestion: stored and keyword-searchable (``pending``: vectors being
-    computed), fully indexed, or failed (``reason`` says why)."""
+    """Where a document is in ingestion.
+
+    Stored and keyword-searchable (``pending``: vectors being computed), fully indexed, or failed (``reason`` says why).
+    """
 
     PENDING = "pending"
     INDEXED = "indexed"
@@ -68,6 +76,8 @@ class SummaryStatus(StrEnum):
 
 
 class Document(BaseModel):
+    """A stored document: its record, its ingestion status and the progress of its vectors."""
+
     id: str
     tenant_id: str
     knowledge_base_id: str
@@ -105,8 +115,10 @@ class Document(BaseModel):
 def document_changes(
     document: Document, *, title: str | None, description: str | None, tags: Sequence[str] | None
 ) -> dict[str, Any]:
-    """The fields an update of a document's title, description or tags changes (empty: nothing to write);
-    tags are kept stripped, once each, in order."""
+    """The fields an update of a document's title, description or tags changes (empty: nothing to write).
+
+    Tags are kept stripped, once each, in order.
+    """
     changes: dict[str, Any] = {}
     if title is not None and title != document.title:
         changes["title"] = title
@@ -133,6 +145,7 @@ class Tag(BaseModel):
 
 
 def new_tag(tenant_id: str, kb_id: str, name: str, *, color: str = "", sort_order: int = 0, tag_id: str = "") -> Tag:
+    """A new tag record, created and updated now (``tag_id`` to register one under a given id)."""
     now = utc_now()
     return Tag(
         id=tag_id or new_id(),
@@ -165,6 +178,8 @@ def retagged(tags: Sequence[str], old: str, new: str | None) -> list[str]:
 
 
 class Chunk(BaseModel):
+    """A passage of a document as stored: its text, its place in the document and its links to its neighbours."""
+
     id: str
     tenant_id: str
     knowledge_base_id: str
@@ -185,10 +200,14 @@ class Chunk(BaseModel):
 
 
 class DuplicateName(Exception):
+    """A name already taken in its scope (a knowledge base's name in its tenant, a tag's in its knowledge base)."""
+
     pass
 
 
 class Session(BaseModel):
+    """A conversation: its title, the knowledge bases it searches and its options."""
+
     id: str
     tenant_id: str
     title: str = ""
@@ -204,6 +223,8 @@ class Session(BaseModel):
 
 
 class Message(BaseModel):
+    """One message of a session: a user's question or an assistant's answer (pending until completed)."""
+
     id: str
     session_id: str
     tenant_id: str
@@ -233,6 +254,7 @@ def new_session(
     options: dict[str, Any] | None = None,
     description: str = "",
 ) -> Session:
+    """A new session record, created and updated now."""
     now = utc_now()
     return Session(
         id=new_id(),

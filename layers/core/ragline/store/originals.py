@@ -29,7 +29,9 @@ def _checked(value: str) -> str:
 class OriginalStore(Protocol):
     """The received bytes of each document, by tenant and document id."""
 
-    def save(self, tenant_id: str, document_id: str, data: bytes) -> None: ...
+    def save(self, tenant_id: str, document_id: str, data: bytes) -> None:
+        """Store the original's bytes, replacing any kept before."""
+        ...
 
     def load(self, tenant_id: str, document_id: str) -> bytes | None:
         """The stored bytes; None when none are kept (documents from before originals were kept, FAQ)."""
@@ -44,8 +46,11 @@ class OriginalStore(Protocol):
         ...
 
     def link(self, tenant_id: str, document_id: str, *, filename: str, media_type: str, inline: bool) -> str | None:
-        """A URL the client can fetch the original from directly (a presigned S3 GET), or None where the
-        original is served by the API itself."""
+        """A URL the client can fetch the original from directly, or None.
+
+        A URL the client can fetch the original from directly (a presigned S3 GET), or None where the original is served
+        by the API itself.
+        """
         ...
 
 
@@ -53,12 +58,14 @@ class FileOriginalStore:
     """``<root>/<tenant>/<document>`` (the embedded runtime: ``<data_dir>/originals``), written atomically."""
 
     def __init__(self, root: Path) -> None:
+        """Originals kept as files under ``root``."""
         self._root = Path(root)
 
     def _path(self, tenant_id: str, document_id: str) -> Path:
         return self._root / _checked(tenant_id) / _checked(document_id)
 
     def save(self, tenant_id: str, document_id: str, data: bytes) -> None:
+        """Store the original's bytes, replacing any kept before."""
         path = self._path(tenant_id, document_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -71,21 +78,25 @@ class FileOriginalStore:
             raise
 
     def load(self, tenant_id: str, document_id: str) -> bytes | None:
+        """The stored bytes; None when none are kept."""
         try:
             return self._path(tenant_id, document_id).read_bytes()
         except FileNotFoundError:
             return None
 
     def size(self, tenant_id: str, document_id: str) -> int | None:
+        """The stored size in bytes, without reading them; None when none are kept."""
         try:
             return self._path(tenant_id, document_id).stat().st_size
         except FileNotFoundError:
             return None
 
     def delete(self, tenant_id: str, document_id: str) -> None:
+        """Forget the original; deleting one that is not there is not an error."""
         self._path(tenant_id, document_id).unlink(missing_ok=True)
 
     def link(self, tenant_id: str, document_id: str, *, filename: str, media_type: str, inline: bool) -> str | None:
+        """None: the embedded server serves originals itself."""
         return None
 
     def path(self, tenant_id: str, document_id: str) -> Path | None:
@@ -100,6 +111,7 @@ class S3OriginalStore:
     def __init__(
         self, s3_client: Any, bucket: str, prefix: str = DEFAULT_PREFIX, *, presigner: Any = None, url_ttl_s: int = 900
     ) -> None:
+        """Originals kept in ``bucket`` under ``prefix``; links are presigned for ``url_ttl_s`` seconds when a ``presigner`` is given."""
         self._s3 = s3_client
         self._bucket = bucket
         self._prefix = prefix
@@ -110,9 +122,11 @@ class S3OriginalStore:
         return f"{self._prefix}{_checked(tenant_id)}/{_checked(document_id)}"
 
     def save(self, tenant_id: str, document_id: str, data: bytes) -> None:
+        """Store the original's bytes, replacing any kept before."""
         self._s3.put_object(Bucket=self._bucket, Key=self._key(tenant_id, document_id), Body=data)
 
     def load(self, tenant_id: str, document_id: str) -> bytes | None:
+        """The stored bytes; None when none are kept."""
         try:
             response = self._s3.get_object(Bucket=self._bucket, Key=self._key(tenant_id, document_id))
         except Exception as error:  # botocore's ClientError, without importing botocore here
@@ -123,6 +137,7 @@ class S3OriginalStore:
         return body
 
     def size(self, tenant_id: str, document_id: str) -> int | None:
+        """The stored size in bytes, without reading them; None when none are kept."""
         try:
             response = self._s3.head_object(Bucket=self._bucket, Key=self._key(tenant_id, document_id))
         except Exception as error:
@@ -132,9 +147,11 @@ class S3OriginalStore:
         return int(response["ContentLength"])
 
     def delete(self, tenant_id: str, document_id: str) -> None:
+        """Forget the original; deleting one that is not there is not an error."""
         self._s3.delete_object(Bucket=self._bucket, Key=self._key(tenant_id, document_id))
 
     def link(self, tenant_id: str, document_id: str, *, filename: str, media_type: str, inline: bool) -> str | None:
+        """A URL the client can fetch the original from directly, or None."""
         if self._presigner is None:
             return None
         url: str = self._presigner.generate_presigned_url(
@@ -156,8 +173,10 @@ def _missing(error: Exception) -> bool:
 
 
 def content_disposition(filename: str, *, inline: bool) -> str:
-    """``attachment`` (or ``inline``) with the file's name: ASCII in ``filename``, the exact name in
-    ``filename*`` (RFC 6266 / 5987) so a Chinese name survives."""
+    """``attachment`` (or ``inline``) with the file's name.
+
+    ASCII in ``filename``, the exact name in ``filename*`` (RFC 6266 / 5987) so a Chinese name survives.
+    """
     from urllib.parse import quote
 
     ascii_name = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "_" for c in filename) or "document"

@@ -55,7 +55,10 @@ def _message(row: Any) -> Message:
 
 
 class SqliteSessionStore:
+    """Sessions and messages in ragline's SQLite database."""
+
     def __init__(self, db: Database) -> None:
+        """Sessions and messages kept in ``db``."""
         self._db = db
 
     def create_session(
@@ -66,6 +69,7 @@ class SqliteSessionStore:
         options: dict[str, Any] | None = None,
         description: str = "",
     ) -> Session:
+        """A new session of the tenant over ``knowledge_base_ids``."""
         session = new_session(tenant_id, knowledge_base_ids, title, options, description)
         self._db.execute(
             "INSERT INTO sessions (id, tenant_id, title, description, knowledge_base_ids, options, created_at,"
@@ -84,10 +88,12 @@ class SqliteSessionStore:
         return session
 
     def session(self, tenant_id: str, session_id: str) -> Session | None:
+        """The tenant's session ``session_id``, or None when it is not the tenant's."""
         row = self._db.query_one("SELECT * FROM sessions WHERE id = ? AND tenant_id = ?", (session_id, tenant_id))
         return _session(row) if row else None
 
     def sessions(self, tenant_id: str, limit: int = 100) -> list[Session]:
+        """The tenant's sessions, most recently active first, at most ``limit``."""
         rows = self._db.query(
             "SELECT * FROM sessions WHERE tenant_id = ? ORDER BY updated_at DESC LIMIT ?", (tenant_id, limit)
         )
@@ -102,6 +108,7 @@ class SqliteSessionStore:
         description: str | None = None,
         pinned: bool | None = None,
     ) -> Session | None:
+        """Change a session's title, description or pin; the session as stored after, or None."""
         changes: dict[str, Any] = {}
         if title is not None:
             changes["title"] = title
@@ -125,21 +132,25 @@ class SqliteSessionStore:
         return _session(row) if row else None
 
     def delete_session(self, tenant_id: str, session_id: str) -> bool:
+        """Remove the session and its messages; False when there is no such session of this tenant's."""
         with self._db.transaction() as conn:
             conn.execute("DELETE FROM messages WHERE session_id = ? AND tenant_id = ?", (session_id, tenant_id))
             deleted = conn.execute("DELETE FROM sessions WHERE id = ? AND tenant_id = ?", (session_id, tenant_id))
             return deleted.rowcount > 0
 
     def clear_messages(self, tenant_id: str, session_id: str) -> int:
+        """Remove every message of this tenant's session and keep the session; how many were removed."""
         return self._db.execute("DELETE FROM messages WHERE session_id = ? AND tenant_id = ?", (session_id, tenant_id))
 
     def set_title(self, tenant_id: str, session_id: str, title: str) -> None:
+        """Store the generated title (no longer provisional); an update is activity (``updated_at``)."""
         self._db.execute(
             "UPDATE sessions SET title = ?, title_provisional = 0, updated_at = ? WHERE id = ? AND tenant_id = ?",
             (title, utc_now(), session_id, tenant_id),
         )
 
     def set_provisional_title(self, tenant_id: str, session_id: str, title: str) -> bool:
+        """Title a session that has no title yet with a provisional ``title``; False when it has one."""
         changed = self._db.execute(
             "UPDATE sessions SET title = ?, title_provisional = 1 WHERE id = ? AND tenant_id = ? AND title = ''",
             (title, session_id, tenant_id),
@@ -158,11 +169,13 @@ class SqliteSessionStore:
         return user, assistant
 
     def add_messages(self, messages: Sequence[Message]) -> None:
+        """Store messages as they are (a forked session's copies)."""
         with self._db.transaction() as conn:
             for message in messages:
                 conn.execute(_INSERT_MESSAGE, _message_row(message))
 
     def delete_messages(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> int:
+        """Remove the named messages of this tenant's session; how many were removed."""
         deleted = 0
         with self._db.transaction() as conn:
             for message_id in message_ids:
@@ -175,6 +188,7 @@ class SqliteSessionStore:
     def set_feedback(
         self, tenant_id: str, session_id: str, message_id: str, rating: str, comment: str
     ) -> Message | None:
+        """Store the reader's rating and comment on a message; the message as stored after, or None."""
         with self._db.transaction() as conn:
             conn.execute(
                 "UPDATE messages SET feedback = ?, feedback_comment = ? WHERE id = ? AND session_id = ?"
@@ -199,6 +213,7 @@ class SqliteSessionStore:
         return changed > 0
 
     def message_by_request(self, tenant_id: str, session_id: str, request_id: str) -> tuple[Message, Message] | None:
+        """The (user, assistant) pair of an earlier turn with this request id, or None."""
         rows = self._db.query(
             "SELECT * FROM messages WHERE session_id = ? AND tenant_id = ? AND request_id = ?",
             (session_id, tenant_id, request_id),
@@ -209,6 +224,7 @@ class SqliteSessionStore:
         return None
 
     def incomplete_assistant_messages(self, limit: int = 1000) -> list[Message]:
+        """Assistant messages not completed yet, of every tenant, oldest first (for recovery)."""
         rows = self._db.query(
             "SELECT * FROM messages WHERE is_completed = 0 AND role = 'assistant' ORDER BY created_at LIMIT ?",
             (limit,),
@@ -216,6 +232,7 @@ class SqliteSessionStore:
         return [_message(r) for r in rows]
 
     def message(self, tenant_id: str, session_id: str, message_id: str) -> Message | None:
+        """The tenant's message ``message_id`` of the session, or None."""
         row = self._db.query_one(
             "SELECT * FROM messages WHERE id = ? AND session_id = ? AND tenant_id = ?",
             (message_id, session_id, tenant_id),
@@ -223,6 +240,7 @@ class SqliteSessionStore:
         return _message(row) if row else None
 
     def messages(self, tenant_id: str, session_id: str, limit: int = 1000) -> list[Message]:
+        """The session's messages, oldest first, a turn's question before its answer."""
         rows = self._db.query(
             "SELECT * FROM messages WHERE session_id = ? AND tenant_id = ? ORDER BY created_at, role DESC LIMIT ?",
             (session_id, tenant_id, limit),
@@ -238,6 +256,7 @@ class SqliteSessionStore:
         return [_message(r) for r in rows]
 
     def delete_message(self, tenant_id: str, session_id: str, message_id: str) -> bool:
+        """Remove one message of the session; False when there is no such message of this tenant's."""
         return (
             self._db.execute(
                 "DELETE FROM messages WHERE id = ? AND session_id = ? AND tenant_id = ?",

@@ -16,12 +16,16 @@ def _tag(row: Any) -> Tag:
 
 
 class SqliteTagStore:
+    """Tags of knowledge bases in ragline's SQLite database; a name is unique within its knowledge base."""
+
     def __init__(self, db: Database) -> None:
+        """Tags kept in ``db``."""
         self._db = db
 
     def create_tag(
         self, tenant_id: str, kb_id: str, name: str, *, color: str = "", sort_order: int = 0, tag_id: str = ""
     ) -> Tag:
+        """A new tag (``tag_id`` to register one under a given id); a taken name raises :class:`DuplicateName`."""
         tag = new_tag(tenant_id, kb_id, name, color=color, sort_order=sort_order, tag_id=tag_id)
         with self._db.transaction() as conn:
             taken = conn.execute(
@@ -36,6 +40,7 @@ class SqliteTagStore:
         return tag
 
     def tag(self, tenant_id: str, kb_id: str, tag_id: str) -> Tag | None:
+        """The knowledge base's tag ``tag_id``, or None when it is not this tenant's."""
         row = self._db.query_one(
             f"SELECT {_COLUMNS} FROM tags WHERE id = ? AND knowledge_base_id = ? AND tenant_id = ?",
             (tag_id, kb_id, tenant_id),
@@ -43,6 +48,7 @@ class SqliteTagStore:
         return _tag(row) if row else None
 
     def tags(self, tenant_id: str, kb_id: str) -> list[Tag]:
+        """The knowledge base's tags by ``sort_order``, then name."""
         rows = self._db.query(
             f"SELECT {_COLUMNS} FROM tags WHERE knowledge_base_id = ? AND tenant_id = ? ORDER BY sort_order, name",
             (kb_id, tenant_id),
@@ -59,6 +65,7 @@ class SqliteTagStore:
         color: str | None = None,
         sort_order: int | None = None,
     ) -> Tag | None:
+        """Rename, recolour or reorder a tag; the tag as stored after, or None when it is not this tenant's."""
         with self._db.transaction() as conn:
             tag = self.tag(tenant_id, kb_id, tag_id)
             if tag is None:
@@ -81,6 +88,7 @@ class SqliteTagStore:
         return tag.model_copy(update=changes)
 
     def delete_tag(self, tenant_id: str, kb_id: str, tag_id: str) -> bool:
+        """Remove a tag's registration (documents keep the string); False when it is not this tenant's."""
         return (
             self._db.execute(
                 "DELETE FROM tags WHERE id = ? AND knowledge_base_id = ? AND tenant_id = ?", (tag_id, kb_id, tenant_id)

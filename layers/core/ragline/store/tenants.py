@@ -10,7 +10,10 @@ __all__ = ["SqliteTenantStore", "Tenant", "generate_key", "hash_key"]
 
 
 class SqliteTenantStore:
+    """Tenants and their hashed API keys in ragline's SQLite database."""
+
     def __init__(self, db: Database) -> None:
+        """Tenants kept in ``db``."""
         self._db = db
 
     def create(self, name: str, api_key: str | None = None) -> tuple[Tenant, str]:
@@ -29,12 +32,14 @@ class SqliteTenantStore:
         return tenant, key
 
     def add_key(self, tenant_id: str, api_key: str) -> None:
+        """Give the tenant another API key (kept as its hash); adding a key it already has does nothing."""
         self._db.execute(
             "INSERT OR IGNORE INTO api_keys (key_hash, tenant_id, created_at) VALUES (?, ?, ?)",
             (hash_key(api_key), tenant_id, utc_now()),
         )
 
     def for_key(self, api_key: str) -> Tenant | None:
+        """The tenant an API key belongs to, or None for an unknown or empty key."""
         if not api_key:
             return None
         row = self._db.query_one(
@@ -45,10 +50,12 @@ class SqliteTenantStore:
         return Tenant(**dict(row)) if row else None
 
     def by_name(self, name: str) -> Tenant | None:
+        """The first tenant created under ``name``, or None (names are not unique)."""
         row = self._db.query_one("SELECT id, name, created_at FROM tenants WHERE name = ? ORDER BY created_at", (name,))
         return Tenant(**dict(row)) if row else None
 
     def list(self) -> list[Tenant]:
+        """Every tenant, oldest first."""
         return [
             Tenant(**dict(r)) for r in self._db.query("SELECT id, name, created_at FROM tenants ORDER BY created_at")
         ]

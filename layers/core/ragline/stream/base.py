@@ -50,14 +50,18 @@ class StreamManager(ABC):
         return await self.append_event(key, event)
 
     async def has_events(self, key: str) -> bool:
+        """Whether the log holds any event (a turn that was started writes ``agent_query`` first)."""
         return bool(await self.get_events(key, 0))
 
     async def unended_keys(self, limit: int = 1000) -> list[str] | None:
-        """Keys of logs whose last event is not terminal, where the log can list them cheaply; None where
-        it cannot (recovery then relies on the messages not yet completed)."""
+        """Keys of logs whose last event is not terminal, where the log can list them cheaply.
+
+        None where it cannot (recovery then relies on the messages not yet completed).
+        """
         return None
 
     async def last_event(self, key: str) -> StreamEvent | None:
+        """The log's last event, or None for an empty log; logs override this with a read of one item."""
         events = await self.get_events(key, 0)
         return events[-1] if events else None
 
@@ -71,11 +75,13 @@ class AppendNotifier:
     _MAX_TRACKED_KEYS = 10_000
 
     def __init__(self) -> None:
+        """A notifier with no waiters; it remembers the latest offset of the last 10,000 keys."""
         self._lock = threading.Lock()
         self._latest: OrderedDict[str, int] = OrderedDict()
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
 
     def notify(self, key: str, seq: int) -> None:
+        """Record that ``seq`` was appended to ``key`` and wake every reader waiting on it, in its own loop."""
         with self._lock:
             self._latest[key] = max(seq, self._latest.get(key, -1))
             self._latest.move_to_end(key)
@@ -89,6 +95,7 @@ class AppendNotifier:
                 loop.call_soon_threadsafe(_resolve, future)
 
     async def wait(self, key: str, after_seq: int, timeout: float) -> bool:
+        """Wait until ``key`` has an event after ``after_seq``; False after ``timeout`` seconds without one."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._lock:

@@ -32,6 +32,7 @@ class DynamoDBStreamManager(StreamManager):
     """
 
     def __init__(self, table: Any, ttl_seconds: int) -> None:
+        """A log on the state ``table``; each event expires ``ttl_seconds`` after it is written."""
         self._table = table
         self._ttl = ttl_seconds
         self._next_seq: dict[str, int] = {}
@@ -57,6 +58,7 @@ class DynamoDBStreamManager(StreamManager):
         return True
 
     def append_sync(self, key: str, event: StreamEvent) -> StreamEvent:
+        """Append at the next free offset, retrying past offsets another writer took; the event with its ``seq``."""
         seq = self._next_seq.get(key)
         if seq is None:
             seq = self._last_seq(key) + 1
@@ -66,12 +68,15 @@ class DynamoDBStreamManager(StreamManager):
         return event.model_copy(update={"seq": seq})
 
     async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
+        """Append (:meth:`append_sync` in a worker thread)."""
         return await asyncio.to_thread(self.append_sync, key, event)
 
     def append_if_open_sync(self, key: str, event: StreamEvent) -> StreamEvent | None:
-        """Write at the offset right after the last event unless that one is terminal. Two writers racing
-        for that offset cannot both win (conditional put): the loser reads the log again and, finding the
-        winner's terminal event, writes nothing."""
+        """Write at the offset right after the last event unless that one is terminal.
+
+        Two writers racing for that offset cannot both win (conditional put): the loser reads the log again and, finding
+        the winner's terminal event, writes nothing.
+        """
         while True:
             last = self.last_event_sync(key)
             if last is not None and last.is_terminal:
@@ -82,6 +87,7 @@ class DynamoDBStreamManager(StreamManager):
                 return event.model_copy(update={"seq": seq})
 
     async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
+        """Append unless the log already ended (:meth:`append_if_open_sync` in a worker thread)."""
         return await asyncio.to_thread(self.append_if_open_sync, key, event)
 
     # Reading --------------------------------------------------------------------------------------------
@@ -100,20 +106,25 @@ class DynamoDBStreamManager(StreamManager):
         return StreamEvent.model_validate_json(item["event"]).model_copy(update={"seq": int(item[SORT])})
 
     def events_sync(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
+        """Events with ``seq >= from_offset`` in order, read consistently across pages."""
         items = self._query(KeyConditionExpression=Key(PARTITION).eq(key) & Key(SORT).gte(max(0, from_offset)))
         return [self._event(item) for item in items]
 
     async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
+        """Events from ``from_offset`` (:meth:`events_sync` in a worker thread)."""
         return await asyncio.to_thread(self.events_sync, key, from_offset)
 
     def last_event_sync(self, key: str) -> StreamEvent | None:
+        """The log's last event (one item read backwards), or None for an empty log."""
         items = self._query(KeyConditionExpression=Key(PARTITION).eq(key), ScanIndexForward=False, Limit=1)
         return self._event(items[0]) if items else None
 
     async def last_event(self, key: str) -> StreamEvent | None:
+        """The log's last event (:meth:`last_event_sync` in a worker thread)."""
         return await asyncio.to_thread(self.last_event_sync, key)
 
     async def has_events(self, key: str) -> bool:
+        """Whether the log holds any event: one item read, not the whole log."""
         return await self.last_event(key) is not None
 
     def _last_seq(self, key: str) -> int:
@@ -131,6 +142,7 @@ class StageLog(StreamManager):
     """
 
     def __init__(self, log: DynamoDBStreamManager, start: int | Callable[[], Awaitable[int]]) -> None:
+        """The step's view of ``log`` from offset ``start``: an offset, or a function that claims one on first append."""
         self._log = log
         self._claim = start if callable(start) else None
         self._next = start if isinstance(start, int) else -1
@@ -138,6 +150,7 @@ class StageLog(StreamManager):
         self.skipped = 0
 
     async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
+        """Write the event at the step's next offset; an offset already taken is skipped and counted in ``skipped``."""
         if self._next < 0 and self._claim is not None:
             self._next = await self._claim()
         seq = self._next
@@ -155,9 +168,11 @@ class StageLog(StreamManager):
         return event.model_copy(update={"seq": seq})
 
     async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
-        """At the step's next offset, unless the log has already ended (a retry of the step that wrote the
-        terminal event, or a turn ended by a sweep): a terminal event is the step's last, so no offset
-        after it is needed."""
+        """Append at the step's next offset unless the log has already ended; None when it has.
+
+        The log has ended after a retry of the step that wrote the terminal event, or a turn ended by a sweep: a
+        terminal event is the step's last, so no offset after it is needed.
+        """
         last = await self._log.last_event(key)
         if last is not None and last.is_terminal:
             self.skipped += 1
@@ -165,7 +180,9 @@ class StageLog(StreamManager):
         return await self.append_event(key, event)
 
     async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
+        """Events of the whole log, as the underlying log reads them."""
         return await self._log.get_events(key, from_offset)
 
     async def last_event(self, key: str) -> StreamEvent | None:
+        """The whole log's last event, as the underlying log reads it."""
         return await self._log.last_event(key)

@@ -33,6 +33,7 @@ RESPONSE_TYPES: dict[BusEventType, ResponseType] = {
 
 
 def to_stream_event(event: BusEvent) -> StreamEvent:
+    """The log entry for a bus event: its type mapped to the client's ``ResponseType``."""
     return StreamEvent(
         id=event.id,
         type=RESPONSE_TYPES[event.type],
@@ -44,6 +45,8 @@ def to_stream_event(event: BusEvent) -> StreamEvent:
 
 
 class StreamHandler:
+    """Writes one turn's bus events to its log, coalescing answer and thinking chunks."""
+
     def __init__(
         self,
         manager: StreamManager,
@@ -53,6 +56,7 @@ class StreamHandler:
         batch_max_delay_ms: int = 100,
         batch_max_chars: int = 2048,
     ) -> None:
+        """A handler of the log ``key`` in ``manager``; chunks are batched per ``batch_max_delay_ms`` or ``batch_max_chars``."""
         self._manager = manager
         self._key = key
         self._cancel = cancel
@@ -69,9 +73,11 @@ class StreamHandler:
 
     @property
     def finished(self) -> bool:
+        """True once a terminal event was appended: nothing more is written."""
         return self._finished
 
     async def handle(self, bus_event: BusEvent) -> None:
+        """Subscriber of the bus: append ``bus_event`` to the log, or buffer it when it is a chunk to coalesce."""
         event = to_stream_event(bus_event)
         async with self._lock:
             # Once stopped, nothing more is written, terminal events included: ``stop`` (appended by whoever
@@ -89,6 +95,7 @@ class StreamHandler:
             await self._append(event)
 
     async def flush(self) -> None:
+        """Append the buffered chunks now (before a terminal event, or when the turn ends)."""
         async with self._lock:
             await self._flush()
 

@@ -52,9 +52,12 @@ class StreamPosition(StrEnum):
 
 
 async def stream_position(manager: StreamManager, key: str, start: int) -> StreamPosition:
-    """``ENDED`` for a reader already past the terminal event (``Last-Event-ID`` = its seq); ``BEYOND``
-    for an offset no event has reached and, the stream being finished, none ever will, or which skips
-    events not yet written; else ``READABLE``."""
+    """Where a reader's offset stands: ended, beyond the log, or readable.
+
+    ``ENDED`` for a reader already past the terminal event (``Last-Event-ID`` = its seq); ``BEYOND`` for an offset no
+    event has reached and, the stream being finished, none ever will, or which skips events not yet written; else
+    ``READABLE``.
+    """
     last = await manager.last_event(key)
     end = 0 if last is None else last.seq + 1  # the offset of the next event
     if start < end:
@@ -119,8 +122,10 @@ class AnswerSummary:
 
     @property
     def stop_reason(self) -> str:
-        """What the message records about how the turn ended: "" (complete or still running), ``stopped``,
-        ``error`` or ``interrupted``."""
+        """What the message records about how the turn ended.
+
+        "" (complete or still running), ``stopped``, ``error`` or ``interrupted``.
+        """
         if self.terminal == ResponseType.STOP:
             return "stopped"
         if self.terminal == ResponseType.ERROR:

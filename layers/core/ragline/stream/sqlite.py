@@ -15,12 +15,14 @@ class SqliteStreamManager(StreamManager):
     """``(stream_key, seq)`` is the primary key, so two writers can never take the same offset."""
 
     def __init__(self, db: Database) -> None:
+        """Logs in the ``stream_events`` table of ``db``, with in-process wake-ups for live readers."""
         self._db = db
         self._notifier = AppendNotifier()
         self._next_seq: dict[str, int] = {}
         self._seq_lock = threading.Lock()
 
     async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
+        """Insert at the next offset; when another process took it, continue after that process's last event."""
         with self._seq_lock:
             seq = self._next_seq.get(key)
             if seq is None:
@@ -43,6 +45,7 @@ class SqliteStreamManager(StreamManager):
         return stored
 
     async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
+        """Check for a terminal event and insert in one write transaction; None when the log has ended."""
         # One write transaction (BEGIN IMMEDIATE) for the check and the insert: no writer of this process
         # or another can append between them.
         with self._seq_lock, self._db.transaction() as conn:
@@ -62,6 +65,7 @@ class SqliteStreamManager(StreamManager):
         return stored
 
     async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
+        """Events with ``seq >= from_offset`` in order."""
         rows = self._db.query(
             "SELECT seq, event FROM stream_events WHERE stream_key = ? AND seq >= ? ORDER BY seq",
             (key, max(0, from_offset)),
@@ -69,6 +73,7 @@ class SqliteStreamManager(StreamManager):
         return [StreamEvent.model_validate_json(row["event"]).model_copy(update={"seq": row["seq"]}) for row in rows]
 
     async def last_event(self, key: str) -> StreamEvent | None:
+        """The log's last event, or None for an empty log."""
         row = self._db.query_one(
             "SELECT seq, event FROM stream_events WHERE stream_key = ? ORDER BY seq DESC LIMIT 1", (key,)
         )
@@ -77,9 +82,11 @@ class SqliteStreamManager(StreamManager):
         return StreamEvent.model_validate_json(row["event"]).model_copy(update={"seq": row["seq"]})
 
     async def has_events(self, key: str) -> bool:
+        """Whether the log holds any event (one row read)."""
         return self._db.query_one("SELECT 1 FROM stream_events WHERE stream_key = ? LIMIT 1", (key,)) is not None
 
     async def unended_keys(self, limit: int = 1000) -> list[str] | None:
+        """Keys of logs whose last event is not terminal, at most ``limit``: the turns recovery looks at."""
         terminal = ", ".join(f"'{t.value}'" for t in sorted(TERMINAL_TYPES))
         rows = self._db.query(
             "SELECT e.stream_key FROM stream_events AS e JOIN"
@@ -91,6 +98,7 @@ class SqliteStreamManager(StreamManager):
         return [str(row["stream_key"]) for row in rows]
 
     async def wait_for_append(self, key: str, after_seq: int, timeout: float) -> bool:
+        """Wait for an append to ``key`` after ``after_seq``; appends by other processes are not seen (readers poll too)."""
         return await self._notifier.wait(key, after_seq, timeout)
 
     def _max_seq(self, key: str) -> int:

@@ -28,8 +28,11 @@ _INGEST_NAMES = {"TableDocumentInput", "TableIngestor", "table_document_input"}
 
 
 def __getattr__(name: str) -> Any:
-    """The ingestor on first use: the ingestion service imports this package's parsing (to route table
-    files), and the ingestor imports the ingestion service."""
+    """The ingestor on first use.
+
+    The ingestion service imports this package's parsing (to route table files), and the ingestor imports the ingestion
+    service.
+    """
     if name in _INGEST_NAMES:
         from ragline.tables import ingest
 

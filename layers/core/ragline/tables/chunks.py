@@ -44,11 +44,13 @@ class TableChunk:
 
 
 def short(text: str, limit: int = MAX_CELL_CHARS) -> str:
+    """``text`` on one line, cut with "…" at ``limit`` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def format_number(value: float) -> str:
+    """A number as the chunks write it: up to ten significant digits, no trailing zeros."""
     return format(value, NUMBER_FORMAT)
 
 
@@ -57,6 +59,7 @@ def _markdown_row(cells: list[str]) -> str:
 
 
 def summary_text(table: TableData, filename: str = "") -> str:
+    """The table's summary chunk: title, sheet, row count, columns and a few example rows as Markdown."""
     source = f" (from {filename})" if filename else ""
     lines = [f"Table: {table.title}{source}"]
     if table.sheet:
@@ -80,6 +83,7 @@ def _column_label(table: TableData, index: int) -> str:
 
 
 def column_text(table: TableData, index: int) -> str:
+    """One column's chunk: its name, type, how many values and distinct values, and its statistics."""
     name, column_type = table.columns[index], table.types[index]
     values = [value for value in table.column_values(index) if value != ""]
     empty = table.row_count - len(values)

@@ -74,6 +74,7 @@ class TableIngestor:
     def __init__(
         self, knowledge: KnowledgeStore, engine: RetrieveEngine, models: ModelRegistry, tables: TableStore
     ) -> None:
+        """An ingestor writing records to ``knowledge``, chunks to ``engine`` (embedded with ``models``) and the CSV to ``tables``."""
         self._knowledge = knowledge
         self._engine = engine
         self._models = models
@@ -89,8 +90,11 @@ class TableIngestor:
         source: str = "",
         tags: Sequence[str] = (),
     ) -> list[IngestResult]:
-        """One result per table in the file, in sheet order; a table already in the knowledge base is
-        reported as a duplicate and stored once. ``title`` replaces the file's name in the tables' titles."""
+        """One result per table in the file, in sheet order.
+
+        A table already in the knowledge base is reported as a duplicate and stored once. ``title`` replaces the file's
+        name in the tables' titles.
+        """
         return [
             self._ingest_one(kb, item, source=source, tags=tags)
             for item in table_document_input(filename, raw, title=title)

@@ -93,14 +93,17 @@ class TableData:
     truncated: bool = False
 
     def __post_init__(self) -> None:
+        """Infer the column types from the values when none were given."""
         if not self.types:
             self.types = [infer_type(self.column_values(i)) for i in range(len(self.columns))]
 
     @property
     def row_count(self) -> int:
+        """How many data rows the table holds (the header not counted)."""
         return len(self.rows)
 
     def column_values(self, index: int) -> list[str]:
+        """Every row's value in column ``index``, as text."""
         return [row[index] for row in self.rows]
 
     def typed_rows(self) -> Iterator[tuple[CellValue, ...]]:
@@ -339,12 +342,16 @@ def parse_table_file(filename: str, raw: bytes) -> list[TableData]:
 
 
 def is_table_file(filename: str) -> bool:
+    """True for a file name with a table extension (CSV, TSV, Excel)."""
     return Path(filename).suffix.lower() in TABLE_SUFFIXES
 
 
 def load_stored_table(csv_bytes: bytes, *, name: str, title: str = "") -> TableData:
-    """The table back from its stored normalised CSV: comma-separated by construction, so not sniffed
-    (a one-column table of values with semicolons would otherwise be split on them)."""
+    """The table back from its stored normalised CSV.
+
+    Comma-separated by construction, so not sniffed (a one-column table of values with semicolons would otherwise be
+    split on them).
+    """
     table = parse_csv(csv_bytes, delimiter=DEFAULT_DELIMITER)
     table.name = name
     table.title = title or name

@@ -18,6 +18,7 @@ class S3TableStore:
     """``s3_client`` is a boto3 S3 client; the bucket is the one the stack gives the functions."""
 
     def __init__(self, s3_client: Any, bucket: str, prefix: str = DEFAULT_PREFIX) -> None:
+        """Tables kept in ``bucket`` under ``prefix``."""
         self._s3 = s3_client
         self._bucket = bucket
         self._prefix = prefix
@@ -26,11 +27,13 @@ class S3TableStore:
         return f"{self._prefix}{checked_id(document_id)}{CSV_SUFFIX}"
 
     def save(self, document_id: str, csv_bytes: bytes) -> None:
+        """Store the table's normalised CSV, replacing any kept before."""
         self._s3.put_object(
             Bucket=self._bucket, Key=self._key(document_id), Body=csv_bytes, ContentType=CSV_CONTENT_TYPE
         )
 
     def load(self, document_id: str) -> bytes:
+        """The stored CSV; :class:`TableNotFound` when there is none."""
         try:
             response = self._s3.get_object(Bucket=self._bucket, Key=self._key(document_id))
         except ClientError as error:
@@ -41,5 +44,6 @@ class S3TableStore:
         return body
 
     def delete(self, document_id: str) -> None:
+        """Forget the table; deleting one that is not there is not an error."""
         # DeleteObject succeeds for a missing key: nothing to special-case.
         self._s3.delete_object(Bucket=self._bucket, Key=self._key(document_id))

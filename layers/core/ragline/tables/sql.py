@@ -122,6 +122,7 @@ class UnsafeSQL(ValueError):
     """The query was refused; ``reason`` says which rule it broke."""
 
     def __init__(self, reason: str) -> None:
+        """A refusal for ``reason``."""
         super().__init__(reason)
         self.reason = reason
 
@@ -482,6 +483,7 @@ def sandbox_connection(memory_limit: str = DEFAULT_MEMORY_LIMIT) -> Iterator[duc
 
 
 def quote_identifier(name: str) -> str:
+    """``name`` as an SQL identifier in double quotes, quotes inside doubled."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -552,6 +554,7 @@ class QueryResult:
     elapsed_ms: int
 
     def to_markdown(self) -> str:
+        """The result as a Markdown table, with a note when there were no rows or more than shown."""
         if not self.columns:
             return "(no result)"
         lines = [
@@ -577,8 +580,11 @@ def execute_unchecked(
     max_rows: int = DEFAULT_MAX_ROWS,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> QueryResult:
-    """Run ``sql`` as given, with the time limit and the row cap. It does NOT validate: callers validate
-    first; tests call it directly to show the sandbox alone holds when validation is bypassed."""
+    """Run ``sql`` as given, with the time limit and the row cap.
+
+    It does NOT validate: callers validate first; tests call it directly to show the sandbox alone holds when validation
+    is bypassed.
+    """
     timed_out = threading.Event()
 
     def interrupt() -> None:

@@ -34,7 +34,9 @@ def checked_id(document_id: str) -> str:
 class TableStore(Protocol):
     """The normalised CSV of each table document."""
 
-    def save(self, document_id: str, csv_bytes: bytes) -> None: ...
+    def save(self, document_id: str, csv_bytes: bytes) -> None:
+        """Store the table's normalised CSV, replacing any kept before."""
+        ...
 
     def load(self, document_id: str) -> bytes:
         """The stored bytes; :class:`TableNotFound` when there are none."""
@@ -49,14 +51,17 @@ class InMemoryTableStore:
     """For tests and throwaway processes."""
 
     def __init__(self) -> None:
+        """No tables yet."""
         self._tables: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
     def save(self, document_id: str, csv_bytes: bytes) -> None:
+        """Store the table's CSV in memory."""
         with self._lock:
             self._tables[checked_id(document_id)] = bytes(csv_bytes)
 
     def load(self, document_id: str) -> bytes:
+        """The stored CSV; :class:`TableNotFound` when there is none."""
         with self._lock:
             try:
                 return self._tables[checked_id(document_id)]
@@ -64,6 +69,7 @@ class InMemoryTableStore:
                 raise TableNotFound(document_id) from None
 
     def delete(self, document_id: str) -> None:
+        """Forget the table, if there is one."""
         with self._lock:
             self._tables.pop(checked_id(document_id), None)
 
@@ -72,6 +78,7 @@ class FileTableStore:
     """One ``<document_id>.csv`` per table under ``root`` (the embedded runtime: ``<data_dir>/tables``)."""
 
     def __init__(self, root: Path) -> None:
+        """Tables kept as files under ``root``."""
         self._root = Path(root)
 
     def _path(self, document_id: str) -> Path:
@@ -91,10 +98,12 @@ class FileTableStore:
             raise
 
     def load(self, document_id: str) -> bytes:
+        """The stored CSV; :class:`TableNotFound` when there is none."""
         try:
             return self._path(document_id).read_bytes()
         except FileNotFoundError:
             raise TableNotFound(document_id) from None
 
     def delete(self, document_id: str) -> None:
+        """Forget the table's file, if there is one."""
         self._path(document_id).unlink(missing_ok=True)

@@ -25,11 +25,15 @@ if TYPE_CHECKING:
 
 
 class FallbackStrategy(StrEnum):
+    """What generation answers with when nothing relevant was found: a fixed text or the model's own reply."""
+
     FIXED = "fixed"
     MODEL = "model"
 
 
 class SearchTargetType(StrEnum):
+    """What a search target names: a whole knowledge base or some of its documents."""
+
     KNOWLEDGE_BASE = "knowledge_base"
     KNOWLEDGE = "knowledge"
 
@@ -46,6 +50,7 @@ class SearchTarget(BaseModel):
 
     @property
     def is_constrained(self) -> bool:
+        """True when the target searches only some documents (by id or tag), not the whole knowledge base."""
         return bool(self.knowledge_ids or self.tag_ids)
 
 
@@ -143,6 +148,7 @@ class PipelineRequest(BaseModel):
 
     @property
     def has_knowledge(self) -> bool:
+        """True when the request names anything to search: knowledge bases, documents or targets."""
         return bool(self.knowledge_base_ids or self.knowledge_ids or self.search_targets)
 
 
@@ -195,6 +201,7 @@ class PipelineContext:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def cancelled(self) -> bool:
+        """True once the turn was stopped; False without a cancel token (a step run on its own)."""
         return self.cancel is not None and self.cancel.cancelled
 
 
@@ -216,6 +223,7 @@ class ChatManage:
         state: PipelineState | None = None,
         context: PipelineContext | None = None,
     ) -> None:
+        """A turn's state from its ``request``; ``state`` and ``context`` start empty unless given (a resumed step)."""
         self.request = request
         self.state = state if state is not None else PipelineState()
         self.context = context if context is not None else PipelineContext()
@@ -232,12 +240,15 @@ class ChatManage:
 
     @property
     def search_query(self) -> str:
+        """The query search runs: the rewritten one when query understanding wrote it, else the user's."""
         return self.state.rewrite_query or self.request.query
 
     def needs_kb_retrieval(self) -> bool:
+        """True when the intent needs knowledge-base search."""
         return needs_kb_retrieval(self.state.intent)
 
     def needs_retrieval(self) -> bool:
+        """True when the intent needs any retrieval, knowledge base or web (when enabled)."""
         return needs_retrieval(self.state.intent, self.request.web_search_enabled)
 
     def final_results(self) -> list[SearchResult]:
@@ -245,9 +256,11 @@ class ChatManage:
         return self.state.merge_result or self.state.rerank_result or self.state.search_result
 
     def dump_json(self) -> str:
+        """The request and state as JSON, for a serverless step to hand to the next (the context is rebuilt)."""
         return StoredChatManage(request=self.request, state=self.state).model_dump_json()
 
     @classmethod
     def load_json(cls, raw: str | bytes, context: PipelineContext | None = None) -> ChatManage:
+        """A turn restored from :meth:`dump_json`, with a fresh ``context`` unless given."""
         stored = StoredChatManage.model_validate_json(raw)
         return cls(stored.request, stored.state, context)

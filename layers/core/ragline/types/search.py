@@ -24,6 +24,8 @@ class MatchType(StrEnum):
 
 
 class ChunkType(StrEnum):
+    """What a chunk holds (the seed's chunk types); only some are searchable on their own."""
+
     TEXT = "text"
     PARENT_TEXT = "parent_text"
     FAQ = "faq"
@@ -72,6 +74,7 @@ class SearchResult(BaseModel):
 
     @property
     def is_web(self) -> bool:
+        """True for a web search hit (by its source or its match type), not a knowledge-base chunk."""
         return self.knowledge_source == "web_search" or self.match_type == MatchType.WEB_SEARCH
 
 
@@ -84,4 +87,5 @@ def deterministic_key(result: SearchResult) -> tuple[float, str, str, int, str]:
 
 
 def sort_deterministically(results: list[SearchResult]) -> list[SearchResult]:
+    """``results`` sorted by score, then by a stable key, so equal scores rank the same in every run."""
     return sorted(results, key=deterministic_key)

@@ -34,6 +34,7 @@ COALESCABLE_TYPES = frozenset({ResponseType.ANSWER, ResponseType.THINKING, Respo
 
 
 def now_ms() -> int:
+    """The current time in milliseconds since the epoch (the unit of stream events' timestamps)."""
     return int(time.time() * 1000)
 
 
@@ -51,6 +52,7 @@ class StreamEvent(BaseModel):
 
     @property
     def is_terminal(self) -> bool:
+        """True for an event that ends the log (``complete``, ``error``, ``stop``)."""
         return self.type in TERMINAL_TYPES
 
 
@@ -70,6 +72,7 @@ class StreamResponse(BaseModel):
     def from_event(
         cls, event: StreamEvent, *, request_id: str, session_id: str, assistant_message_id: str
     ) -> StreamResponse:
+        """The SSE frame for a stored log event, with the ids the client correlates it by."""
         return cls(
             id=request_id,
             response_type=event.type,
@@ -82,4 +85,5 @@ class StreamResponse(BaseModel):
         )
 
     def to_json(self) -> str:
+        """The frame as JSON, unset fields left out."""
         return self.model_dump_json(exclude_none=True)

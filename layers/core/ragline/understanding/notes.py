@@ -12,14 +12,18 @@ class UserMessageNotes(Protocol):
     (the seed keeps it as the first image's caption). Called off the request path; may raise.
     """
 
-    def set_image_description(self, session_id: str, message_id: str, text: str) -> None: ...
+    def set_image_description(self, session_id: str, message_id: str, text: str) -> None:
+        """Store the description of the images of a user's message."""
+        ...
 
 
 class InMemoryUserMessageNotes:
     """Keeps notes in a dict: for tests and for runtimes without a message store."""
 
     def __init__(self) -> None:
+        """No notes yet."""
         self.image_descriptions: dict[tuple[str, str], str] = {}
 
     def set_image_description(self, session_id: str, message_id: str, text: str) -> None:
+        """Keep the image description in :attr:`image_descriptions`."""
         self.image_descriptions[(session_id, message_id)] = text

@@ -141,9 +141,9 @@ def merge_description_and_ocr(description: str, ocr: str) -> str:
 
 
 def decode_json_string(raw: str, complete: bool = True) -> str:
-    """The text of a JSON string body (without its quotes), leniently.
+    r"""The text of a JSON string body (without its quotes), leniently.
 
-    A value cut by the output limit can end inside an escape (``\\u00``) or between the two halves of a
+    A value cut by the output limit can end inside an escape (``\u00``) or between the two halves of a
     surrogate pair; such tails are dropped instead of failing the whole value.
     """
     try:

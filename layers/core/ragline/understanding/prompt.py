@@ -1,5 +1,7 @@
-"""The query-understanding prompt (rewrite.yaml) and the system prompt of intents that do not search
-(intent_prompts.yaml)."""
+"""The query-understanding prompt and the system prompt of intents that do not search.
+
+The query-understanding prompt (rewrite.yaml) and the system prompt of intents that do not search (intent_prompts.yaml).
+"""
 
 from __future__ import annotations
 

@@ -92,6 +92,7 @@ class FetchError(Exception):
     """A refused or failed fetch. ``reason`` is stable; the message says what exactly."""
 
     def __init__(self, reason: FetchFailure, message: str) -> None:
+        """A failure of kind ``reason``, described by ``message``."""
         super().__init__(f"{reason.value}: {message}")
         self.reason = reason
 
@@ -119,8 +120,10 @@ Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 
 
 async def system_resolver(host: str, port: int) -> list[IPAddress]:
-    """Addresses of ``host`` from the system resolver, in its order, without duplicates. ``getaddrinfo``
-    blocks, so it runs in a worker thread."""
+    """Addresses of ``host`` from the system resolver, in its order, without duplicates.
+
+    ``getaddrinfo`` blocks, so it runs in a worker thread.
+    """
     infos = await asyncio.to_thread(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
     addresses: list[IPAddress] = []
     for _family, _type, _proto, _canon, sockaddr in infos:
@@ -217,8 +220,10 @@ def media_type_of(content_type: str) -> tuple[str, str | None]:
 
 
 async def read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
-    """At most ``max_bytes`` of the (decoded) body, and whether more was on its way. Stops reading there: the
-    caller closes the response, which closes the connection instead of draining it."""
+    """At most ``max_bytes`` of the (decoded) body, and whether more was on its way.
+
+    Stops reading there: the caller closes the response, which closes the connection instead of draining it.
+    """
     body = bytearray()
     async for chunk in response.aiter_bytes():
         if len(body) + len(chunk) > max_bytes:
@@ -240,8 +245,11 @@ def decode_body(body: bytes, charset: str | None) -> str:
 
 
 def readable_text(body: bytes, media_type: str, charset: str | None) -> str:
-    """The page's main text: trafilatura for HTML (headers, menus and footers dropped; its plain-text
-    fallback when it finds no main content), the body itself for plain text."""
+    """The page's main text.
+
+    trafilatura for HTML (headers, menus and footers dropped; its plain-text fallback when it finds no main content),
+    the body itself for plain text.
+    """
     if media_type not in HTML_CONTENT_TYPES:
         return decode_body(body, charset).strip()
     if importlib.util.find_spec("trafilatura") is None:
@@ -384,8 +392,11 @@ class _Hop:
 
 
 async def _get(target: VettedTarget, limits: _Limits, content_types: frozenset[str] = ALLOWED_CONTENT_TYPES) -> _Hop:
-    """One GET to the pinned address. A fresh client per hop: a pooled connection would carry a request for
-    the next host over a TLS session that was verified for the previous one."""
+    """One GET to the pinned address.
+
+    A fresh client per hop: a pooled connection would carry a request for the next host over a TLS session that was
+    verified for the previous one.
+    """
     async with httpx.AsyncClient(
         timeout=limits.timeout, follow_redirects=False, trust_env=False, verify=limits.trust
     ) as client:
@@ -461,9 +472,12 @@ class FetchedDocument:
 async def fetch_document(
     url: str, config: WebFetchConfig, *, max_bytes: int, resolver: Resolver = system_resolver
 ) -> FetchedDocument:
-    """The body at ``url`` under the same SSRF policy as WEB_FETCH (every hop vetted, the address pinned,
-    redirects followed by hand), whole or not at all: a body over ``max_bytes`` is
-    :attr:`FetchFailure.TOO_LARGE`. Raises :class:`FetchError`."""
+    """The body at ``url`` under WEB_FETCH's SSRF policy, whole or not at all.
+
+    The body at ``url`` under the same SSRF policy as WEB_FETCH (every hop vetted, the address pinned, redirects
+    followed by hand), whole or not at all: a body over ``max_bytes`` is :attr:`FetchFailure.TOO_LARGE`. Raises
+    :class:`FetchError`.
+    """
     policy = FetchPolicy.build(config.allow_private, config.allowed_endpoints)
     timeout_s = max(config.timeout_s, DOCUMENT_TIMEOUT_S)
     trust = ssl.create_default_context(cafile=config.ca_bundle) if config.ca_bundle else True
@@ -524,18 +538,22 @@ class WebFetchConfig(BaseModel):
 class PageFetcher(Protocol):
     """The port WEB_FETCH calls: a URL in, readable text out, :class:`FetchError` on any failure."""
 
-    async def fetch(self, url: str) -> FetchedPage: ...
+    async def fetch(self, url: str) -> FetchedPage:
+        """The page at ``url``; :class:`FetchError` when it cannot be fetched."""
+        ...
 
 
 class SafePageFetcher:
     """:func:`safe_fetch` with one configuration."""
 
     def __init__(self, config: WebFetchConfig | None = None, resolver: Resolver = system_resolver) -> None:
+        """A fetcher with ``config``'s limits and SSRF policy, resolving names with ``resolver``."""
         self._config = config if config is not None else WebFetchConfig()
         self._resolver = resolver
         self._trust = ssl.create_default_context(cafile=self._config.ca_bundle) if self._config.ca_bundle else None
 
     async def fetch(self, url: str) -> FetchedPage:
+        """The page at ``url``, fetched under the configured limits and SSRF policy."""
         config = self._config
         return await safe_fetch(
             url,

@@ -75,13 +75,17 @@ _SPACE = re.compile(r"\s+")
 
 
 class WebSearchError(Exception):
-    """A provider could not answer: unreachable, timed out, rejected the key, rate-limited, or sent
-    something that is not its documented format. The web branch logs it and carries on (the seed swallows
-    web errors: a failed web search must not cost the user the knowledge-base answer)."""
+    """A provider could not answer.
+
+    Unreachable, timed out, rejected the key, rate-limited, or sent something that is not its documented format. The web
+    branch logs it and carries on (the seed swallows web errors: a failed web search must not cost the user the
+    knowledge-base answer).
+    """
 
     error_type = "web_search_failed"
 
     def __init__(self, provider: str, message: str, status_code: int | None = None) -> None:
+        """``provider``'s failure, with the HTTP status when there was one."""
         super().__init__(f"{provider}: {message}")
         self.provider = provider
         self.status_code = status_code
@@ -95,8 +99,11 @@ class UnknownWebSearchProvider(WebSearchError):
 
 @dataclass(frozen=True)
 class WebHit:
-    """One provider hit, before conversion. ``score`` is the provider's own relevance in [0, 1] when it
-    gives one (Tavily); None otherwise, and the rank decides."""
+    """One provider hit, before conversion.
+
+    ``score`` is the provider's own relevance in [0, 1] when it gives one (Tavily); None otherwise, and the rank
+    decides.
+    """
 
     url: str
     title: str
@@ -108,7 +115,9 @@ class WebHit:
 class WebSearchProvider(Protocol):
     """The port: a query in, at most ``max_results`` hits out, best first. Raises :class:`WebSearchError`."""
 
-    async def search(self, query: str, max_results: int) -> list[WebHit]: ...
+    async def search(self, query: str, max_results: int) -> list[WebHit]:
+        """At most ``max_results`` hits for ``query``; :class:`WebSearchError` when the provider fails."""
+        ...
 
 
 class HttpProviderSettings(BaseModel):
@@ -119,8 +128,11 @@ class HttpProviderSettings(BaseModel):
 
 
 class _HttpProvider:
-    """One ``httpx.AsyncClient`` per call: providers are called a few times per turn, and a client bound to
-    no event loop survives the serverless runtime running each stage in a fresh loop."""
+    """One ``httpx.AsyncClient`` per call.
+
+    Providers are called a few times per turn, and a client bound to no event loop survives the serverless runtime
+    running each stage in a fresh loop.
+    """
 
     name = "web"
 
@@ -175,16 +187,20 @@ class _HttpProvider:
 
 
 def plain_text(text: object) -> str:
-    """Snippet text as the model should read it: markup (Brave's ``<strong>``) dropped, entities decoded,
-    whitespace collapsed."""
+    """Snippet text as the model should read it.
+
+    Markup (Brave's ``<strong>``) dropped, entities decoded, whitespace collapsed.
+    """
     if not isinstance(text, str):
         return ""
     return _SPACE.sub(" ", html.unescape(_TAG.sub("", text))).strip()
 
 
 def is_web_url(url: str) -> bool:
-    """Only http(s) pages with a host become results: a provider hit like ``javascript:`` or ``file:`` is
-    never passed on to be cited or fetched."""
+    """Only http(s) pages with a host become results.
+
+    A provider hit like ``javascript:`` or ``file:`` is never passed on to be cited or fetched.
+    """
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -222,11 +238,13 @@ class SearxngProvider(_HttpProvider):
     """A SearXNG instance's JSON API (the instance must list ``json`` under ``search.formats``).
 
     SearXNG's own ``score`` sums engine weights over positions and is not on [0, 1], so it is not used as a
-    relevance score (it would saturate the composite); hits are scored by rank like Brave's."""
+    relevance score (it would saturate the composite); hits are scored by rank like Brave's.
+    """
 
     name = "searxng"
 
     async def search(self, query: str, max_results: int) -> list[WebHit]:
+        """Hits from SearXNG's JSON API (one page, cut to ``max_results``)."""
         params = {"q": query, "format": "json", "pageno": "1"}
         body = await self._send(lambda client: client.get(f"{self.base_url}{SEARXNG_SEARCH_PATH}", params=params))
         if not isinstance(body, dict) or not isinstance(body.get("results"), list):
@@ -260,6 +278,7 @@ class TavilyProvider(_KeyedProvider):
     default_base_url = TAVILY_BASE_URL
 
     async def search(self, query: str, max_results: int) -> list[WebHit]:
+        """Hits from Tavily's search API."""
         payload = {
             "query": query,
             "max_results": _limit(max_results),
@@ -294,6 +313,7 @@ class BraveProvider(_KeyedProvider):
     default_base_url = BRAVE_BASE_URL
 
     async def search(self, query: str, max_results: int) -> list[WebHit]:
+        """Hits from Brave's web search API (none when Brave omits ``web``)."""
         params = {"q": query, "count": str(_limit(max_results))}
         headers = {"Accept": "application/json", "X-Subscription-Token": self._api_key}
         body = await self._send(
@@ -322,11 +342,14 @@ class BraveProvider(_KeyedProvider):
 
 
 class WebSearchRegistry(LazyRegistry[WebSearchProvider]):
-    """Provider id → factory, built on first use. The default answers requests whose agent and tenant name
-    no provider; with no default and no named provider the web branch has nothing to run. ``get`` raises
-    :class:`UnknownWebSearchProvider` when no factory has that id."""
+    """Provider id → factory, built on first use.
+
+    The default answers requests whose agent and tenant name no provider; with no default and no named provider the web
+    branch has nothing to run. ``get`` raises :class:`UnknownWebSearchProvider` when no factory has that id.
+    """
 
     def __init__(self) -> None:
+        """An empty registry; an unknown provider id raises :class:`UnknownWebSearchProvider`."""
         super().__init__(
             lambda provider_id: UnknownWebSearchProvider(provider_id or "-", "no such web search provider")
         )
@@ -403,7 +426,7 @@ def register_configured_providers(registry: WebSearchRegistry, config: WebSearch
 
 
 def rank_score(rank: int) -> float:
-    """Score of the hit at 0-based ``rank`` when the provider gives none: 1/(1 + rank), so 1.0, 0.5, 0.33, …
+    """Score of the hit at 0-based ``rank`` when the provider gives none: 1/(1 + rank), so 1.0, 0.5, 0.33, and so on.
 
     The first hit sits at the top of the retrieval scale like hybrid search's best hit (normalised to 1), and
     the steep decay keeps the tail of a web page list below well-matched knowledge-base chunks.
@@ -412,8 +435,10 @@ def rank_score(rank: int) -> float:
 
 
 def result_id(url: str) -> str:
-    """The URL without its fragment: two hits on sections of one page are one page (as the citation
-    registry's ``wN`` aliasing treats them)."""
+    """The URL without its fragment.
+
+    Two hits on sections of one page are one page (as the citation registry's ``wN`` aliasing treats them).
+    """
     return urldefrag(url).url
 
 

@@ -51,8 +51,11 @@ def web_count(results: Iterable[SearchResult]) -> int:
 
 
 class WebSearchService:
-    """Resolves the turn's provider and converts its hits. ``choose`` tells the agent/session-level and
-    tenant-level provider ids of a turn; the wiring supplies it from wherever those settings live."""
+    """Resolves the turn's provider and converts its hits.
+
+    ``choose`` tells the agent/session-level and tenant-level provider ids of a turn; the wiring supplies it from
+    wherever those settings live.
+    """
 
     def __init__(
         self,
@@ -61,6 +64,7 @@ class WebSearchService:
         max_results: int = DEFAULT_MAX_RESULTS,
         choose: ProviderChoice = no_choice,
     ) -> None:
+        """A service choosing providers from ``registry`` with ``choose``; at most ``max_results`` hits a turn."""
         self._registry = registry
         self._max_results = max_results
         self._choose = choose
@@ -73,8 +77,10 @@ class WebSearchService:
         return bool(choose_provider_id(agent_id, tenant_id, self._registry.default_id))
 
     async def search(self, cm: ChatManage) -> list[SearchResult]:
-        """The turn's web results (empty when no provider is configured); raises
-        :class:`ragline.web.search.WebSearchError` when the provider fails or is unknown."""
+        """The turn's web results (empty when no provider is configured).
+
+        Raises :class:`ragline.web.search.WebSearchError` when the provider fails or is unknown.
+        """
         agent_id, tenant_id = self._choose(cm)
         resolved = self._registry.resolve(agent_provider_id=agent_id, tenant_provider_id=tenant_id)
         if resolved is None:

@@ -110,15 +110,17 @@ def parse_ip_literal(host: str) -> IPAddress | None:
 
 
 def is_non_canonical_numeric(host: str) -> bool:
-    """``host`` is a number-only spelling other than a dotted quad or IPv6 literal (``2130706433``,
-    ``0x7f000001``, ``0177.0.0.1``, ``127.1``). Refused under every policy: it is ambiguous, not private."""
+    """Whether ``host`` is a number-only spelling other than a dotted quad or IPv6 literal.
+
+    ``host`` is a number-only spelling other than a dotted quad or IPv6 literal (``2130706433``, ``0x7f000001``,
+    ``0177.0.0.1``, ``127.1``). Refused under every policy: it is ambiguous, not private.
+    """
     name = normalize_host(host)
     return bool(NUMERIC_HOST.fullmatch(name)) and parse_ip_literal(name) is None
 
 
 def hostname_block_reason(host: str) -> str | None:
-    """A refusal the name alone decides (before DNS), which a policy exemption lifts; None lets resolution
-    decide."""
+    """A refusal the name alone decides (before DNS), which a policy exemption lifts; None lets resolution decide."""
     name = normalize_host(host)
     if not name:
         return "empty host"
@@ -142,7 +144,9 @@ class FetchPolicy:
 
     @classmethod
     def build(cls, allow_private: bool = False, allowed_endpoints: Iterable[tuple[str, int]] = ()) -> FetchPolicy:
+        """A policy from configuration: host names normalised, ports as integers."""
         return cls(allow_private, frozenset((normalize_host(host), int(port)) for host, port in allowed_endpoints))
 
     def exempts(self, host: str, port: int) -> bool:
+        """True when ``(host, port)`` may be reached even though its address is private."""
         return self.allow_private or (normalize_host(host), port) in self.allowed_endpoints

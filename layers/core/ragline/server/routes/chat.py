@@ -58,6 +58,8 @@ STREAM_REPLIES: dict[int | str, dict[str, Any]] = {
 
 
 class StopBody(BaseModel):
+    """Which answer to stop: the assistant message's id."""
+
     model_config = ConfigDict(extra="forbid")
     message_id: str = Field(min_length=1)
 
@@ -131,6 +133,7 @@ async def ask(
     stream_base_url: StreamBaseDep,
     x_user_id: UserIdHeader = "",
 ) -> Envelope[AcceptedQuestion]:
+    """Ask a question in the session: the turn starts, and the reply says where to follow its answer."""
     session = session_of(container, tenant, session_id)
     turn = await _accept(container, launcher, session, body, x_user_id)
     ids = turn.ids()
@@ -164,8 +167,11 @@ async def agent_chat(
     launcher: LauncherDep,
     x_user_id: UserIdHeader = "",
 ) -> EventSourceResponse:
-    """WeKnora's agent chat. Agent mode is not implemented: the question runs the knowledge-chat pipeline,
-    and the first event (``agent_query``) says so: ``data.agent_mode`` is ``"off"``."""
+    """WeKnora's agent chat.
+
+    Agent mode is not implemented: the question runs the knowledge-chat pipeline, and the first event (``agent_query``)
+    says so: ``data.agent_mode`` is ``"off"``.
+    """
     session = session_of(container, tenant, session_id)
     turn = await _accept(container, launcher, session, body, x_user_id, agent_requested=True)
     return _answer_stream(container, session.id, turn.assistant_message.id, turn.request.request_id, 0)
@@ -197,8 +203,11 @@ async def _stream_message(
     last_event_id: str | None,
     offset: int | None,
 ) -> Response:
-    """The answer's events from the reader's position: a replay and the live rest, 204 for a reader
-    already past the terminal event, 416 for an offset the answer never reached."""
+    """The answer's events from the reader's position.
+
+    A replay and the live rest, 204 for a reader already past the terminal event, 416 for an offset the answer never
+    reached.
+    """
     session = session_of(container, tenant, session_id)
     message = container.sessions.message(tenant.id, session.id, message_id)
     if message is None or message.role != "assistant":
@@ -232,6 +241,7 @@ async def message_events(
     offset: EventOffset = None,
     last_event_id: LastEventId = None,
 ) -> Response:
+    """The answer's events as SSE from ``offset`` (or ``Last-Event-ID``), replayed then live."""
     return await _stream_message(container, tenant, session_id, message_id, last_event_id, offset)
 
 
@@ -246,6 +256,7 @@ async def continue_stream(
     offset: EventOffset = None,
     last_event_id: LastEventId = None,
 ) -> Response:
+    """WeKnora's continue-stream: the answer of ``message_id`` as SSE, from where the reader is."""
     return await _stream_message(container, tenant, session_id, message_id, last_event_id, offset)
 
 
@@ -253,6 +264,7 @@ async def continue_stream(
 async def stop(
     session_id: str, body: StopBody, tenant: TenantDep, container: ContainerDep, launcher: LauncherDep
 ) -> StopReply:
+    """Stop the answer of ``message_id``; the reply says whether it was running, already ended, or stopped now."""
     session = session_of(container, tenant, session_id)
     try:
         status = await container.turns.stop(launcher, tenant.id, session.id, body.message_id)

@@ -23,6 +23,7 @@ MAX_PAGE_SIZE = 1000
 
 
 def document_of(container: Container, tenant: Tenant, knowledge_id: str, field: str = "knowledge_id") -> Document:
+    """The tenant's document ``knowledge_id``; a 404 naming ``field`` otherwise."""
     document = container.knowledge.document(tenant.id, knowledge_id)
     if document is None:
         raise not_found("document", field)
@@ -31,6 +32,7 @@ def document_of(container: Container, tenant: Tenant, knowledge_id: str, field: 
 
 @router.get("/chunks/by-id/{chunk_id}")
 async def get_chunk(chunk_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[ChunkView]:
+    """One chunk by id."""
     chunks = container.knowledge.chunks(tenant.id, [chunk_id])
     if not chunks:
         raise not_found("chunk", "chunk_id")
@@ -76,8 +78,11 @@ def _chunk_of(container: Container, tenant: Tenant, knowledge_id: str, chunk_id:
 
 
 class ChunkUpdateBody(BaseModel):
-    """WeKnora's update: the text and the enabled flag are honoured (absent: unchanged); its Go client
-    also sends the position, the image information and an embedding, which ragline computes itself."""
+    """WeKnora's update.
+
+    The text and the enabled flag are honoured (absent: unchanged); its Go client also sends the position, the image
+    information and an embedding, which ragline computes itself.
+    """
 
     model_config = ConfigDict(extra="forbid")
     content: str | None = Field(default=None, max_length=200_000)
@@ -109,6 +114,7 @@ async def update_chunk(
 
 @router.delete("/chunks/{knowledge_id}/{chunk_id}")
 async def delete_chunk(knowledge_id: str, chunk_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    """Delete a chunk of a document; its neighbours are relinked and the index forgets it."""
     _chunk_of(container, tenant, knowledge_id, chunk_id)
     if not await asyncio.to_thread(container.removal.delete_chunk, tenant.id, chunk_id):
         raise not_found("chunk", "id")

@@ -1,5 +1,7 @@
 """Documents of a knowledge base, ragline's routes: upload a file or text, import FAQ entries, list.
-WeKnora's routes for the same documents (its "knowledge") are in ``knowledge.py``."""
+
+WeKnora's routes for the same documents (its "knowledge") are in ``knowledge.py``.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}", tags=["knowledge"])
 
 
 class DocumentBody(BaseModel):
+    """ragline's text document body: a title and Markdown or plain text."""
+
     model_config = ConfigDict(extra="forbid")
     title: PlainName = Field(default="", max_length=500)
     content: str = Field(min_length=1)
@@ -41,6 +45,8 @@ class DocumentBody(BaseModel):
 
 
 class FAQBody(BaseModel):
+    """ragline's FAQ import body: the entries, the document's title and tags."""
+
     model_config = ConfigDict(extra="forbid")
     entries: list[dict[str, Any]] = Field(min_length=1)
     title: PlainName = Field(default="FAQ", max_length=500)
@@ -72,6 +78,7 @@ def _document_reply(result: IngestResult, response: Response) -> Envelope[Knowle
 
 
 def knowledge_view(result: IngestResult) -> KnowledgeView:
+    """The view of an ingested document, with its chunk count and whether it was a duplicate."""
     document = result.document.model_copy(update={"chunk_count": result.chunk_count})
     return KnowledgeView.of(document, duplicate=result.duplicate)
 
@@ -91,8 +98,10 @@ async def _accept(
     work: Callable[[threading.Event], IngestResult],
     wait: bool,
 ) -> IngestResult:
-    """The accept step off the event loop (cancelled if the client goes away), then the vectors handed to
-    the background indexer — or waited for, with ``wait``. Errors become the API's replies."""
+    """The accept step off the event loop (cancelled if the client goes away).
+
+    The vectors are then handed to the background indexer — or waited for, with ``wait``. Errors become the API's replies.
+    """
     try:
         if request is not None:
             result = await accept_off_loop(request, work)
@@ -127,8 +136,10 @@ async def ingest_upload(
     wait: bool = False,
     source: str = "",
 ) -> IngestResult:
-    """An uploaded file, extracted and chunked off the event loop: keyword-searchable when this returns,
-    its vectors computed in the background (``status`` pending → indexed | failed) unless ``wait``.
+    """An uploaded file, extracted and chunked off the event loop.
+
+    Keyword-searchable when this returns, its vectors computed in the background (``status`` pending → indexed | failed)
+    unless ``wait``.
 
     The file is stored under its safe base name (no directories, controls or bidi characters); a title or
     tag with NUL, control or bidi characters is refused (422, naming the field).
@@ -177,8 +188,11 @@ async def upload_document(
     container: ContainerDep,
     wait: Annotated[bool, Query(description="Reply once the vectors are computed too (201)")] = False,
 ) -> Envelope[KnowledgeView]:
-    """A file (multipart ``file``) or text (JSON ``{"title", "content"}``), keyword-searchable once the reply
-    is sent; its vectors follow in the background (``status`` pending → indexed | failed), unless ``wait``."""
+    """A file (multipart ``file``) or text (JSON ``{"title", "content"}``).
+
+    Keyword-searchable once the reply is sent; its vectors follow in the background (``status`` pending → indexed |
+    failed), unless ``wait``.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         form = await request.form(max_files=1)
@@ -212,8 +226,7 @@ async def upload_document(
 async def get_document(
     kb_id: str, document_id: str, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:
-    """One document with its status, failure reason, progress (``embedded_count`` of ``chunk_count``),
-    size and pages."""
+    """One document with its status, failure reason, progress (``embedded_count`` of ``chunk_count``), size and pages."""
     kb = knowledge_base_of(container, tenant, kb_id)
     document = container.knowledge.document(tenant.id, document_id)
     if document is None or document.knowledge_base_id != kb.id:
@@ -264,6 +277,7 @@ async def list_documents(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Envelope[list[KnowledgeView]]:
+    """A knowledge base's documents, oldest first, one page at a time."""
     kb = knowledge_base_of(container, tenant, kb_id)
     documents = container.knowledge.documents(tenant.id, kb.id, limit=limit, offset=offset)
     return Envelope(data=[KnowledgeView.of(d) for d in documents])

@@ -43,6 +43,8 @@ _TASK = re.compile(r"^faq-(append|replace)-(run|dry)-(\d+)-(\d+)-[0-9a-f]{8}$")
 
 
 class FAQEntryView(BaseModel):
+    """An FAQ entry as WeKnora shows it: its number, questions, answers, tag and flags."""
+
     id: int
     chunk_id: str
     knowledge_id: str
@@ -66,6 +68,7 @@ class FAQEntryView(BaseModel):
 
     @classmethod
     def of(cls, stored: StoredEntry, tags: TagIndex) -> FAQEntryView:
+        """The view of ``stored``, its tag resolved through ``tags``."""
         entry = stored.entry
         tag = tags.find(entry.tag_id) if entry.tag_id else None
         return cls(
@@ -88,6 +91,8 @@ class FAQEntryView(BaseModel):
 
 
 class FAQPage(BaseModel):
+    """A page of FAQ entries, with the total."""
+
     total: int
     page: int
     page_size: int
@@ -95,6 +100,7 @@ class FAQPage(BaseModel):
 
 
 def entry_number(stored: StoredEntry) -> int:
+    """An entry's number: the stable number of its chunk id (WeKnora names entries by integers)."""
     return stable_number(stored.chunk.id)
 
 
@@ -183,8 +189,10 @@ async def list_faq_entries(
     search_field: Annotated[Literal["", "standard_question", "similar_questions", "answers"], Query()] = "",
     sort_order: Annotated[Literal["", "asc", "desc"], Query()] = "",
 ) -> Envelope[FAQPage]:
-    """Entries, most recently changed first (``sort_order=asc``: oldest first); by tag number, by a
-    keyword in the questions and answers (or one of them)."""
+    """Entries, most recently changed first (``sort_order=asc``: oldest first).
+
+    By tag number, by a keyword in the questions and answers (or one of them).
+    """
     context = _Context(container, tenant, kb_id)
     entries = context.entries
     if tag_id:
@@ -215,8 +223,10 @@ def _searchable(entry: FAQEntry, field: str) -> str:
     responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
 )
 async def export_faq_entries(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Response:
-    """Every entry as CSV (UTF-8 with a byte order mark, as Excel reads it); ragline's FAQ import reads it
-    back (lists joined with ``|``)."""
+    """Every entry as CSV (UTF-8 with a byte order mark, as Excel reads it).
+
+    ragline's FAQ import reads it back (lists joined with ``|``).
+    """
     context = _Context(container, tenant, kb_id)
     out = io.StringIO()
     writer = csv.writer(out)
@@ -252,6 +262,8 @@ async def export_faq_entries(kb_id: str, tenant: TenantDep, container: Container
 
 
 class FieldsUpdate(BaseModel):
+    """The flags and tag to set on one entry (absent: unchanged)."""
+
     model_config = ConfigDict(extra="forbid")
     is_enabled: bool | None = None
     is_recommended: bool | None = None
@@ -259,6 +271,8 @@ class FieldsUpdate(BaseModel):
 
 
 class FieldsBatch(BaseModel):
+    """Flag updates by entry number or by tag number, less ``exclude_ids``."""
+
     model_config = ConfigDict(extra="forbid")
     by_id: dict[int, FieldsUpdate] | None = None
     by_tag: dict[int, FieldsUpdate] | None = None
@@ -266,6 +280,8 @@ class FieldsBatch(BaseModel):
 
 
 class Success(BaseModel):
+    """WeKnora's bare success reply."""
+
     success: bool = True
 
 
@@ -283,8 +299,10 @@ async def _apply(context: _Context, stored: StoredEntry, update: FieldsUpdate) -
 
 @router.put("/knowledge-bases/{kb_id}/faq/entries/fields")
 async def update_faq_fields(kb_id: str, body: FieldsBatch, tenant: TenantDep, container: ContainerDep) -> Success:
-    """Enabled, recommended and tag, by entry number (``by_id``) or for every entry of a tag (``by_tag``,
-    less ``exclude_ids``)."""
+    """Set enabled, recommended and tag on FAQ entries.
+
+    Enabled, recommended and tag, by entry number (``by_id``) or for every entry of a tag (``by_tag``, less ``exclude_ids``).
+    """
     if not body.by_id and not body.by_tag:
         raise ApiError(422, "missing_field", "by_id or by_tag is required", "by_id")
     context = _Context(container, tenant, kb_id)
@@ -302,6 +320,8 @@ async def update_faq_fields(kb_id: str, body: FieldsBatch, tenant: TenantDep, co
 
 
 class TagsBatch(BaseModel):
+    """Entry number → tag number (None: no tag)."""
+
     model_config = ConfigDict(extra="forbid")
     updates: dict[int, int | None] = Field(min_length=1)
 
@@ -319,6 +339,7 @@ async def update_faq_tags(kb_id: str, body: TagsBatch, tenant: TenantDep, contai
 async def get_faq_entry(
     kb_id: str, entry_id: int, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[FAQEntryView]:
+    """One FAQ entry by number."""
     context = _Context(container, tenant, kb_id)
     return Envelope(data=context.view(context.by_number(entry_id)))
 
@@ -344,6 +365,7 @@ async def create_faq_entry(
 async def update_faq_entry(
     kb_id: str, entry_id: int, body: FAQEntryPayload, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[FAQEntryView]:
+    """Replace an entry's questions, answers and tag; a question another entry asks is refused."""
     context = _Context(container, tenant, kb_id)
     stored = context.by_number(entry_id)
     tag = context.tag_of(body.tag_id, body.tag_name) if body.tag_id or body.tag_name else stored.entry.tag_id
@@ -357,6 +379,8 @@ async def update_faq_entry(
 
 
 class SimilarQuestions(BaseModel):
+    """Questions to add to an entry as similar questions."""
+
     model_config = ConfigDict(extra="forbid")
     similar_questions: list[Question] = Field(min_length=1)
 
@@ -365,6 +389,7 @@ class SimilarQuestions(BaseModel):
 async def add_similar_questions(
     kb_id: str, entry_id: int, body: SimilarQuestions, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[FAQEntryView]:
+    """Add similar questions to an entry; a question another entry asks is refused."""
     context = _Context(container, tenant, kb_id)
     stored = context.by_number(entry_id)
     known = {q.casefold() for q in stored.entry.similar_questions}
@@ -381,6 +406,8 @@ async def add_similar_questions(
 
 
 class DeleteEntries(BaseModel):
+    """The entry numbers to delete."""
+
     model_config = ConfigDict(extra="forbid")
     ids: list[int] = Field(min_length=1, max_length=MAX_BATCH)
 
@@ -407,6 +434,8 @@ class UpsertBody(BaseModel):
 
 
 class TaskRef(BaseModel):
+    """The id of an import task (ragline imports before it replies, so the task is done)."""
+
     task_id: str
 
 
@@ -414,9 +443,11 @@ class TaskRef(BaseModel):
 async def upsert_faq_entries(
     kb_id: str, body: UpsertBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[TaskRef]:
-    """Entries imported as one FAQ document before the reply: ``append`` skips an entry whose questions
-    another entry already asks, ``replace`` deletes the knowledge base's entries (or those of
-    ``knowledge_id``) first; ``dry_run`` only counts. The task id names the outcome."""
+    """Entries imported as one FAQ document before the reply.
+
+    ``append`` skips an entry whose questions another entry already asks, ``replace`` deletes the knowledge base's
+    entries (or those of ``knowledge_id``) first; ``dry_run`` only counts. The task id names the outcome.
+    """
     context = _Context(container, tenant, kb_id)
     if body.task_id:
         logger.debug("faq upsert: a client task_id is not used; the reply names the task")
@@ -449,6 +480,8 @@ async def upsert_faq_entries(
 
 
 class ImportProgress(BaseModel):
+    """An import task's progress: always complete (ragline imports before it replies)."""
+
     task_id: str
     kb_id: str = ""
     status: Literal["completed"] = "completed"
@@ -488,6 +521,8 @@ async def faq_import_progress(task_id: str, tenant: TenantDep) -> Envelope[Impor
 
 
 class DisplayBody(BaseModel):
+    """Whether the FAQ is shown open or closed in WeKnora's client."""
+
     model_config = ConfigDict(extra="forbid")
     display_status: Literal["open", "close"]
 
@@ -521,8 +556,10 @@ def _matched_question(entry: FAQEntry, query: str) -> str:
 async def search_faq(
     kb_id: str, body: FAQSearchBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[list[FAQEntryView]]:
-    """Entries matching the query through the chat pipeline's search (vector and keyword); with priority
-    tags, only entries of those tags, the first priority's before the second's."""
+    """Entries matching the query through the chat pipeline's search (vector and keyword).
+
+    With priority tags, only entries of those tags, the first priority's before the second's.
+    """
     context = _Context(container, tenant, kb_id)
     by_chunk = {e.chunk.id: e for e in context.entries if e.chunk.enabled}
     if body.only_recommended:

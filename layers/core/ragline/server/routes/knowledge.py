@@ -1,5 +1,6 @@
-"""Documents as WeKnora's "knowledge": upload a file, fetch one from a URL, write Markdown, list a page, get
-one or several, delete one or several.
+"""Documents as WeKnora's "knowledge".
+
+Upload a file, fetch one from a URL, write Markdown, list a page, get one or several, delete one or several.
 
 The same documents as ragline's ``/documents`` routes, stored and indexed by the same code.
 """
@@ -172,9 +173,11 @@ class UrlKnowledgeBody(BaseModel):
 
 
 def url_file_name(url: str, media_type: str, file_name: str = "", file_type: str = "") -> str:
-    """The name a fetched document is stored and read by: the one given, else the URL's last path segment;
-    with ``file_type``'s extension when given, else one for its media type when the name has none (a page
-    is read as HTML whatever its URL ends with: ``index.php`` → ``index.php.html``)."""
+    """The name a fetched document is stored and read by.
+
+    The one given, else the URL's last path segment; with ``file_type``'s extension when given, else one for its media
+    type when the name has none (a page is read as HTML whatever its URL ends with: ``index.php`` → ``index.php.html``).
+    """
     name = file_name.strip() or unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]) or "page"
     lower = name.lower()
     if file_type:
@@ -202,9 +205,12 @@ def url_file_name(url: str, media_type: str, file_name: str = "", file_type: str
 async def create_knowledge_from_url(
     kb_id: str, body: UrlKnowledgeBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:
-    """A web page or a document file fetched from ``url`` (http or https; private, loopback and link-local
-    addresses refused unless ``web_fetch.allow_private`` / ``allowed_endpoints`` say otherwise, every
-    redirect checked), then extracted, chunked and indexed as an upload. Its ``source`` is the URL."""
+    """A web page or a document file fetched from ``url``, then ingested as an upload.
+
+    A web page or a document file fetched from ``url`` (http or https; private, loopback and link-local addresses
+    refused unless ``web_fetch.allow_private`` / ``allowed_endpoints`` say otherwise, every redirect checked), then
+    extracted, chunked and indexed as an upload. Its ``source`` is the URL.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     ignored = sorted(set(IGNORED_URL_FIELDS) & body.model_fields_set)
     if ignored:
@@ -231,6 +237,8 @@ async def create_knowledge_from_url(
 
 
 class ManualKnowledgeBody(BaseModel):
+    """A document written by hand: title, Markdown content and an optional tag."""
+
     model_config = ConfigDict(extra="forbid")
     title: PlainName = Field(min_length=1, max_length=500)
     content: str = Field(min_length=1)
@@ -287,8 +295,11 @@ async def list_knowledge(
     file_type: Annotated[str, Query(max_length=40)] = "",
     parse_status: Annotated[str, Query(max_length=40)] = "",
 ) -> Page[KnowledgeView]:
-    """A knowledge base's documents, newest first, one page at a time; filtered by tag, a keyword in the
-    title or file name, file type (or ``manual`` / ``url`` / ``file``) and parse status."""
+    """A knowledge base's documents, newest first, one page at a time.
+
+    Filtered by tag, a keyword in the title or file name, file type (or ``manual`` / ``url`` / ``file``) and parse
+    status.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     documents = container.knowledge.documents(tenant.id, kb.id, limit=MAX_LISTED_DOCUMENTS)
     documents.sort(key=lambda d: d.created_at, reverse=True)
@@ -330,9 +341,12 @@ async def search_knowledge(
     file_types: Annotated[str, Query(max_length=400)] = "",
     agent_id: Annotated[str, Query(max_length=200)] = "",
 ) -> KnowledgeSearchPage:
-    """The tenant's documents in every knowledge base whose title or file name holds ``keyword`` (any case),
-    of the ``file_types`` listed (comma-separated extensions: ``txt,pdf``), newest first. (``agent_id``, a
-    shared agent's scope, is accepted and not acted on: ragline has no agents.)"""
+    """The tenant's documents whose title or file name holds ``keyword``, newest first.
+
+    The tenant's documents in every knowledge base whose title or file name holds ``keyword`` (any case), of the
+    ``file_types`` listed (comma-separated extensions: ``txt,pdf``), newest first. (``agent_id``, a shared agent's
+    scope, is accepted and not acted on: ragline has no agents.)
+    """
     if agent_id:
         logger.debug("knowledge search: ignoring agent_id")
     types = {t.strip().lstrip(".").lower() for t in file_types.split(",") if t.strip()}
@@ -360,13 +374,17 @@ class TagUpdatesBody(BaseModel):
 
 
 class Success(BaseModel):
+    """WeKnora's bare success reply."""
+
     success: bool = True
 
 
 @router.put("/knowledge/tags")
 async def update_knowledge_tags(body: TagUpdatesBody, tenant: TenantDep, container: ContainerDep) -> Success:
-    """Each document named carries the tag given (a tag's id or number, or a new name), or none; all or
-    nothing: a document that is not the tenant's (or not in ``kb_id``) refuses the whole batch."""
+    """Each document named carries the tag given (a tag's id or number, or a new name), or none.
+
+    All or nothing: a document that is not the tenant's (or not in ``kb_id``) refuses the whole batch.
+    """
     documents: list[tuple[Document, str | None]] = []
     for knowledge_id, tag in body.updates.items():
         document = container.knowledge.document(tenant.id, knowledge_id)
@@ -393,6 +411,8 @@ class KnowledgeUpdateBody(BaseModel):
 
 
 class KnowledgeUpdated(Done):
+    """A document update's reply: the document as stored."""
+
     data: KnowledgeView
 
 
@@ -400,9 +420,11 @@ class KnowledgeUpdated(Done):
 async def update_knowledge(
     knowledge_id: str, body: KnowledgeUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> KnowledgeUpdated:
-    """A new title or description (``""`` clears it). Both are searched and shown with every passage, and
-    the title is embedded with each: the document is searchable by its new title at the reply and is
-    ``pending`` again until its vectors are recomputed."""
+    """A new title or description (``""`` clears it).
+
+    Both are searched and shown with every passage, and the title is embedded with each: the document is searchable by
+    its new title at the reply and is ``pending`` again until its vectors are recomputed.
+    """
     document = document_or_404(container, tenant.id, knowledge_id)
     if body.custom_metadata is not None:
         logger.debug("update knowledge: ignoring custom_metadata")
@@ -416,6 +438,7 @@ async def update_knowledge(
 
 
 def document_or_404(container: Container, tenant_id: str, knowledge_id: str) -> Document:
+    """The tenant's document ``knowledge_id``; a 404 naming ``id`` otherwise."""
     document = container.knowledge.document(tenant_id, knowledge_id)
     if document is None:
         raise ApiError(404, "not_found", "knowledge not found", "id")
@@ -486,6 +509,8 @@ async def preview_knowledge(knowledge_id: str, tenant: TenantDep, container: Con
 
 
 class Reparsed(Done):
+    """A reparse's reply: the document, ``processing`` until its new vectors are in."""
+
     data: KnowledgeView
 
 
@@ -521,14 +546,18 @@ async def _reparse(container: Container, document: Document, **changes: Any) -> 
 
 @router.post("/knowledge/{knowledge_id}/reparse", responses={409: {"model": ErrorReply}})
 async def reparse_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Reparsed:
-    """The document parsed again from its original with today's extraction and chunking, under the same id:
-    searchable by keyword at the reply, ``processing`` until its new vectors are in."""
+    """The document parsed again from its original with today's extraction and chunking, under the same id.
+
+    Searchable by keyword at the reply, ``processing`` until its new vectors are in.
+    """
     document = document_or_404(container, tenant.id, knowledge_id)
     reparsed = await _reparse(container, document)
     return Reparsed(message="Knowledge reparse task submitted", data=KnowledgeView.of(reparsed))
 
 
 class BatchReparseBody(BaseModel):
+    """Documents of one knowledge base to parse again."""
+
     model_config = ConfigDict(extra="forbid")
     kb_id: str = Field(min_length=1, max_length=200)
     ids: list[str] = Field(min_length=1, max_length=MAX_BATCH_IDS)
@@ -537,11 +566,15 @@ class BatchReparseBody(BaseModel):
 
 
 class BatchReparsed(BaseModel):
+    """How many documents a batch reparse took, and its task id."""
+
     task_id: str
     reparse_count: int
 
 
 class BatchReparseReply(Done):
+    """A batch reparse's reply."""
+
     data: BatchReparsed
 
 
@@ -549,8 +582,11 @@ class BatchReparseReply(Done):
 async def batch_reparse_knowledge(
     body: BatchReparseBody, tenant: TenantDep, container: ContainerDep
 ) -> BatchReparseReply:
-    """Several documents of one knowledge base parsed again; an id that is not one of its documents, or one
-    with nothing to parse again, refuses the whole batch before any is touched."""
+    """Several documents of one knowledge base parsed again.
+
+    An id that is not one of its documents, or one with nothing to parse again, refuses the whole batch before any is
+    touched.
+    """
     kb = knowledge_base_of(container, tenant, body.kb_id)
     if body.process_config is not None:
         logger.debug("batch reparse: ignoring process_config")
@@ -589,8 +625,11 @@ class ManualUpdateBody(BaseModel):
 async def update_manual_knowledge(
     knowledge_id: str, body: ManualUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:
-    """New Markdown for a manual document (parsed again under the same id: ``processing`` until its vectors
-    are in), a new title, or a new tag. Only documents written by hand take it."""
+    """New Markdown, a new title or a new tag for a manual document.
+
+    New Markdown for a manual document (parsed again under the same id: ``processing`` until its vectors are in), a new
+    title, or a new tag. Only documents written by hand take it.
+    """
     document = document_or_404(container, tenant.id, knowledge_id)
     if knowledge_type(document) != "manual":
         raise ApiError(409, "not_manual", "only manual knowledge is edited here: upload a file again", "id")
@@ -613,6 +652,7 @@ async def update_manual_knowledge(
 
 @router.get("/knowledge/{knowledge_id}")
 async def get_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeView]:
+    """One document by id."""
     return Envelope(data=KnowledgeView.of(document_or_404(container, tenant.id, knowledge_id)))
 
 
@@ -626,24 +666,33 @@ async def delete_knowledge(knowledge_id: str, tenant: TenantDep, container: Cont
 
 
 class BatchDeleteBody(BaseModel):
+    """Documents of one knowledge base to delete."""
+
     model_config = ConfigDict(extra="forbid")
     kb_id: str = Field(min_length=1, max_length=200)
     ids: list[str] = Field(min_length=1, max_length=MAX_BATCH_IDS)
 
 
 class BatchDeleted(BaseModel):
+    """How many documents a batch delete removed, and its task id."""
+
     task_id: str
     deleted_count: int
 
 
 class BatchDeleteReply(Done):
+    """A batch delete's reply."""
+
     data: BatchDeleted
 
 
 @router.post("/knowledge/batch-delete")
 async def batch_delete_knowledge(body: BatchDeleteBody, tenant: TenantDep, container: ContainerDep) -> BatchDeleteReply:
-    """Several documents of one knowledge base, all or none: an id that is not one of its documents
-    refuses the whole batch. Done before the reply (WeKnora queues a task; the task id names this one)."""
+    """Several documents of one knowledge base, all or none.
+
+    An id that is not one of its documents refuses the whole batch. Done before the reply (WeKnora queues a task; the
+    task id names this one).
+    """
     kb = knowledge_base_of(container, tenant, body.kb_id)
     ids = list(dict.fromkeys(body.ids))
     for knowledge_id in ids:

@@ -1,5 +1,7 @@
-"""Knowledge bases: create, list, get, update, delete, clear, and hybrid search within one (WeKnora's
-``/knowledge-bases``)."""
+"""Knowledge bases.
+
+Create, list, get, update, delete, clear, and hybrid search within one (WeKnora's ``/knowledge-bases``).
+"""
 
 from __future__ import annotations
 
@@ -33,8 +35,10 @@ Config = dict[str, Any] | None
 
 
 class KnowledgeBaseBody(BaseModel):
-    """WeKnora's knowledge base (its Go client sends the whole object, read-only fields included) and
-    ragline's switches."""
+    """WeKnora's knowledge base and ragline's switches.
+
+    WeKnora's knowledge base (its Go client sends the whole object, read-only fields included) and ragline's switches.
+    """
 
     model_config = ConfigDict(extra="forbid")
     name: PlainName = Field(min_length=1, max_length=200)
@@ -102,6 +106,7 @@ IGNORED_FIELDS = (
 
 
 def chunking_of(container: Container) -> ChunkingConfigView:
+    """The deployment's chunking settings, as every knowledge base shows them."""
     ingestion = container.config.ingestion
     return ChunkingConfigView(
         chunk_size=ingestion.chunk_size,
@@ -111,6 +116,7 @@ def chunking_of(container: Container) -> ChunkingConfigView:
 
 
 def knowledge_base_view(container: Container, kb: KnowledgeBase, knowledge_count: int) -> KnowledgeBaseView:
+    """The view of ``kb`` with ``knowledge_count`` documents."""
     documents = container.knowledge.documents(kb.tenant_id, kb.id) if knowledge_count else []
     return KnowledgeBaseView.of(
         kb,
@@ -125,6 +131,7 @@ def knowledge_base_view(container: Container, kb: KnowledgeBase, knowledge_count
 async def create_knowledge_base(
     body: KnowledgeBaseBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
+    """Create a knowledge base; its embedding model is chosen by its documents' language unless named."""
     log_ignored(body, IGNORED_FIELDS, "create knowledge base")
     embedder = _embedding_model(container, body.embedding_model) if body.embedding_model else body.embedding_model_id
     if embedder and not container.models.has_embedder(embedder):
@@ -147,6 +154,8 @@ async def create_knowledge_base(
 
 
 class EmbeddingModelBody(BaseModel):
+    """The embedding model to switch a knowledge base to."""
+
     model_config = ConfigDict(extra="forbid")
     embedding_model: str = Field(min_length=1, max_length=200)
 
@@ -162,8 +171,11 @@ def _embedding_model(container: Container, name: str) -> str:
 async def set_embedding_model(
     kb_id: str, body: EmbeddingModelBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
-    """Choose the knowledge base's embedding model: its documents are re-embedded in the background (status
-    ``pending`` with progress); keyword search answers meanwhile and vector search uses the vectors present."""
+    """Choose the knowledge base's embedding model.
+
+    Its documents are re-embedded in the background (status ``pending`` with progress); keyword search answers meanwhile
+    and vector search uses the vectors present.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     model = _embedding_model(container, body.embedding_model)
     updated = await asyncio.to_thread(container.ingest.change_embedding_model, kb, model)
@@ -186,8 +198,10 @@ def _views(container: Container, bases: list[KnowledgeBase]) -> list[KnowledgeBa
 async def list_knowledge_bases(
     tenant: TenantDep, container: ContainerDep, agent_id: Annotated[str, QueryParam(max_length=200)] = ""
 ) -> Envelope[list[KnowledgeBaseView]]:
-    """The tenant's knowledge bases, pinned ones first. (``agent_id``, WeKnora's shared agents, is accepted
-    and not acted on: ragline has no agents.)"""
+    """The tenant's knowledge bases, pinned ones first.
+
+    (``agent_id``, WeKnora's shared agents, is accepted and not acted on: ragline has no agents.)
+    """
     if agent_id:
         logger.debug("list knowledge bases: ignoring agent_id")
     return Envelope(data=_views(container, pinned_first(container.knowledge.list_knowledge_bases(tenant.id))))
@@ -204,6 +218,8 @@ async def toggle_pin(kb_id: str, tenant: TenantDep, container: ContainerDep) -> 
 
 
 class Duplicated(BaseModel):
+    """A duplicate's reply: the source, the new knowledge base and a message."""
+
     source_id: str
     target_id: str
     message: str
@@ -223,8 +239,11 @@ def copy_name(container: Container, tenant_id: str, name: str, suffix: str) -> s
 async def duplicate_knowledge_base(
     kb_id: str, request: Request, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[Duplicated]:
-    """A new, empty knowledge base with the settings of this one (model, language, wiki and graph switches,
-    description); named "<name> Copy" (or "<name> 副本" for ``Accept-Language: zh``), numbered when taken."""
+    """A new, empty knowledge base with the settings of this one.
+
+    A new, empty knowledge base with the settings of this one (model, language, wiki and graph switches, description);
+    named "<name> Copy" (or "<name> 副本" for ``Accept-Language: zh``), numbered when taken.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     suffix = "副本" if request.headers.get("accept-language", "").lower().startswith("zh") else "Copy"
     for _ in range(5):  # a concurrent copy may take the name between the check and the write
@@ -258,8 +277,10 @@ async def duplicate_knowledge_base(
 
 @router.get("/{kb_id}/move-targets")
 async def move_targets(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[KnowledgeBaseView]]:
-    """The knowledge bases this one's documents can move to: the tenant's others with the same embedding model
-    (their vectors are in the same space)."""
+    """The knowledge bases this one's documents can move to.
+
+    The tenant's others with the same embedding model (their vectors are in the same space).
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     bases = [
         other
@@ -270,6 +291,8 @@ async def move_targets(kb_id: str, tenant: TenantDep, container: ContainerDep) -
 
 
 class SuggestedQuestion(BaseModel):
+    """A suggested first question, with the document (and section) it is about."""
+
     question: str
     knowledge_id: str
     knowledge_title: str
@@ -291,6 +314,7 @@ async def suggested_questions_of(
 
 @router.get("/{kb_id}")
 async def get_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeBaseView]:
+    """One knowledge base, with its document count."""
     kb = knowledge_base_of(container, tenant, kb_id)
     count = container.knowledge.document_counts([kb.id]).get(kb.id, 0)
     return Envelope(data=knowledge_base_view(container, kb, count))
@@ -370,8 +394,11 @@ async def _hybrid_search(kb_id: str, request: Request, tenant: Tenant, container
 
 
 class KnowledgeBaseUpdateBody(BaseModel):
-    """WeKnora's update: a name, a description and a ``config`` (chunking, image processing, FAQ, …)
-    that ragline accepts and does not act on: its chunking is the same for every knowledge base."""
+    """WeKnora's update.
+
+    A name, a description and a ``config`` (chunking, image processing, FAQ, …) that ragline accepts and does not act
+    on: its chunking is the same for every knowledge base.
+    """
 
     model_config = ConfigDict(extra="forbid")
     name: PlainName = Field(min_length=1, max_length=200)
@@ -383,6 +410,7 @@ class KnowledgeBaseUpdateBody(BaseModel):
 async def update_knowledge_base(
     kb_id: str, body: KnowledgeBaseUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
+    """Rename or re-describe a knowledge base; a name the tenant already uses is refused (409)."""
     log_ignored(body, ("config",), "update knowledge base")
     knowledge_base_of(container, tenant, kb_id)
     try:
@@ -407,17 +435,20 @@ async def delete_knowledge_base(kb_id: str, tenant: TenantDep, container: Contai
 
 
 class DeletedCount(BaseModel):
+    """How many documents were deleted."""
+
     deleted_count: int
 
 
 class Cleared(Done):
+    """A clear's reply: how many documents went."""
+
     data: DeletedCount
 
 
 @router.delete("/{kb_id}/knowledge")
 async def clear_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Cleared:
-    """Every document of the knowledge base deleted, the knowledge base kept (done before the reply;
-    WeKnora queues it)."""
+    """Every document of the knowledge base deleted, the knowledge base kept (done before the reply; WeKnora queues it)."""
     knowledge_base_of(container, tenant, kb_id)
     deleted = await asyncio.to_thread(container.removal.clear_knowledge_base, tenant.id, kb_id)
     message = "Knowledge base contents cleared" if deleted else "Knowledge base is already empty"

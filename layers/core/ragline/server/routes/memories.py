@@ -38,15 +38,20 @@ class MemoryView(BaseModel):
 
     @classmethod
     def of(cls, memory: Memory) -> "MemoryView":
+        """The view of ``memory``."""
         return cls.model_validate(memory.model_dump(include=set(cls.model_fields)))
 
 
 class MemoryDeleted(BaseModel):
+    """A memory delete's reply: the id and whether it existed."""
+
     id: str
     deleted: bool
 
 
 class MemoriesDeleted(BaseModel):
+    """A delete-all's reply: how many memories went."""
+
     deleted: int
 
 
@@ -54,8 +59,11 @@ def memory_router(
     get_store: Callable[..., MemoryStore],
     tenant_dependency: Callable[..., Any],
 ) -> APIRouter:
-    """The memory routes. ``get_store`` and ``tenant_dependency`` are FastAPI dependencies: the store
-    (e.g. ``lambda: container.memories``) and the caller's :class:`Tenant` (the app's ``tenant_of``)."""
+    """The memory routes.
+
+    ``get_store`` and ``tenant_dependency`` are FastAPI dependencies: the store (e.g. ``lambda: container.memories``)
+    and the caller's :class:`Tenant` (the app's ``tenant_of``).
+    """
     router = APIRouter(prefix=MEMORIES_PATH, tags=["memories"])
     StoreDep = Annotated[MemoryStore, Depends(get_store)]
     TenantDep = Annotated[Tenant, Depends(tenant_dependency)]

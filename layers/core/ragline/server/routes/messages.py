@@ -1,5 +1,8 @@
-"""A session's messages, newest page first (WeKnora's ``/messages``): how a client reloads a conversation
-and finds an unfinished answer to resume (``is_completed`` false) with continue-stream."""
+"""A session's messages, newest page first (WeKnora's ``/messages``).
+
+How a client reloads a conversation and finds an unfinished answer to resume (``is_completed`` false) with
+continue-stream.
+"""
 
 from __future__ import annotations
 
@@ -31,9 +34,11 @@ def _instant(value: str, field: str) -> datetime:
 
 
 def page_before(messages: list[Message], before: datetime | None, limit: int) -> list[Message]:
-    """The newest ``limit`` messages created before ``before`` (all when None), oldest first, a turn's
-    question before its answer. A page never splits a turn: a question and its answer share their
-    ``created_at``, so a question cut off here could never be fetched by the next page."""
+    """The newest ``limit`` messages created before ``before`` (all when None).
+
+    Oldest first, a turn's question before its answer. A page never splits a turn: a question and its answer share their
+    ``created_at``, so a question cut off here could never be fetched by the next page.
+    """
     older = [m for m in messages if before is None or _instant(m.created_at, "created_at") < before]
     older.sort(key=lambda m: (_instant(m.created_at, "created_at"), m.role != "user"))
     start = max(0, len(older) - limit)
@@ -50,8 +55,11 @@ async def load_messages(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     before_time: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Envelope[list[MessageView]]:
-    """The newest ``limit`` messages, or the ``limit`` before ``before_time`` (the ``created_at`` of the
-    oldest one a client holds), oldest first."""
+    """The newest ``limit`` messages.
+
+    With ``before_time`` (the ``created_at`` of the oldest one a client holds), the ``limit`` before it; oldest first
+    either way.
+    """
     session = session_of(container, tenant, session_id)
     before = _instant(before_time, "before_time") if before_time and before_time.strip() else None
     messages = container.sessions.messages(tenant.id, session.id, limit=100_000)

@@ -1,6 +1,8 @@
-"""The models of this deployment (WeKnora's ``GET /models``): which chat model answers and which embedding
-models knowledge bases can use. Models are configured by the deployment (environment), not by tenants, so
-the list is read-only and the same for every tenant."""
+"""The models of this deployment (WeKnora's ``GET /models``).
+
+Which chat model answers and which embedding models knowledge bases can use. Models are configured by the deployment
+(environment), not by tenants, so the list is read-only and the same for every tenant.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ router = APIRouter(prefix="/api/v1", tags=["models"])
 
 
 class ModelView(BaseModel):
-    """WeKnora's model record (no parameters: nothing of a deployment's endpoints or keys is shown) and
-    ragline's ``kind``."""
+    """WeKnora's model record and ragline's ``kind``.
+
+    WeKnora's model record (no parameters: nothing of a deployment's endpoints or keys is shown) and ragline's ``kind``.
+    """
 
     id: str
     name: str

@@ -18,8 +18,10 @@ router = APIRouter(prefix="/api/v1", tags=["search"])
 
 
 class KnowledgeSearchBody(SearchBody):
-    """ragline's search body with WeKnora's ways of naming what to search: one knowledge base, several, or
-    documents only, and mentions."""
+    """ragline's search body with WeKnora's ways of naming what to search.
+
+    One knowledge base, several, or documents only, and mentions.
+    """
 
     knowledge_base_ids: list[str] | None = None  # type: ignore[assignment]
     knowledge_base_id: str | None = None
@@ -28,6 +30,7 @@ class KnowledgeSearchBody(SearchBody):
 
 
 async def run_search(container: Container, tenant_id: str, body: SearchBody) -> list[SearchResultView]:
+    """Run the knowledge search for ``body``; errors become the API's replies."""
     check_query_length(container, body.query)
     try:
         results = await container.search.search(tenant_id, body)
@@ -40,8 +43,10 @@ async def run_search(container: Container, tenant_id: str, body: SearchBody) -> 
 
 
 def search_body(container: Container, tenant_id: str, body: KnowledgeSearchBody) -> SearchBody:
-    """The knowledge bases searched: those named (one, several, or mentioned); with documents only, the
-    knowledge bases of those documents."""
+    """The knowledge bases searched.
+
+    Those named (one, several, or mentioned); with documents only, the knowledge bases of those documents.
+    """
     kb_ids, knowledge_ids = mentioned_scope(
         [*(body.knowledge_base_ids or []), *([body.knowledge_base_id] if body.knowledge_base_id else [])],
         body.knowledge_ids or [],

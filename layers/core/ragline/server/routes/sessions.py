@@ -1,5 +1,7 @@
-"""Sessions and their messages (WeKnora's ``/sessions``): create, read, page, update, pin, title, clear and
-delete. A session whose answer is still being written is not deleted or cleared (409): stop it first."""
+"""Sessions and their messages (WeKnora's ``/sessions``): create, read, page, update, pin, title, clear and delete.
+
+A session whose answer is still being written is not deleted or cleared (409): stop it first.
+"""
 
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ class SessionBody(BaseModel):
 
 @router.post("", status_code=201)
 async def create_session(body: SessionBody, tenant: TenantDep, container: ContainerDep) -> Envelope[SessionView]:
+    """Create a session over the tenant's knowledge bases (an unknown one is a 404)."""
     ids = list(dict.fromkeys(body.knowledge_base_ids))
     found = {kb.id for kb in container.knowledge.knowledge_bases(tenant.id, ids)}
     for kb_id in ids:
@@ -84,8 +87,10 @@ def _check_idle(container: Container, tenant: Tenant, sessions: list[Session], f
 
 @router.delete("/batch")
 async def delete_sessions(body: BatchDeleteBody, tenant: TenantDep, container: ContainerDep) -> Done:
-    """The sessions named in ``ids`` with their messages, all or none: an unknown id is a 404 and deletes
-    nothing. ``delete_all`` deletes every session of the tenant and ignores ``ids``."""
+    """The sessions named in ``ids`` with their messages, all or none: an unknown id is a 404 and deletes nothing.
+
+    ``delete_all`` deletes every session of the tenant and ignores ``ids``.
+    """
     if body.delete_all:
         sessions = container.sessions.sessions(tenant.id, limit=MAX_LISTED_SESSIONS)
     else:
@@ -115,10 +120,12 @@ async def list_sessions(
     source: Annotated[str, Query(max_length=64)] = "",
     agent_id: Annotated[str, Query(max_length=200)] = "",
 ) -> Page[SessionView]:
-    """The tenant's sessions, pinned ones first, then the most recently active; ``keyword`` keeps those whose
-    title or messages hold it (case-insensitive), a message match with its words in ``matched_content``.
-    ``source`` and ``agent_id`` filter IM sessions in WeKnora: ragline has web sessions only, so ``source=web``
-    lists them all and another source none."""
+    """The tenant's sessions.
+
+    Pinned ones first, then the most recently active; ``keyword`` keeps those whose title or messages hold it
+    (case-insensitive), a message match with its words in ``matched_content``. ``source`` and ``agent_id`` filter IM
+    sessions in WeKnora: ragline has web sessions only, so ``source=web`` lists them all and another source none.
+    """
     sessions = container.sessions.sessions(tenant.id, limit=MAX_LISTED_SESSIONS)
     # Pinned sessions first, the most recently pinned on top; then by activity (the store's order).
     sessions.sort(key=lambda s: s.pinned_at or "", reverse=True)
@@ -134,6 +141,7 @@ async def list_sessions(
 
 @router.get("/{session_id}")
 async def get_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[SessionView]:
+    """One session."""
     return Envelope(data=SessionView.of(session_of(container, tenant, session_id)))
 
 
@@ -145,8 +153,10 @@ async def list_messages(session_id: str, tenant: TenantDep, container: Container
 
 
 class SessionUpdate(BaseModel):
-    """WeKnora's update: a title and a description, each set as given when present. The read-only fields of
-    a session record (a client may send back the one it read) are ignored."""
+    """WeKnora's update: a title and a description, each set as given when present.
+
+    The read-only fields of a session record (a client may send back the one it read) are ignored.
+    """
 
     model_config = ConfigDict(extra="forbid")
     title: PlainName | None = Field(default=None, max_length=200)
@@ -172,6 +182,7 @@ READ_ONLY_SESSION_FIELDS = tuple(name for name in SessionUpdate.model_fields if 
 async def update_session(
     session_id: str, body: SessionUpdate, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[SessionView]:
+    """Change a session's title or description."""
     session_of(container, tenant, session_id)
     log_ignored(body, READ_ONLY_SESSION_FIELDS, "update session")
     updated = container.sessions.update_session(tenant.id, session_id, title=body.title, description=body.description)
@@ -182,6 +193,7 @@ async def update_session(
 
 @router.delete("/{session_id}")
 async def delete_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+    """Delete a session and its messages; 409 while one of its turns is still being written."""
     session = session_of(container, tenant, session_id)
     _check_idle(container, tenant, [session], "session_id")
     if not container.sessions.delete_session(tenant.id, session.id):
@@ -216,6 +228,7 @@ async def pin_session(session_id: str, tenant: TenantDep, container: ContainerDe
 
 @router.delete("/{session_id}/pin")
 async def unpin_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> PinReply:
+    """Unpin a session."""
     session_of(container, tenant, session_id)
     if container.sessions.update_session(tenant.id, session_id, pinned=False) is None:
         raise not_found("session", "session_id")
@@ -223,8 +236,11 @@ async def unpin_session(session_id: str, tenant: TenantDep, container: Container
 
 
 class TitleMessage(BaseModel):
-    """One message of WeKnora's ``Message`` as a client sends it: ``role`` and ``content`` are read; the
-    rest of the record (ids, references, times, agent steps) is accepted and not used."""
+    """One message of WeKnora's ``Message`` as a client sends it.
+
+    ``role`` and ``content`` are read; the rest of the record (ids, references, times, agent steps) is accepted and not
+    used.
+    """
 
     model_config = ConfigDict(extra="ignore")
     role: str = Field(default="", max_length=32)
@@ -232,6 +248,8 @@ class TitleMessage(BaseModel):
 
 
 class GenerateTitleBody(BaseModel):
+    """The conversation to title: its messages as WeKnora's client sends them."""
+
     model_config = ConfigDict(extra="forbid")
     messages: list[TitleMessage] = Field(min_length=1, max_length=MAX_TITLE_MESSAGES)
 
@@ -247,8 +265,11 @@ class TitleReply(BaseModel):
 async def generate_title(
     session_id: str, body: GenerateTitleBody, tenant: TenantDep, container: ContainerDep
 ) -> TitleReply:
-    """A title from the conversation's first question (the chat model's, or the question's first words with
-    the extractive default), stored as the session's title and returned."""
+    """A title from the conversation's first question, stored as the session's title and returned.
+
+    A title from the conversation's first question (the chat model's, or the question's first words with the extractive
+    default), stored as the session's title and returned.
+    """
     session = session_of(container, tenant, session_id)
     question = next((m.content for m in body.messages if m.role == "user" and m.content.strip()), "")
     if not question:
@@ -269,6 +290,8 @@ class AtMessage(BaseModel):
 
 
 class ForkReply(BaseModel):
+    """A fork's reply: the new session and its copied messages."""
+
     success: Literal[True] = True
     data: SessionView
     messages: list[MessageView]
@@ -276,8 +299,11 @@ class ForkReply(BaseModel):
 
 @router.post("/{session_id}/fork", status_code=201, responses={409: {"model": ErrorReply}})
 async def fork(session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep) -> ForkReply:
-    """A new session (same knowledge bases and options) holding copies of the turns up to and including
-    ``message_id``'s; this session is unchanged. 409 when one of those turns is still being written."""
+    """A new session holding copies of the turns up to and including ``message_id``'s.
+
+    A new session (same knowledge bases and options) holding copies of the turns up to and including ``message_id``'s;
+    this session is unchanged. 409 when one of those turns is still being written.
+    """
     session = session_of(container, tenant, session_id)
     try:
         forked, copies = fork_session(container.sessions, session, body.message_id)
@@ -291,6 +317,8 @@ async def fork(session_id: str, body: AtMessage, tenant: TenantDep, container: C
 
 
 class RewindResult(BaseModel):
+    """What a rewind deleted: how many messages and their ids."""
+
     deleted_count: int
     deleted_ids: list[str]
 
@@ -299,8 +327,10 @@ class RewindResult(BaseModel):
 async def rewind(
     session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[RewindResult]:
-    """Deletes the turns after ``message_id``'s (that turn stays). 409 when one of them is still being
-    written: stop it first."""
+    """Deletes the turns after ``message_id``'s (that turn stays).
+
+    409 when one of them is still being written: stop it first.
+    """
     session = session_of(container, tenant, session_id)
     try:
         deleted = rewind_session(container.sessions, session, body.message_id)

@@ -31,6 +31,8 @@ MAX_COUNTED_DOCUMENTS = 100_000
 
 
 class TagView(BaseModel):
+    """A tag as WeKnora shows it: id, number, name, colour, order and usage counts."""
+
     id: str
     seq_id: int
     tenant_id: int
@@ -45,6 +47,7 @@ class TagView(BaseModel):
 
     @classmethod
     def of(cls, entry: TagEntry, kb: KnowledgeBase) -> TagView:
+        """The view of ``entry`` in ``kb``."""
         return cls(
             id=entry.id,
             seq_id=entry.seq_id,
@@ -61,6 +64,8 @@ class TagView(BaseModel):
 
 
 class TagsPage(BaseModel):
+    """A page of tags, with the total."""
+
     total: int
     page: int
     page_size: int
@@ -68,13 +73,16 @@ class TagsPage(BaseModel):
 
 
 def tag_index(container: Container, kb: KnowledgeBase) -> TagIndex:
+    """The knowledge base's registered and implicit tags, counted over its documents."""
     documents = container.knowledge.documents(kb.tenant_id, kb.id, limit=MAX_COUNTED_DOCUMENTS)
     return TagIndex(container.tags.tags(kb.tenant_id, kb.id), documents)
 
 
 def tag_value(container: Container, kb: KnowledgeBase, ref: str) -> str:
-    """What a document given tag ``ref`` (an id or a number) carries: a known tag's id, else ``ref``
-    itself (a new implicit tag)."""
+    """What a document given tag ``ref`` (an id or a number) carries.
+
+    A known tag's id, else ``ref`` itself (a new implicit tag).
+    """
     entry = tag_index(container, kb).find(ref)
     return entry.id if entry is not None else ref
 
@@ -105,8 +113,10 @@ async def list_tags(
     page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = TAG_PAGE_SIZE,
     keyword: Annotated[str, Query(max_length=200)] = "",
 ) -> Envelope[TagsPage]:
-    """The knowledge base's tags by their order, then name, with how many documents and chunks carry each;
-    WeKnora nests the page inside ``data``."""
+    """The knowledge base's tags by their order, then name, with how many documents and chunks carry each.
+
+    WeKnora nests the page inside ``data``.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     entries = tag_index(container, kb).listing()
     if keyword.strip():
@@ -117,6 +127,8 @@ async def list_tags(
 
 
 class TagBody(BaseModel):
+    """A new tag: its name, colour and order."""
+
     model_config = ConfigDict(extra="forbid")
     name: PlainName = Field(min_length=1, max_length=100)
     color: str = Field(default="", max_length=40)
@@ -124,6 +136,8 @@ class TagBody(BaseModel):
 
 
 class TagUpdateBody(BaseModel):
+    """A tag's new name, colour or order (absent: unchanged)."""
+
     model_config = ConfigDict(extra="forbid")
     name: PlainName | None = Field(default=None, min_length=1, max_length=100)
     color: str | None = Field(default=None, max_length=40)
@@ -136,6 +150,7 @@ def _duplicate(name: str) -> ApiError:
 
 @router.post("")
 async def create_tag(kb_id: str, body: TagBody, tenant: TenantDep, container: ContainerDep) -> Envelope[TagView]:
+    """Register a tag in a knowledge base; a name a tag already has (registered or carried) is refused (409)."""
     kb = knowledge_base_of(container, tenant, kb_id)
     name = body.name.strip()
     if not name:
@@ -153,8 +168,10 @@ async def create_tag(kb_id: str, body: TagBody, tenant: TenantDep, container: Co
 async def update_tag(
     kb_id: str, tag_id: str, body: TagUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[TagView]:
-    """A registered tag's name, colour or order; an implicit tag is registered under its own id (so the
-    documents carrying it keep it) with the new values."""
+    """A registered tag's name, colour or order.
+
+    An implicit tag is registered under its own id (so the documents carrying it keep it) with the new values.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     index = tag_index(container, kb)
     entry = _entry_or_404(index, tag_id)
@@ -185,6 +202,8 @@ async def update_tag(
 
 
 class Success(BaseModel):
+    """WeKnora's bare success reply."""
+
     success: bool = True
 
 
@@ -196,8 +215,11 @@ async def delete_tag(
     container: ContainerDep,
     force: Annotated[bool, Query()] = False,
 ) -> Success:
-    """A tag no document carries; with ``force=true`` also one in use, which its documents then lose (the
-    documents stay: WeKnora deletes them, ragline will not delete content to delete a label)."""
+    """A tag no document carries.
+
+    With ``force=true`` also one in use, which its documents then lose (the documents stay: WeKnora deletes them,
+    ragline will not delete content to delete a label).
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     entry = _entry_or_404(tag_index(container, kb), tag_id)
     if entry.documents and not force:

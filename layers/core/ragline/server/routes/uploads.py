@@ -1,6 +1,8 @@
-"""Large files through object storage (the AWS runtime's presigned uploads, ``ragline.serverless.uploads``):
-ask for an upload URL, send the file there, say it is sent, read its status. Mounted where the runtime has
-a bucket (``create_app(..., uploads=...)``); the embedded server takes files directly, up to its limit."""
+"""Large files through object storage (the AWS runtime's presigned uploads, ``ragline.serverless.uploads``).
+
+Ask for an upload URL, send the file there, say it is sent, read its status. Mounted where the runtime has a bucket
+(``create_app(..., uploads=...)``); the embedded server takes files directly, up to its limit.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}/uploads", tags=["know
 
 
 def uploads_of(request: Request) -> LargeUploads:
+    """The deployment's large-upload service (mounted only where there is a bucket)."""
     uploads: LargeUploads | None = getattr(request.app.state, "uploads", None)
     if uploads is None:  # pragma: no cover - the router is only mounted with a bucket
         raise ApiError(404, "not_found", "this deployment takes files directly, not through uploads")
@@ -30,6 +33,8 @@ UploadsDep = Annotated[LargeUploads, Depends(uploads_of)]
 
 
 class UploadBody(BaseModel):
+    """An upload to prepare: the file's name and exact size, and the document's title and tags."""
+
     model_config = ConfigDict(extra="forbid")
     filename: PlainName = Field(min_length=1, max_length=255)
     size_bytes: int = Field(gt=0, description="The file's exact size: the upload URL takes that many bytes")
@@ -48,8 +53,11 @@ class UploadTarget(BaseModel):
 
 
 class UploadView(BaseModel):
-    """An upload: ``awaiting_upload`` → ``processing`` (sent; being read) → ``accepted`` (``document`` has
-    its indexing status, pending → indexed | failed) or ``failed`` with the ``reason``."""
+    """An upload.
+
+    ``awaiting_upload`` → ``processing`` (sent; being read) → ``accepted`` (``document`` has its indexing status,
+    pending → indexed | failed) or ``failed`` with the ``reason``.
+    """
 
     id: str
     knowledge_base_id: str
@@ -86,8 +94,10 @@ def _refused(exc: UploadError) -> ApiError:
 async def create_upload(
     kb_id: str, body: UploadBody, tenant: TenantDep, container: ContainerDep, uploads: UploadsDep
 ) -> Envelope[UploadView]:
-    """An upload URL for a file too large for a request (up to ``max_bytes``): PUT the file there, then
-    POST ``.../uploads/{id}/complete``."""
+    """An upload URL for a file too large for a request (up to ``max_bytes``).
+
+    PUT the file there, then POST ``.../uploads/{id}/complete``.
+    """
     kb = knowledge_base_of(container, tenant, kb_id)
     try:
         upload, target = uploads.create(
@@ -115,6 +125,7 @@ async def complete_upload(
 async def get_upload(
     kb_id: str, upload_id: str, tenant: TenantDep, container: ContainerDep, uploads: UploadsDep
 ) -> Envelope[UploadView]:
+    """An upload's status, with its document once accepted."""
     knowledge_base_of(container, tenant, kb_id)
     try:
         upload = uploads.get(tenant.id, kb_id, upload_id)
