@@ -146,9 +146,11 @@ class RetrievalConfig(BaseModel):
 
 
 class EnrichmentConfig(BaseModel):
-    """What a generative chat model adds to a document after it is stored (the reference's question, summary
-    and knowledge-base description templates). Off without such a model: nothing is asked of the extractive
-    answerer."""
+    """What a generative chat model adds to a document after it is stored.
+
+    The reference's question, summary and knowledge-base description templates. Off without such a model:
+    nothing is asked of the extractive answerer.
+    """
 
     enabled: bool = True
     # Questions asked per searchable chunk (the reference's default is 3); each is embedded as an extra

@@ -522,9 +522,11 @@ class Container:
         )
 
     async def enrich_document(self, kb: KnowledgeBase, document: Document, *, after_vectors: bool = False) -> None:
-        """Questions, summary and knowledge-base description of a new document (see
-        :mod:`ragline.ingest.enrichment`); with ``after_vectors``, once this process's indexing of its vectors
-        is done (the embedding model is not asked for both at once)."""
+        """Questions, summary and knowledge-base description of a new document.
+
+        See :mod:`ragline.ingest.enrichment`. With ``after_vectors``, once this process's indexing of its
+        vectors is done (the embedding model is not asked for both at once).
+        """
         if not self.enrichment.active:
             return
         if after_vectors:

@@ -40,8 +40,10 @@ class ChunkEditor:
         enabled: bool | None = None,
         metadata: dict[str, object] | None = None,
     ) -> Chunk | None:
-        """The chunk as it is now (None: not this tenant's); a searchable one is searched as it is now. New
-        text drops the questions generated for the old one (the engine drops their vectors)."""
+        """The chunk as it is now (None: not this tenant's); a searchable one is searched as it is now.
+
+        New text drops the questions generated for the old one (the engine drops their vectors).
+        """
         if content is not None and metadata is None:
             for current in self._knowledge.chunks(tenant_id, [chunk_id]):
                 if GENERATED_QUESTIONS_KEY in current.metadata:

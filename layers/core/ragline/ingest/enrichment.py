@@ -59,8 +59,11 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def reply_lines(reply: str, limit: int) -> list[str]:
-    """The items of a one-per-line reply: list marks, numbering and quotes stripped, blank and repeated
-    lines dropped (case-insensitively), at most ``limit``. A reply in a JSON array is read the same way."""
+    """The items of a one-per-line reply, at most ``limit``.
+
+    List marks, numbering and quotes are stripped, blank and repeated lines dropped (case-insensitively). A
+    reply in a JSON array is read the same way.
+    """
     text = _THINK.sub("", reply).strip()
     if text.startswith("[") and text.endswith("]"):
         text = "\n".join(part.strip().strip('"').strip("'") for part in text[1:-1].split('",'))
@@ -87,6 +90,7 @@ class Enricher:
     """The four prompts on a generative chat model (``model_id``: "" for the registry's default)."""
 
     def __init__(self, models: ModelRegistry, templates: PromptTemplates, model_id: str = "") -> None:
+        """Asks ``model_id`` of ``models`` with the prompts of ``templates``."""
         self._models = models
         self._templates = templates
         self._model_id = model_id
@@ -132,8 +136,11 @@ class Enricher:
         )
 
     async def keywords(self, query: str) -> tuple[list[str], str]:
-        """At most five search keywords of ``query`` and where they came from: ``"model"``, or ``"terms"``
-        (the question's own words) without a generative model or when its reply holds none."""
+        """At most five search keywords of ``query`` and where they came from.
+
+        ``"model"``, or ``"terms"`` (the question's own words) without a generative model or when its reply
+        holds none.
+        """
         model = self.generative_model()
         if model is not None:
             try:
@@ -169,6 +176,7 @@ class DocumentEnricher:
         enricher: Enricher,
         config: EnrichmentConfig,
     ) -> None:
+        """Reads and writes through ``knowledge`` and ``engine``; embeds with the knowledge base's model."""
         self._knowledge = knowledge
         self._engine = engine
         self._models = models

@@ -81,9 +81,11 @@ class RetrieveEngine(Protocol):
         *,
         document: Document | None = None,
     ) -> None:
-        """Extra vectors of one indexed chunk, one per question generated for it (replacing any it had): a
-        vector search close to one of them finds the chunk, scored by its best vector. Keyword search does
-        not read them."""
+        """Extra vectors of one indexed chunk, one per question generated for it (replacing any it had).
+
+        A vector search close to one of them finds the chunk, scored by its best vector. Keyword search does
+        not read them.
+        """
         ...
 
     def delete_document(self, knowledge_id: str) -> int:

@@ -238,9 +238,11 @@ class EmbeddedEngine:
         *,
         document: Document | None = None,
     ) -> None:
-        """The vectors of the questions generated for ``chunk`` (row ``i`` for its ``i``-th question), in place
-        of any it had: a vector search close to one of them finds the chunk. Nothing for a chunk no longer
-        stored."""
+        """The vectors of the questions generated for ``chunk``, in place of any it had.
+
+        Row ``i`` is its ``i``-th question; a vector search close to one of them finds the chunk. Nothing for
+        a chunk no longer stored.
+        """
         matrix = np.ascontiguousarray(vectors, dtype=np.float32)
         with self._db.transaction() as conn:
             rowids = self._rowids(conn, [chunk.id])

@@ -474,8 +474,10 @@ class OpenSearchEngine:
         *,
         document: Document | None = None,
     ) -> None:
-        """The vectors of the questions generated for ``chunk`` (row ``i`` for its ``i``-th question), in place
-        of any it had (see :data:`QUESTION_OF`)."""
+        """The vectors of the questions generated for ``chunk``, in place of any it had.
+
+        Row ``i`` is its ``i``-th question (see :data:`QUESTION_OF`).
+        """
         self._delete_questions([chunk.id])
         if not len(vectors):
             return
@@ -523,14 +525,18 @@ class OpenSearchEngine:
         *,
         document: Document | None = None,
     ) -> None:
-        """Indexing a chunk again replaces it (its OpenSearch document id is the chunk id); its generated
-        questions were asked of the old text and go."""
+        """Indexing a chunk again replaces it (its OpenSearch document id is the chunk id).
+
+        Its generated questions were asked of the old text and go.
+        """
         self._delete_questions([c.id for c in chunks])
         self.index_chunks(knowledge_base_id, embedding_model, chunks, vectors, document=document)
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
-        """Remove these chunks and their question documents (refreshed so they stop matching at once);
-        returns how many chunks were deleted."""
+        """Remove these chunks and their question documents; returns how many chunks were deleted.
+
+        Refreshed so they stop matching at once.
+        """
         if not chunk_ids:
             return 0
         self._delete_questions(chunk_ids)
@@ -592,8 +598,10 @@ class OpenSearchEngine:
         return list(results.values())[:top_k]
 
     def _has_questions(self) -> bool:
-        """Whether the index has the question field (mapped once the first questions were written, by any
-        process); until then a vector search asks for top_k documents only."""
+        """Whether the index has the question field (mapped once any process wrote the first questions).
+
+        Until then a vector search asks for top_k documents only.
+        """
         with self._lock:
             if self._question_field:
                 return True

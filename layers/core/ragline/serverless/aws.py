@@ -184,6 +184,7 @@ class LazyEngine:
         *,
         document: Document | None = None,
     ) -> None:
+        """Question vectors of a chunk, written by the engine built on first use."""
         self.engine.index_questions(knowledge_base_id, embedding_model, chunk, vectors, document=document)
 
     def __getattr__(self, name: str) -> Any:

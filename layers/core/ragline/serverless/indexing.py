@@ -314,8 +314,10 @@ class DocumentWorker:
             logger.exception("could not remove a failed document's vectors", extra={"document_id": document.id})
 
     def _enrich(self, document: Document) -> None:
-        """Questions, summary and knowledge-base description, in this invocation after the vectors (a Lambda
-        function is frozen once it has replied). A failure is recorded on the document, never retried."""
+        """Questions, summary and knowledge-base description, in this invocation after the vectors.
+
+        A Lambda function is frozen once it has replied. A failure is recorded on the document, never retried.
+        """
         kb = self._container.knowledge.knowledge_base(document.tenant_id, document.knowledge_base_id)
         if kb is not None:
             asyncio.run(self._container.enrich_document(kb, document))

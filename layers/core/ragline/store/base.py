@@ -203,8 +203,10 @@ class KnowledgeStore(Protocol):
         ...
 
     def set_summary_status(self, tenant_id: str, document_id: str, status: SummaryStatus) -> Document | None:
-        """Where the document's enrichment is (``updated_at`` unchanged: it is not an edit); None when the
-        document is not this tenant's (or is gone)."""
+        """Where the document's enrichment is; None when the document is not this tenant's (or is gone).
+
+        ``updated_at`` is unchanged: it is not an edit.
+        """
         ...
 
     def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:

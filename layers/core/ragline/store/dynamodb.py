@@ -647,6 +647,7 @@ class DynamoKnowledgeStore:
         return updated
 
     def set_summary_status(self, tenant_id: str, document_id: str, status: SummaryStatus) -> Document | None:
+        """The status on both of the document's items (its record and its knowledge base's listing)."""
         current = self.document(tenant_id, document_id)
         if current is None:
             return None

@@ -280,6 +280,7 @@ class SqliteKnowledgeStore:
         return updated
 
     def set_summary_status(self, tenant_id: str, document_id: str, status: SummaryStatus) -> Document | None:
+        """One UPDATE of the documents row; the document as it is now."""
         with self._db.transaction() as conn:
             updated = conn.execute(
                 "UPDATE documents SET summary_status = ? WHERE id = ? AND tenant_id = ?",

@@ -64,9 +64,11 @@ class DocumentStatus(StrEnum):
 
 
 class SummaryStatus(StrEnum):
-    """Where a document's enrichment is (WeKnora's ``summary_status``: generated questions per chunk, the
-    summary, the knowledge base's description): ``none`` when nothing is generated for it (no generative
-    model, or enrichment off)."""
+    """Where a document's enrichment is (WeKnora's ``summary_status``).
+
+    Enrichment is the generated questions per chunk, the summary and the knowledge base's description;
+    ``none`` when nothing is generated for it (no generative model, or enrichment off).
+    """
 
     NONE = "none"
     PENDING = "pending"

@@ -90,8 +90,11 @@ class KeywordsBody(BaseModel):
 
 
 class KeywordsView(BaseModel):
-    """At most five keywords, and where they came from: ``model`` (the chat model, the reference's
-    keywords_extraction prompt) or ``terms`` (the question's own words, without a generative model)."""
+    """At most five keywords, and where they came from.
+
+    ``model`` (the chat model, the reference's keywords_extraction prompt) or ``terms`` (the question's own
+    words, without a generative model).
+    """
 
     keywords: list[str]
     source: str
