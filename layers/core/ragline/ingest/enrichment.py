@@ -230,14 +230,28 @@ class DocumentEnricher:
         ]
         passages.sort(key=lambda c: c.chunk_index)
         asked = passages[: self._config.max_question_chunks] if self._config.questions_per_chunk else []
+        # The questions are asked while the summary and the description are written (one round of model
+        # latency less per document).
+        asking = asyncio.ensure_future(self._questions(model, kb, document, asked))
+        try:
+            summary, described, calls, failed = await self._describe_document(model, kb, document, chunks)
+        finally:
+            outcomes = await asking
+        calls += len(outcomes)
+        failed += sum(1 for o in outcomes if o is None)
+        questions = sum(o or 0 for o in outcomes)
+        status = SummaryStatus.FAILED if calls and failed == calls else SummaryStatus.COMPLETED
+        return EnrichmentResult(status, len(asked), questions, failed, summary, described)
+
+    async def _describe_document(
+        self, model: ChatModel, kb: KnowledgeBase, document: Document, chunks: Sequence[Chunk]
+    ) -> tuple[bool, bool, int, int]:
+        """The document's summary, then its knowledge base's description.
+
+        Returns (summary written, description written, model calls, failed calls).
+        """
         calls = 0
         failed = 0
-        questions = 0
-        if asked:
-            outcomes = await self._questions(model, kb, document, asked)
-            calls += len(outcomes)
-            failed += sum(1 for o in outcomes if o is None)
-            questions = sum(o or 0 for o in outcomes)
         summary = False
         if self._config.summary and not document.description.strip():
             calls += 1
@@ -261,8 +275,7 @@ class DocumentEnricher:
             except Exception:
                 logger.warning("knowledge base description failed", exc_info=True, extra={"knowledge_base_id": kb.id})
                 failed += 1
-        status = SummaryStatus.FAILED if calls and failed == calls else SummaryStatus.COMPLETED
-        return EnrichmentResult(status, len(asked), questions, failed, summary, described)
+        return summary, described, calls, failed
 
     async def _questions(
         self, model: ChatModel, kb: KnowledgeBase, document: Document, passages: Sequence[Chunk]
