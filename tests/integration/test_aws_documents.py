@@ -324,3 +324,44 @@ def test_images_are_not_read_on_aws_and_an_image_upload_says_why(aws):
     error = reply.json()["error"]
     assert error["field"] == "file"
     assert "OCR" in error["message"]
+
+
+def test_the_indexing_function_enriches_a_document_and_opensearch_finds_it_by_a_generated_question(
+    aws, aws_search, scripted
+):
+    """After the vectors, the indexing function asks the chat model (its key read under its own grant) for
+    questions and a summary; the questions' vectors go to OpenSearch as extra documents of the chunk, found
+    by a vector search that the passage's own vector does not reach."""
+    passage = "Jacquard's loom read punched cards to weave patterns into silk in 1804."
+    question = "Which machine first followed a stored program?"
+    scripted.questions = Script.answer(f"1. {question}\n2. {question}")
+    scripted.summary = Script.answer("A note on the Jacquard loom.")
+    try:
+        since_calls = len(aws.stack.calls())
+        kb = aws.kb()
+        added = aws.api.post(
+            f"/api/v1/knowledge-bases/{kb}/documents", json={"title": "Looms", "content": f"# Looms\n\n{passage}"}
+        )
+        assert added.status_code == 202, added.text
+        document_id = added.json()["data"]["id"]
+
+        def enriched() -> dict | None:
+            data = aws.api.get(f"/api/v1/knowledge/{document_id}").json()["data"]
+            return data if data["summary_status"] == "completed" else None
+
+        document = wait_until(enriched, timeout=120, interval=0.2)
+        assert document["status"] == "indexed"
+        assert document["description"] == "A note on the Jacquard loom."
+        chunks = aws.api.get(f"/api/v1/knowledge-bases/{kb}/documents/{document_id}/chunks").json()["data"]
+        assert [[q["question"] for q in c["metadata"]["generated_questions"]] for c in chunks] == [[question]]
+        found = aws.api.post(
+            "/api/v1/knowledge-search", json={"query": question, "knowledge_base_ids": [kb], "vector_threshold": 0.9}
+        )
+        assert found.status_code == 200, found.text
+        assert [r["content"] for r in found.json()["data"]] == [passage]
+        # The question documents were written by the indexing function, under its grant.
+        writers = {c.function for c in aws.stack.calls()[since_calls:] if c.action.startswith("es:")}
+        assert "IndexDocumentFunction" in writers
+    finally:
+        scripted.questions = Script.answer("")
+        scripted.summary = Script.answer("")

@@ -421,6 +421,58 @@ def test_a_deleted_chunk_is_no_longer_found(backend: Backend) -> None:
     backend.delete(document)
 
 
+# Generated questions (ingestion enrichment) ------------------------------------------------------------
+def test_generated_questions_find_their_chunk_by_vector_until_its_text_changes(backend: Backend, scripted) -> None:
+    from tests.support.scripted_model import Script
+
+    c = backend.corpus
+    text = "## Looms\n\nJacquard's loom read punched cards to weave patterns into silk in 1804."
+    document = backend.container.ingest.ingest_text(c.kb_second, content=text, title="Looms").document
+    [chunk] = [ch for ch in backend.container.knowledge.chunks_of_document(c.tenant, document.id) if ch.searchable]
+    question = "Which machine first followed a stored program?"
+    close = backend.params(question, [c.kb_second.id], vector_threshold=0.9)
+
+    def near() -> list[SearchResult]:  # an engine may return hits below the threshold: hybrid search drops them
+        return [h for h in backend.engine.vector_search(close, 10) if h.score >= close.vector_threshold]
+
+    assert chunk.id not in ids(near())
+
+    # Numbered, repeated and one too many: three questions are kept, in order.
+    scripted.questions = Script.answer(f"1. {question}\n2. {question}\n3. What did the loom weave?\n4. When?\n5. Why?")
+    try:
+        result = asyncio.run(backend.container.enrichment.enrich(c.kb_second, document))
+    finally:
+        scripted.questions = Script.answer("")
+    assert (result.status, result.chunks, result.questions, result.failed_calls) == ("completed", 1, 3, 0)
+    [stored] = backend.container.knowledge.chunks(c.tenant, [chunk.id])
+    assert [q["question"] for q in stored.metadata["generated_questions"]] == [
+        question,
+        "What did the loom weave?",
+        "When?",
+    ]
+    hits = near()
+    assert ids(hits) == [chunk.id]  # once, scored by its best vector: the question's
+    assert hits[0].score > 0.99
+    assert hits[0].chunk_metadata["generated_questions"][0]["question"] == question
+    # Keyword search reads the passage only: the question's words are not in it.
+    assert chunk.id not in ids(backend.engine.keyword_search(backend.params("stored program", [c.kb_second.id]), 10))
+
+    backend.container.chunk_edits.update(c.tenant, chunk.id, content="Jacquard's loom wove silk from punched cards.")
+    [edited] = backend.container.knowledge.chunks(c.tenant, [chunk.id])
+    assert "generated_questions" not in edited.metadata  # asked of the old text
+    assert chunk.id not in ids(near())
+
+    # Asked again, then the document deleted: its question vectors go with it.
+    scripted.questions = Script.answer(question)
+    try:
+        asyncio.run(backend.container.enrichment.enrich(c.kb_second, document))
+    finally:
+        scripted.questions = Script.answer("")
+    assert ids(near()) == [chunk.id]
+    backend.delete(document)
+    assert near() == []
+
+
 # Chinese -----------------------------------------------------------------------------------------------
 def test_chinese_keyword_search_reads_jieba_words(backend: Backend) -> None:
     c = backend.corpus

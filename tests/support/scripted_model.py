@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,11 @@ class ScriptedModel:
         self.entity_extraction = Script.answer("[]")
         self.graph_extraction = Script.answer('{"entities": [], "relations": []}')
         self.sql = Script.answer("NONE")
+        # Ingestion enrichment (ragline.ingest.enrichment): nothing generated unless a test scripts it.
+        self.questions: Script | Callable[[str], Script] = Script.answer("")
+        self.summary = Script.answer("")
+        self.kb_description = Script.answer("")
+        self.keywords = Script.answer("")
         # Query understanding requests: queued replies, else the question itself as a kb_search.
         self.understanding: deque[Script] = deque()
         self.received: list[Received] = []
@@ -112,6 +118,14 @@ class ScriptedModel:
             return self.graph_extraction
         if "You write SQL for DuckDB" in text:
             return self.sql
+        if "questions that it answers directly" in text:
+            return self.questions(text) if callable(self.questions) else self.questions
+        if "Summarise the document below" in text:
+            return self.summary
+        if "describing what the knowledge base covers" in text:
+            return self.kb_description
+        if "keywords or key phrases" in text:
+            return self.keywords
         if not any(m.get("role") == "system" for m in messages):
             return self.title
         if any('"rewrite_query"' in str(m.get("content", "")) for m in messages if m.get("role") == "system"):

@@ -145,6 +145,30 @@ class RetrievalConfig(BaseModel):
     group_concurrency: int = 4
 
 
+class EnrichmentConfig(BaseModel):
+    """What a generative chat model adds to a document after it is stored.
+
+    The reference's question, summary and knowledge-base description templates. Off without such a model:
+    nothing is asked of the extractive answerer.
+    """
+
+    enabled: bool = True
+    # Questions asked per searchable chunk (the reference's default is 3); each is embedded as an extra
+    # vector of its chunk and read by rerank's enriched passage. 0 generates none.
+    questions_per_chunk: int = Field(default=3, ge=0, le=10)
+    # A document with more searchable chunks gets questions for its first ones only: one model call per
+    # chunk, and a 30,000-chunk upload should not become 30,000 calls.
+    max_question_chunks: int = Field(default=500, ge=0)
+    # Model calls that run side by side for one document.
+    concurrency: int = Field(default=4, ge=1, le=32)
+    # A summary of the document (from its first characters) becomes its description when it has none.
+    summary: bool = True
+    summary_input_chars: int = Field(default=6000, ge=200)
+    # The knowledge base's description is written from its documents' titles and summaries while it has none
+    # of its own.
+    knowledge_base_description: bool = True
+
+
 class IngestionConfig(BaseModel):
     """How documents are cut into chunks and embedded."""
 
@@ -172,6 +196,7 @@ class IngestionConfig(BaseModel):
     # documents keep their text only. The AWS Lambda layer leaves the OCR library out (too large), so it is off
     # there whatever this says.
     ocr: bool = True
+    enrichment: EnrichmentConfig = Field(default_factory=EnrichmentConfig)
 
 
 class StreamConfig(BaseModel):

@@ -5,6 +5,7 @@ The only module that names adapters; everything else receives ports.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 import time
@@ -18,6 +19,7 @@ from ragline.graph.ingest import GraphIndexer
 from ragline.graph.store import GraphNamespace, GraphStore
 from ragline.ingest.background import BackgroundIndexer
 from ragline.ingest.chunk_edits import ChunkEditor
+from ragline.ingest.enrichment import DocumentEnricher, Enricher
 from ragline.ingest.faq_entries import FAQEntries
 from ragline.ingest.images import ImageReader
 from ragline.ingest.removal import KnowledgeRemoval
@@ -345,6 +347,9 @@ class Container:
     turns: TurnService
     search: SearchService
     memories: MemoryStore
+    # Questions per passage, summaries, knowledge-base descriptions, keywords (with a generative chat model).
+    enricher: Enricher
+    enrichment: DocumentEnricher
     graph: GraphStore | None = None
     graph_indexer: GraphIndexer | None = None
     # The files documents were made from (downloads, previews, parsing again); None: not kept.
@@ -398,6 +403,7 @@ class Container:
         )
         removal = KnowledgeRemoval(knowledge, engine, graph, tables, originals)
         chunk_edits = ChunkEditor(knowledge, engine, models)
+        enricher = Enricher(models, templates)
         return cls(
             settings=settings,
             config=config,
@@ -424,6 +430,8 @@ class Container:
             turns=TurnService(config, templates, knowledge, sessions, stream),
             search=SearchService(events, knowledge, config),
             memories=memories,
+            enricher=enricher,
+            enrichment=DocumentEnricher(knowledge, engine, models, enricher, config.ingestion.enrichment),
             graph=graph,
             graph_indexer=GraphIndexer(GraphExtractor(models, templates), graph) if graph is not None else None,
             originals=originals,
@@ -522,6 +530,18 @@ class Container:
         await self.graph_indexer.index_document(
             GraphNamespace(knowledge_base_id=kb.id, knowledge_id=document.id), chunks
         )
+
+    async def enrich_document(self, kb: KnowledgeBase, document: Document, *, after_vectors: bool = False) -> None:
+        """Questions, summary and knowledge-base description of a new document.
+
+        See :mod:`ragline.ingest.enrichment`. With ``after_vectors``, once this process's indexing of its
+        vectors is done (the embedding model is not asked for both at once).
+        """
+        if not self.enrichment.active:
+            return
+        if after_vectors:
+            await asyncio.to_thread(self.wait_indexed, [document])
+        await self.enrichment.enrich(kb, document)
 
     def close(self) -> None:
         """Stop indexing and close the database."""

@@ -72,8 +72,3 @@ class GraphIndexer:
             extra={"stage": "graph_extraction", "knowledge_base_id": namespace.knowledge_base_id},
         )
         return GraphIndexResult(chunks=len(passages), entities=len(entities), relations=len(relations))
-
-    async def reindex_document(self, namespace: GraphNamespace, chunks: Sequence[Chunk]) -> GraphIndexResult:
-        """The document's graph rebuilt from scratch (its text changed): old nodes and edges go first."""
-        await asyncio.to_thread(self._store.delete_document, namespace)
-        return await self.index_document(namespace, chunks)

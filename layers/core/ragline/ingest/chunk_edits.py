@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ragline.ingest.service import embed_passages, embedding_text
 from ragline.models.registry import ModelRegistry
+from ragline.reranking.passages import GENERATED_QUESTIONS_KEY
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Chunk, FAQEntry
@@ -39,7 +40,14 @@ class ChunkEditor:
         enabled: bool | None = None,
         metadata: dict[str, object] | None = None,
     ) -> Chunk | None:
-        """The chunk as it is now (None: not this tenant's); a searchable one is searched as it is now."""
+        """The chunk as it is now (None: not this tenant's); a searchable one is searched as it is now.
+
+        New text drops the questions generated for the old one (the engine drops their vectors).
+        """
+        if content is not None and metadata is None:
+            for current in self._knowledge.chunks(tenant_id, [chunk_id]):
+                if GENERATED_QUESTIONS_KEY in current.metadata:
+                    metadata = {k: v for k, v in current.metadata.items() if k != GENERATED_QUESTIONS_KEY}
         chunk = self._knowledge.update_chunk(tenant_id, chunk_id, content=content, enabled=enabled, metadata=metadata)
         if chunk is None or not chunk.searchable:
             return chunk

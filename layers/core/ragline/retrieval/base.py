@@ -72,6 +72,22 @@ class RetrieveEngine(Protocol):
         """Make searchable chunks findable: keyword entries and one vector per row of ``vectors``."""
         ...
 
+    def index_questions(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunk: Chunk,
+        vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
+    ) -> None:
+        """Extra vectors of one indexed chunk, one per question generated for it (replacing any it had).
+
+        A vector search close to one of them finds the chunk, scored by its best vector. Keyword search does
+        not read them.
+        """
+        ...
+
     def delete_document(self, knowledge_id: str) -> int:
         """Stops matching the document's chunks.
 

@@ -23,6 +23,9 @@ from ragline.store.knowledge import bump_index_version
 from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
 
+# The most question vectors a chunk has (EnrichmentConfig.questions_per_chunk's bound).
+_MAX_QUESTIONS = 10
+
 # BM25 column weights: (content, title). Equal weights measured best on SciFact (BM25 nDCG@10 0.692 with
 # titles at 1.0, 0.683 at 0.5, 0.659 with titles ignored).
 _BM25_WEIGHTS = (1.0, 1.0)
@@ -44,6 +47,8 @@ class _VectorBlock:
     matrix: npt.NDArray[np.float32]
     size: int = 0  # rows in use; the arrays have room to grow
     total: npt.NDArray[np.float64] | None = None  # the sum of the rows in use (their mean is the centroid)
+    # Some chunk has more than one row (its generated questions' vectors): hits are deduplicated by chunk.
+    repeats: bool = False
 
     def view(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_], npt.NDArray[np.float32]]:
         return self.rowids[: self.size], self.knowledge_ids[: self.size], self.matrix[: self.size]
@@ -224,13 +229,43 @@ class EmbeddedEngine:
                 ],
             )
 
+    def index_questions(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunk: Chunk,
+        vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
+    ) -> None:
+        """The vectors of the questions generated for ``chunk``, in place of any it had.
+
+        Row ``i`` is its ``i``-th question; a vector search close to one of them finds the chunk. Nothing for
+        a chunk no longer stored.
+        """
+        matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+        with self._db.transaction() as conn:
+            rowids = self._rowids(conn, [chunk.id])
+            if chunk.id not in rowids:
+                return
+            rowid = rowids[chunk.id][0]
+            conn.execute("DELETE FROM question_vectors WHERE chunk_rowid = ?", (rowid,))
+            conn.executemany(
+                "INSERT INTO question_vectors (chunk_rowid, position, knowledge_base_id, model, vector)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(rowid, i, knowledge_base_id, embedding_model, matrix[i].tobytes()) for i in range(len(matrix))],
+            )
+            # Rare (background enrichment) and sharing rowids with chunk vectors: searches reload the block.
+            bump_index_version(conn, knowledge_base_id)
+
     def delete_vectors(self, knowledge_base_id: str, keep_model: str) -> None:
         """Vectors of other models than ``keep_model`` (after a knowledge base changed its model)."""
         with self._db.transaction() as conn:
-            conn.execute(
-                "DELETE FROM chunk_vectors WHERE knowledge_base_id = ? AND model != ?",
-                (knowledge_base_id, keep_model),
-            )
+            for table in ("chunk_vectors", "question_vectors"):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE knowledge_base_id = ? AND model != ?",
+                    (knowledge_base_id, keep_model),
+                )
             bump_index_version(conn, knowledge_base_id)
 
     def reindex_chunks(
@@ -249,9 +284,11 @@ class EmbeddedEngine:
                 conn.execute(
                     "DELETE FROM chunks_fts WHERE rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk.id,)
                 )
-                conn.execute(
-                    "DELETE FROM chunk_vectors WHERE chunk_rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk.id,)
-                )
+                # Generated questions were asked of the old text: they go with it.
+                for table in ("chunk_vectors", "question_vectors"):
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE chunk_rowid = (SELECT rowid FROM chunks WHERE id = ?)", (chunk.id,)
+                    )
             self.index_chunks(knowledge_base_id, embedding_model, chunks, vectors, document=document)
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
@@ -286,6 +323,13 @@ class EmbeddedEngine:
         "SELECT v.chunk_rowid, v.vector, c.knowledge_id FROM chunk_vectors v JOIN chunks c ON c.rowid = v.chunk_rowid"
         " WHERE v.knowledge_base_id = ? AND v.model = ? AND c.enabled = 1 AND c.searchable = 1"
     )
+    # A full load adds the chunks' question vectors (rows sharing their chunk's rowid); they are never appended
+    # incrementally: writing them bumps the index version.
+    _ALL_ROWS_SQL = (
+        _ROWS_SQL + " UNION ALL SELECT q.chunk_rowid, q.vector, c.knowledge_id FROM question_vectors q"
+        " JOIN chunks c ON c.rowid = q.chunk_rowid"
+        " WHERE q.knowledge_base_id = ? AND q.model = ? AND c.enabled = 1 AND c.searchable = 1"
+    )
 
     def _block(self, kb_id: str, model: str) -> _VectorBlock:
         version, appended = self._counters(kb_id)
@@ -301,7 +345,7 @@ class EmbeddedEngine:
                     self._append(block, rows, new_rowids)
                     block.appended = appended
                     return block
-            rows = self._db.query(self._ROWS_SQL, (kb_id, model))
+            rows = self._db.query(self._ALL_ROWS_SQL, (kb_id, model, kb_id, model))
             block = _VectorBlock(
                 version=version,
                 appended=appended,
@@ -310,6 +354,7 @@ class EmbeddedEngine:
                 matrix=np.zeros((0, 0), dtype=np.float32),
             )
             self._append(block, rows, np.array([r["chunk_rowid"] for r in rows], dtype=np.int64))
+            block.repeats = bool(block.size) and len(np.unique(block.rowids[: block.size])) < block.size
             self._blocks[(kb_id, model)] = block
             return block
 
@@ -353,7 +398,8 @@ class EmbeddedEngine:
         wanted = set(params.knowledge_ids)
         scored: list[tuple[float, int]] = []
         for kb_id in self._bases(params):
-            rowids, knowledge_ids, matrix = self._block(kb_id, params.embedding_model).view()
+            block = self._block(kb_id, params.embedding_model)
+            rowids, knowledge_ids, matrix = block.view()
             if not len(rowids):
                 continue
             if matrix.shape[1] != query.shape[0]:
@@ -363,11 +409,18 @@ class EmbeddedEngine:
             scores = matrix @ query
             if wanted:
                 scores = np.where(np.isin(knowledge_ids, list(wanted)), scores, -np.inf)
-            take = min(top_k, len(scores))
+            # A chunk with question vectors has several rows: take enough rows for top_k distinct chunks.
+            factor = 1 + _MAX_QUESTIONS if block.repeats else 1
+            take = min(top_k * factor, len(scores))
             best = np.argpartition(scores, len(scores) - take)[len(scores) - take :]
             found = np.isfinite(scores[best])
             scored.extend(zip(scores[best][found].tolist(), rowids[best][found].tolist(), strict=True))
         scored.sort(key=lambda pair: -pair[0])
+        # A chunk scores as its best row (its text or one of its questions).
+        best_per_chunk: dict[int, float] = {}
+        for score, rowid in scored:
+            best_per_chunk.setdefault(rowid, score)
+        scored = [(score, rowid) for rowid, score in best_per_chunk.items()]
         # Hits hybrid search drops below its threshold are never built (see ``RetrieveEngine``).
         return self._results([pair for pair in scored[:top_k] if pair[0] >= params.vector_threshold])
 

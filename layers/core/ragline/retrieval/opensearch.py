@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +87,17 @@ _RESULT_FIELDS = {
     "end_at": "end_at",
     "metadata": "chunk_metadata",
 }
+
+# A chunk's generated questions are extra OpenSearch documents: a copy of the chunk's stored fields with the
+# question's vector, ``_id`` "<chunk id>#q<n>" and this field naming the chunk. Vector search keeps a chunk's
+# best document; keyword search reads chunks only (a copy would count its words twice).
+QUESTION_OF = "question_of"
+# The field is mapped when the first questions are written, so an index without any costs searches nothing.
+# Documents a vector search asks for per chunk wanted once it has: the chunk and its questions at the default
+# of three per chunk (with more, a chunk whose questions all rank high can crowd out others).
+_DOCUMENTS_PER_CHUNK = 4
+# How long a process trusts that the index has no question documents before looking again.
+_QUESTION_CHECK_S = 60.0
 
 _KEYWORD: dict[str, Any] = {"type": "keyword"}
 _STORED_KEYWORD: dict[str, Any] = {"type": "keyword", "index": False}
@@ -244,6 +256,8 @@ class OpenSearchEngine:
         self._lock = threading.Lock()
         self._vector_fields: set[str] = set()
         self._index_exists = False
+        self._question_field = False
+        self._question_checked_at = -_QUESTION_CHECK_S
 
     @property
     def index(self) -> str:
@@ -278,6 +292,8 @@ class OpenSearchEngine:
             self._index_exists = True
             if field:
                 self._vector_fields.add(field)
+            if created:
+                self._question_checked_at = time.monotonic()  # a new index holds no questions
 
     def _mapped_vector_fields(self) -> set[str]:
         """The knn_vector fields the index has now (none when there is no index yet)."""
@@ -286,11 +302,15 @@ class OpenSearchEngine:
         except NotFoundError:
             return set()
         fields: set[str] = set()
+        questions = False
         for entry in mapping.values():
             properties = entry.get("mappings", {}).get("properties", {})
             fields.update(name for name, spec in properties.items() if spec.get("type") == "knn_vector")
+            questions = questions or QUESTION_OF in properties
         with self._lock:
             self._vector_fields.update(fields)
+            self._question_field = self._question_field or questions
+            self._question_checked_at = time.monotonic()
         return fields
 
     def index_chunks(
@@ -445,6 +465,57 @@ class OpenSearchEngine:
             missing.append(str(failure.get("_id")))
         return missing
 
+    def index_questions(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunk: Chunk,
+        vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
+    ) -> None:
+        """The vectors of the questions generated for ``chunk``, in place of any it had.
+
+        Row ``i`` is its ``i``-th question (see :data:`QUESTION_OF`).
+        """
+        self._delete_questions([chunk.id])
+        if not len(vectors):
+            return
+        self.ensure_index(int(vectors.shape[1]))
+        self._ensure_question_field()
+        actions = []
+        for position, vector in enumerate(vectors):
+            source = self._source(knowledge_base_id, embedding_model, chunk, vector, document)
+            source[QUESTION_OF] = chunk.id
+            source.pop("content_zh", None)
+            source.pop("title_zh", None)
+            actions.append(
+                {"_op_type": "index", "_index": self._index, "_id": f"{chunk.id}#q{position}", "_source": source}
+            )
+        helpers.bulk(self._client, actions, refresh="wait_for" if self._refresh else "false")
+
+    def _ensure_question_field(self) -> None:
+        """An index created before questions existed gets their field (``dynamic: strict`` refuses it)."""
+        with self._lock:
+            if self._question_field:
+                return
+        self._client.indices.put_mapping(index=self._index, body={"properties": {QUESTION_OF: _KEYWORD}})
+        with self._lock:
+            self._question_field = True
+
+    def _delete_questions(self, chunk_ids: Sequence[str]) -> int:
+        if not chunk_ids:
+            return 0
+        try:
+            response = self._client.delete_by_query(
+                index=self._index,
+                body={"query": {"terms": {QUESTION_OF: list(chunk_ids)}}},
+                params={"refresh": "true", "conflicts": "proceed"},
+            )
+        except NotFoundError:
+            return 0
+        return int(response.get("deleted", 0))
+
     def reindex_chunks(
         self,
         knowledge_base_id: str,
@@ -454,13 +525,21 @@ class OpenSearchEngine:
         *,
         document: Document | None = None,
     ) -> None:
-        """Indexing a chunk again replaces it: its OpenSearch document id is the chunk id."""
+        """Indexing a chunk again replaces it (its OpenSearch document id is the chunk id).
+
+        Its generated questions were asked of the old text and go.
+        """
+        self._delete_questions([c.id for c in chunks])
         self.index_chunks(knowledge_base_id, embedding_model, chunks, vectors, document=document)
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
-        """Remove these chunks (refreshed so they stop matching at once); returns how many were deleted."""
+        """Remove these chunks and their question documents; returns how many chunks were deleted.
+
+        Refreshed so they stop matching at once.
+        """
         if not chunk_ids:
             return 0
+        self._delete_questions(chunk_ids)
         try:
             response = self._client.delete_by_query(
                 index=self._index,
@@ -503,13 +582,34 @@ class OpenSearchEngine:
         if not known and field not in self._mapped_vector_fields():
             return []
         filters = [*self._filters(params), {"term": {"embedding_model": params.embedding_model}}]
+        # A chunk may come back once for its text and once per generated question: ask for enough documents
+        # to keep top_k distinct chunks, each scored by its best document.
+        k = top_k * _DOCUMENTS_PER_CHUNK if self._has_questions() else top_k
         body = {
-            "size": top_k,
+            "size": k,
             "_source": {"includes": list(_RESULT_FIELDS)},
-            "query": {"knn": {field: {"vector": vector, "k": top_k, "filter": {"bool": {"filter": filters}}}}},
+            "query": {"knn": {field: {"vector": vector, "k": k, "filter": {"bool": {"filter": filters}}}}},
         }
         response = self._search(body)
-        return [self._result(hit, cosine_from_score(float(hit["_score"]))) for hit in _hits(response)]
+        results: dict[str, SearchResult] = {}
+        for hit in _hits(response):
+            result = self._result(hit, cosine_from_score(float(hit["_score"])))
+            results.setdefault(result.id, result)
+        return list(results.values())[:top_k]
+
+    def _has_questions(self) -> bool:
+        """Whether the index has the question field (mapped once any process wrote the first questions).
+
+        Until then a vector search asks for top_k documents only.
+        """
+        with self._lock:
+            if self._question_field:
+                return True
+            if time.monotonic() - self._question_checked_at < _QUESTION_CHECK_S:
+                return False
+        self._mapped_vector_fields()  # records whether the question field is mapped
+        with self._lock:
+            return self._question_field
 
     def keyword_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
         """BM25 over content and title, with their segmented copies when the query has Han characters.
@@ -530,6 +630,7 @@ class OpenSearchEngine:
                     "should": should,
                     "minimum_should_match": MIN_SHOULD_MATCH,
                     "filter": self._filters(params),
+                    "must_not": [{"exists": {"field": QUESTION_OF}}],
                 }
             },
         }

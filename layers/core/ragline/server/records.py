@@ -142,6 +142,7 @@ class KnowledgeView(BaseModel):
     source: str
     channel: str = ""
     tag_id: str = ""
+    # Enrichment (generated questions, summary, KB description): none | pending | processing | completed | failed.
     summary_status: str = "none"
     parse_status: Literal["pending", "processing", "completed", "failed"]
     enable_status: Literal["enabled", "disabled"]
@@ -189,6 +190,7 @@ class KnowledgeView(BaseModel):
             source=document.source,
             tag_id=document.tags[0] if document.tags else "",
             parse_status=parse_status,
+            summary_status=str(getattr(document, "summary_status", "none")),
             enable_status="enabled" if document.enabled else "disabled",
             embedding_model_id=str(getattr(document, "embedding_model", "") or ""),
             file_name=document.filename,

@@ -175,6 +175,18 @@ class LazyEngine:
         """The engine's indexing."""
         self.engine.index_chunks(knowledge_base_id, embedding_model, chunks, vectors, document=document)
 
+    def index_questions(
+        self,
+        knowledge_base_id: str,
+        embedding_model: str,
+        chunk: Chunk,
+        vectors: npt.NDArray[np.float32],
+        *,
+        document: Document | None = None,
+    ) -> None:
+        """Question vectors of a chunk, written by the engine built on first use."""
+        self.engine.index_questions(knowledge_base_id, embedding_model, chunk, vectors, document=document)
+
     def __getattr__(self, name: str) -> Any:
         """Anything else the engine offers (deleting a document, ensuring the index), from the built engine."""
         # Anything else the engine offers (deleting a document, ensuring the index).

@@ -15,8 +15,10 @@ from the progress already recorded, so:
   (and its partial vectors removed: a failed document is never half-searchable); one whose every delivery
   was lost is found by the scheduled sweep (``pending`` and not updated for a while) and scheduled again.
 
-After the vectors, the same invocation extracts the document's graph when its knowledge base asks for it: a
-Lambda function is frozen once it has replied, so nothing may run "after the reply" in the HTTP function.
+After the vectors, the same invocation extracts the document's graph when its knowledge base asks for it, and
+enriches it (generated questions, summary, knowledge-base description) when a generative chat model is
+configured: a Lambda function is frozen once it has replied, so nothing may run "after the reply" in the HTTP
+function.
 
 Files beyond the HTTP API's payload limit go to S3 through a presigned URL (:mod:`ragline.serverless.uploads`);
 the indexing function then reads, extracts and accepts them before indexing (``kind: "upload"``).
@@ -294,6 +296,7 @@ class DocumentWorker:
         if indexed.status != DocumentStatus.INDEXED:
             return "continue"
         self._graph(indexed)
+        self._enrich(indexed)
         return "indexed"
 
     def _fail(self, document: Document, reason: str) -> None:
@@ -309,6 +312,15 @@ class DocumentWorker:
             self._container.engine.delete_document(document.id)
         except Exception:
             logger.exception("could not remove a failed document's vectors", extra={"document_id": document.id})
+
+    def _enrich(self, document: Document) -> None:
+        """Questions, summary and knowledge-base description, in this invocation after the vectors.
+
+        A Lambda function is frozen once it has replied. A failure is recorded on the document, never retried.
+        """
+        kb = self._container.knowledge.knowledge_base(document.tenant_id, document.knowledge_base_id)
+        if kb is not None:
+            asyncio.run(self._container.enrich_document(kb, document))
 
     def _graph(self, document: Document) -> None:
         kb = self._container.knowledge.knowledge_base(document.tenant_id, document.knowledge_base_id)

@@ -6,7 +6,17 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ragline.store.models import Chunk, Document, DocumentStatus, KnowledgeBase, Message, Session, Tag, Tenant
+from ragline.store.models import (
+    Chunk,
+    Document,
+    DocumentStatus,
+    KnowledgeBase,
+    Message,
+    Session,
+    SummaryStatus,
+    Tag,
+    Tenant,
+)
 
 
 class TenantStore(Protocol):
@@ -189,6 +199,13 @@ class KnowledgeStore(Protocol):
 
         Status, failure reason and progress of a document (None fields keep their value; ``updated_at`` becomes now);
         None when the document is not this tenant's.
+        """
+        ...
+
+    def set_summary_status(self, tenant_id: str, document_id: str, status: SummaryStatus) -> Document | None:
+        """Where the document's enrichment is; None when the document is not this tenant's (or is gone).
+
+        ``updated_at`` is unchanged: it is not an edit.
         """
         ...
 

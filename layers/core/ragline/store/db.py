@@ -89,6 +89,17 @@ CREATE TABLE IF NOT EXISTS chunk_vectors (
     vector BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS vectors_by_kb ON chunk_vectors(knowledge_base_id, model);
+-- Extra vectors of a chunk: the questions generated for it at ingestion (ragline.ingest.enrichment). A
+-- vector search hit on one is a hit on its chunk.
+CREATE TABLE IF NOT EXISTS question_vectors (
+    chunk_rowid INTEGER NOT NULL REFERENCES chunks(rowid) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    knowledge_base_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (chunk_rowid, position)
+);
+CREATE INDEX IF NOT EXISTS question_vectors_by_kb ON question_vectors(knowledge_base_id, model);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     content, title, tokenize = '{tokenizer}'
 );
@@ -159,6 +170,7 @@ _ADDED_COLUMNS = (
     ("messages", "feedback_comment", "TEXT NOT NULL DEFAULT ''"),
     ("messages", "alternative_of", "TEXT NOT NULL DEFAULT ''"),
     ("messages", "user_id", "TEXT NOT NULL DEFAULT ''"),
+    ("documents", "summary_status", "TEXT NOT NULL DEFAULT 'none'"),
     ("knowledge_bases", "wiki_enabled", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "graph_extraction_enabled", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "language", "TEXT NOT NULL DEFAULT ''"),

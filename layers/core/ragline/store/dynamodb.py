@@ -27,6 +27,7 @@ from ragline.store.models import (
     KnowledgeBase,
     Message,
     Session,
+    SummaryStatus,
     Tag,
     Tenant,
     document_changes,
@@ -644,6 +645,29 @@ class DynamoKnowledgeStore:
         else:
             self._table.delete_item(Key={"pk": _PENDING, "sk": f"{current.created_at}#{document_id}"})
         return updated
+
+    def set_summary_status(self, tenant_id: str, document_id: str, status: SummaryStatus) -> Document | None:
+        """The status on both of the document's items (its record and its knowledge base's listing)."""
+        current = self.document(tenant_id, document_id)
+        if current is None:
+            return None
+        for key in (
+            {"pk": f"doc#{document_id}", "sk": "meta"},
+            {"pk": f"kb#{current.knowledge_base_id}", "sk": f"doc#{current.created_at}#{document_id}"},
+        ):
+            try:
+                self._table.update_item(
+                    Key=key,
+                    UpdateExpression="SET summary_status = :s",
+                    # A document deleted meanwhile stays deleted: an update never creates a partial item.
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues={":s": status.value},
+                )
+            except ClientError as error:
+                if _conditional_failure(error):
+                    return None
+                raise
+        return current.model_copy(update={"summary_status": status})
 
     def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
         """Documents of every tenant still waiting for their vectors, oldest first (indexing worker and recovery)."""

@@ -15,6 +15,7 @@ from ragline.store.models import (
     DocumentStatus,
     DuplicateName,
     KnowledgeBase,
+    SummaryStatus,
     document_changes,
     retagged,
 )
@@ -277,6 +278,15 @@ class SqliteKnowledgeStore:
                 ),
             )
         return updated
+
+    def set_summary_status(self, tenant_id: str, document_id: str, status: SummaryStatus) -> Document | None:
+        """One UPDATE of the documents row; the document as it is now."""
+        with self._db.transaction() as conn:
+            updated = conn.execute(
+                "UPDATE documents SET summary_status = ? WHERE id = ? AND tenant_id = ?",
+                (status.value, document_id, tenant_id),
+            ).rowcount
+        return self.document(tenant_id, document_id) if updated else None
 
     def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
         """Documents of every tenant still waiting for their vectors, oldest first.

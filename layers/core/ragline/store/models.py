@@ -63,6 +63,20 @@ class DocumentStatus(StrEnum):
     FAILED = "failed"
 
 
+class SummaryStatus(StrEnum):
+    """Where a document's enrichment is (WeKnora's ``summary_status``).
+
+    Enrichment is the generated questions per chunk, the summary and the knowledge base's description;
+    ``none`` when nothing is generated for it (no generative model, or enrichment off).
+    """
+
+    NONE = "none"
+    PENDING = "pending"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
 class Document(BaseModel):
     """A stored document: its record, its ingestion status and the progress of its vectors."""
 
@@ -91,6 +105,7 @@ class Document(BaseModel):
     # The embedding model of the vectors (the knowledge base's model when the work was scheduled).
     embedding_model: str = ""
     updated_at: str = ""
+    summary_status: SummaryStatus = SummaryStatus.NONE
 
     @model_validator(mode="after")
     def _updated_at_defaults_to_created_at(self) -> Document:

@@ -109,13 +109,3 @@ def test_without_a_generative_model_ingestion_builds_no_graph(db, store):
     result = asyncio.run(indexer.index_document(NAMESPACE, [chunk("c1", "Wile E. Coyote founded Acme Corp.")]))
     assert result.entities == 0
     assert db.query_one("SELECT count(*) AS n FROM graph_nodes")["n"] == 0
-
-
-def test_reindex_replaces_the_document_graph(store):
-    model = ScriptedChatModel(reply=reply_for)
-    indexer = indexer_with(model, store)
-    asyncio.run(indexer.index_document(NAMESPACE, [chunk("c1", "Wile E. Coyote founded Acme Corp.")]))
-    asyncio.run(indexer.reindex_document(NAMESPACE, [chunk("c9", "Acme Corp makes anvils.")]))
-    assert store.search_nodes(["kb-a"], ["wile e. coyote"], 5) == []
-    [acme] = store.search_nodes(["kb-a"], ["acme corp"], 5)
-    assert acme.chunk_ids == ["c9"]

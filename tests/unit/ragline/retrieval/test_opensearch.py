@@ -588,6 +588,8 @@ def test_keyword_search_sends_a_bm25_bool_query(engine: OpenSearchEngine, wire: 
                 "minimum_should_match": 1,
                 # No embedding-model filter: keyword hits do not live in a vector space.
                 "filter": BASE_FILTERS,
+                # A chunk's generated questions are documents of their own: never read by keyword.
+                "must_not": [{"exists": {"field": "question_of"}}],
             }
         },
     }
@@ -653,3 +655,38 @@ def test_hybrid_search_fuses_the_engines_lists(engine: OpenSearchEngine, wire: W
     assert fused[0].keyword_score == pytest.approx(1.0)  # normalised by the list's best
     # pool: max(3 * 5, 50) per base, two bases
     assert [s.json()["size"] for s in wire.sent if s.path.endswith("/_search")] == [100, 100]
+
+
+# generated questions -----------------------------------------------------------------------------------
+def test_question_vectors_are_documents_of_their_own_and_a_search_keeps_each_chunk_once(
+    engine: OpenSearchEngine, wire: Wire
+) -> None:
+    engine.index_questions("kb-1", "m", chunk("c1", "Looms read punched cards."), np.ones((2, 3), dtype=np.float32))
+    delete, *_, put_field, bulk = wire.sent
+    assert delete.path == f"/{INDEX}/_delete_by_query"
+    assert delete.json() == {"query": {"terms": {"question_of": ["c1"]}}}
+    assert (put_field.method, put_field.path, put_field.json()) == (
+        "PUT",
+        f"/{INDEX}/_mapping",
+        {"properties": {"question_of": {"type": "keyword"}}},
+    )
+    actions = bulk.ndjson()
+    assert [a["index"]["_id"] for a in actions[::2]] == ["c1#q0", "c1#q1"]
+    assert {(s["id"], s["question_of"], s["content"]) for s in actions[1::2]} == {
+        ("c1", "c1", "Looms read punched cards.")
+    }
+
+    # Four documents per chunk wanted (the chunk and three questions); the chunk once, at its best score.
+    wire.sent.clear()
+    wire.queued = [
+        search_reply(
+            hit("c1", 1.9, content="a"),
+            hit("c1", 1.5, content="a"),
+            hit("c2", 1.4, content="b"),
+            hit("c1", 1.2, content="a"),
+        )
+    ]
+    found = engine.vector_search(params(), top_k=5)
+    (request,) = wire.sent
+    assert request.json()["size"] == 20
+    assert [(r.id, round(r.score, 2)) for r in found] == [("c1", 0.9), ("c2", 0.4)]

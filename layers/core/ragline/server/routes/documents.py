@@ -83,10 +83,12 @@ def knowledge_view(result: IngestResult) -> KnowledgeView:
     return KnowledgeView.of(document, duplicate=result.duplicate)
 
 
-def _index_graph_later(container: Container, kb: KnowledgeBase, result: IngestResult) -> None:
+def _graph_and_enrichment_later(container: Container, kb: KnowledgeBase, result: IngestResult) -> None:
     if not result.duplicate and not container.graph_after_indexing:
-        # A model call per chunk: the document is searchable now, its graph follows.
+        # A model call per chunk: the document is searchable now, its graph and enrichment follow.
         in_background(container.index_graph(kb, result.document))
+        result.document = container.enrichment.mark_pending(result.document)
+        in_background(container.enrich_document(kb, result.document, after_vectors=True))
 
 
 async def _accept(
@@ -117,7 +119,7 @@ async def _accept(
     if wait:
         await asyncio.to_thread(container.wait_indexed, [result.document])
         result.document = container.knowledge.document(kb.tenant_id, result.document.id) or result.document
-    _index_graph_later(container, kb, result)
+    _graph_and_enrichment_later(container, kb, result)
     return result
 
 

@@ -537,6 +537,10 @@ async def _reparse(container: Container, document: Document, **changes: Any) -> 
         await asyncio.to_thread(container.removal.forget_graph, document)
         if not container.graph_after_indexing:
             in_background(container.index_graph(kb, reparsed))
+    if kb is not None and not container.graph_after_indexing:
+        # New chunks: their questions are asked again (the description, kept, is not rewritten).
+        reparsed = container.enrichment.mark_pending(reparsed)
+        in_background(container.enrich_document(kb, reparsed, after_vectors=True))
     return reparsed
 
 

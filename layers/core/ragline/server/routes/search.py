@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ragline.container import Container
 from ragline.runtime.search import SearchBody, SearchFailed
@@ -81,3 +81,30 @@ async def knowledge_search(
 ) -> Envelope[list[SearchResultView]]:
     """Ranked passages through the chat pipeline's search → rerank → MMR path, with their scores."""
     return Envelope(data=await run_search(container, tenant.id, search_body(container, tenant.id, body)))
+
+
+class KeywordsBody(BaseModel):
+    """A question to extract search keywords from."""
+
+    query: str = Field(min_length=1)
+
+
+class KeywordsView(BaseModel):
+    """At most five keywords, and where they came from.
+
+    ``model`` (the chat model, the reference's keywords_extraction prompt) or ``terms`` (the question's own
+    words, without a generative model).
+    """
+
+    keywords: list[str]
+    source: str
+
+
+@router.post("/keywords")
+async def extract_keywords(body: KeywordsBody, tenant: TenantDep, container: ContainerDep) -> Envelope[KeywordsView]:
+    """The search keywords of a question (at most five), names and technical terms kept as written."""
+    check_query_length(container, body.query)
+    if not body.query.strip():
+        raise ApiError(422, "invalid_field", "query is blank", "query")
+    keywords, source = await container.enricher.keywords(body.query)
+    return Envelope(data=KeywordsView(keywords=keywords, source=source))
