@@ -4,13 +4,17 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM ?=
 
-.PHONY: install run test unit lint asl bench clean browser engines pytest office axe
+.PHONY: install run test unit lint asl bench clean browser engines pytest office axe fonts
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ocr]'
+	$(BIN)/python -m pip install --quiet --no-deps 'rapidocr-onnxruntime==$(RAPIDOCR_VERSION)'
 	touch $@
+
+# OCR (pyproject's ocr extra): without its dependencies, which ask for OpenCV's GUI build; the extra has the rest.
+RAPIDOCR_VERSION ?= 1.4.4
 
 install: $(VENV)/.installed
 
@@ -84,10 +88,29 @@ office:
 		|| echo "office: could not install LibreOffice; the LibreOffice extraction tests will be skipped"; \
 	fi
 
+# The OCR tests render Chinese text with Debian's fonts-wqy-microhei (4 MiB), installed the same way when missing;
+# without a CJK font the Chinese cases skip, saying so.
+CJK_FONT ?= /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+fonts:
+	@if [ -f "$(CJK_FONT)" ]; then \
+		:; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "fonts: no $(CJK_FONT) and no apt-get; the Chinese OCR tests will be skipped"; \
+	else \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; \
+		elif command -v sudo >/dev/null 2>&1; then SUDO="sudo -n"; \
+		else echo "fonts: not root and no sudo; the Chinese OCR tests will be skipped"; exit 0; fi; \
+		echo "fonts: installing Debian's fonts-wqy-microhei"; \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends fonts-wqy-microhei \
+		|| { $$SUDO apt-get update -q && \
+		     $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends fonts-wqy-microhei; } \
+		|| echo "fonts: could not install fonts-wqy-microhei; the Chinese OCR tests will be skipped"; \
+	fi
+
 # Lint and the whole suite, with a real OpenSearch (k-NN) and Neo4j started in the background meanwhile
 # (scripts/engines/engines.py: jars from Maven Central, cached in ~/.m2 and build/engines/; stopped when
 # the command ends, however it ends). The live tests wait until their engine is ready.
-test: install browser office axe
+test: install browser office axe fonts
 	$(BIN)/python scripts/engines/engines.py run -- $(MAKE) --no-print-directory lint pytest
 
 pytest: install

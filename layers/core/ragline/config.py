@@ -191,6 +191,11 @@ class IngestionConfig(BaseModel):
     # Full garbage collections wait while documents are accepted or indexed (ragline/ingest/collector.py):
     # each one stalls the API for 100-275 ms when a large document's chunks are alive.
     defer_full_gc: bool = True
+    # Images are read where OCR is installed (ragline/ingest/images.py): image uploads and the pictures in PDF,
+    # Word and PowerPoint files become searchable image chunks. Off: image uploads are refused (415) and
+    # documents keep their text only. The AWS Lambda layer leaves the OCR library out (too large), so it is off
+    # there whatever this says.
+    ocr: bool = True
     enrichment: EnrichmentConfig = Field(default_factory=EnrichmentConfig)
 
 

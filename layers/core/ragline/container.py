@@ -21,11 +21,13 @@ from ragline.ingest.background import BackgroundIndexer
 from ragline.ingest.chunk_edits import ChunkEditor
 from ragline.ingest.enrichment import DocumentEnricher, Enricher
 from ragline.ingest.faq_entries import FAQEntries
+from ragline.ingest.images import ImageReader
 from ragline.ingest.removal import KnowledgeRemoval
 from ragline.ingest.service import IngestService
 from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
 from ragline.memory.store import MemoryStore
+from ragline.models import rapid_ocr
 from ragline.models.base import is_generative
 from ragline.models.extractive import ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
@@ -314,6 +316,13 @@ def wiki_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
     return enabled
 
 
+def build_image_reader(config: AppConfig) -> ImageReader | None:
+    """OCR of images where it is on and installed (the AWS Lambda layer leaves it out); None: images not read."""
+    if not config.ingestion.ocr or not rapid_ocr.available():
+        return None
+    return ImageReader(rapid_ocr.RapidOcr())
+
+
 @dataclass
 class Container:
     """Everything one process needs, whichever runtime it is."""
@@ -390,6 +399,7 @@ class Container:
             config.ingestion,
             tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
             originals=originals,
+            images=build_image_reader(config),
         )
         removal = KnowledgeRemoval(knowledge, engine, graph, tables, originals)
         chunk_edits = ChunkEditor(knowledge, engine, models)

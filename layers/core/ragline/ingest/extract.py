@@ -32,6 +32,10 @@ class UnsupportedFile(ValueError):
     """The file's content cannot be ingested (no text layer, not text, unreadable)."""
 
 
+class NoText(UnsupportedFile):
+    """The file was read but has no text (a scan, a deck of pictures): its images may still have some."""
+
+
 class UnsupportedFileType(UnsupportedFile):
     """The file's type is not one ragline reads (here: HTTP 415)."""
 
@@ -128,7 +132,7 @@ def extract_pdf(raw: bytes) -> Extracted:
     except Exception as exc:  # PDFium reports a damaged or encrypted file as PdfiumError
         raise UnsupportedFile(f"the PDF could not be read: {exc}") from None
     if not pdf.text.strip():
-        raise UnsupportedFile("the PDF has no text layer (scanned pages need OCR first)")
+        raise NoText("the PDF has no text layer (scanned pages need OCR first)")
     return Extracted(pdf.text, "pdf", pdf.title, pdf.page_starts)
 
 
@@ -170,7 +174,7 @@ def extract_office(kind: str, raw: bytes) -> Extracted:
     except office.OfficeFileError as exc:
         raise UnsupportedFile(f"the {kind.upper()} file could not be read: {exc}") from None
     if not result.text.strip():
-        raise UnsupportedFile(f"the {kind.upper()} file has no text")
+        raise NoText(f"the {kind.upper()} file has no text")
     return Extracted(result.text, kind, result.title, result.page_starts)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from ragline.graph.store import GraphNamespace, GraphStore
+from ragline.ingest.images import delete_images
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Document
@@ -55,6 +56,7 @@ class KnowledgeRemoval:
             return None
         if self._originals is not None:
             self._originals.delete(tenant_id, document.id)
+            delete_images(self._originals, tenant_id, document.id)
         logger.info("document deleted", extra={"document_id": document.id})
         return document
 

@@ -36,7 +36,18 @@ from ragline.config import IngestionConfig
 from ragline.ingest.chunker import plan_chunks
 from ragline.ingest.collector import full_collections_deferred
 from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
-from ragline.ingest.extract import UnsupportedFile, extract, reads_as_markdown
+from ragline.ingest.extract import Extracted, NoText, UnsupportedFile, extract, reads_as_markdown
+from ragline.ingest.images import (
+    IMAGE_SUFFIXES,
+    DocumentImage,
+    ImageReader,
+    ImagesNotRead,
+    image_chunks,
+    images_digest,
+    pdf_page_count,
+    save_images,
+    sniff,
+)
 from ragline.ingest.language import choose_embedding_model, detect_language, merge_language
 from ragline.models.base import Embedder
 from ragline.models.registry import ModelRegistry
@@ -144,6 +155,14 @@ class DocumentInput:
     size_bytes: int = 0
     # The file as received, kept as the document's original (None: the text itself, as UTF-8).
     original: bytes | None = None
+    # Its pictures (an image upload: the image itself), each an image_ocr chunk after the text's chunks.
+    images: list[DocumentImage] = field(default_factory=list)
+
+    @property
+    def content_hash(self) -> str:
+        """What finds the same document twice: its text, and its images' bytes where it has some."""
+        basis = self.content + (images_digest(self.images) if self.images else "")
+        return hashlib.sha256(basis.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -266,8 +285,13 @@ class IngestService:
         config: IngestionConfig,
         tables: TableFiles | None = None,
         originals: OriginalStore | None = None,
+        images: ImageReader | None = None,
     ) -> None:
-        """A service over the stores and models given; ``tables`` takes table files, ``originals`` keeps uploads."""
+        """A service over the stores and models given.
+
+        ``tables`` takes table files, ``originals`` keeps uploads, ``images`` reads images (OCR) where installed.
+        """
+        self._images = images
         self._tables = tables
         self._originals = originals
         self._knowledge = knowledge
@@ -320,7 +344,7 @@ class IngestService:
         seen_hashes: dict[str, int] = {}
         hashes: list[str] = []
         for item in items:
-            content_hash = hashlib.sha256(item.content.encode("utf-8")).hexdigest()
+            content_hash = item.content_hash
             hashes.append(content_hash)
             existing = self._knowledge.documents_by_hash(kb.tenant_id, kb.id, content_hash)
             if existing is not None:
@@ -389,9 +413,7 @@ class IngestService:
                     if not table.duplicate:
                         self._originals.save(table.document.tenant_id, table.document.id, raw)
             return results[0]
-        extracted = extract(filename, raw)
-        if not extracted.text.strip():
-            raise UnsupportedFile("the file has no text")
+        extracted, images = self._extract_with_images(filename, raw, cancel)
         _check(cancel)
         item = DocumentInput(
             content=extracted.text,
@@ -404,17 +426,50 @@ class IngestService:
             chunk_type=chunk_type,
             size_bytes=len(raw),
             original=raw,
+            images=images,
         )
         return self.accept_many(kb, [item], cancel=cancel)[0]
 
+    def _extract_with_images(
+        self, filename: str, raw: bytes, cancel: Cancel | None = None
+    ) -> tuple[Extracted, list[DocumentImage]]:
+        """The file's text and its images read (:mod:`ragline.ingest.images`).
+
+        An image upload, known by its bytes (or by its name, to refuse a broken one), is one image; a file with
+        neither text nor readable images is refused.
+        """
+        if sniff(raw) is not None or Path(filename).suffix.lower() in IMAGE_SUFFIXES:
+            if self._images is None:
+                raise ImagesNotRead(
+                    "image files are not read by this deployment: OCR (rapidocr-onnxruntime) is not installed "
+                    "here or ingestion.ocr is off"
+                )
+            return Extracted("", "image"), [self._images.read_upload(raw)]
+        no_text: NoText | None = None
+        try:
+            extracted = extract(filename, raw)
+        except NoText as exc:
+            # A scan: no text, but its pages still count (every one starts at offset 0 of the empty text).
+            file_type = Path(filename).suffix.lower().lstrip(".")
+            pages = pdf_page_count(raw) if file_type == "pdf" else 0
+            no_text, extracted = exc, Extracted("", file_type, page_starts=[0] * pages)
+        images: list[DocumentImage] = []
+        if self._images is not None and extracted.file_type in ("pdf", "docx", "pptx"):
+            images = self._images.read_document(extracted.file_type, raw, cancel).images
+            _check(cancel)
+        if not extracted.text.strip() and not any(image.content.strip() for image in images):
+            raise no_text or UnsupportedFile("the file has no text")
+        return extracted, images
+
     def _keep_original(self, document: Document, item: DocumentInput) -> None:
-        """The received bytes, kept before the document is stored.
+        """The received bytes, kept before the document is stored, and its images beside them.
 
         A stored document always has its original (a failure here stores nothing).
         """
         if self._originals is not None:
             original = item.original if item.original is not None else item.content.encode("utf-8")
             self._originals.save(document.tenant_id, document.id, original)
+            save_images(self._originals, document.tenant_id, document.id, item.images)
 
     def _prepare(
         self, kb: KnowledgeBase, item: DocumentInput, content_hash: str, position: int, keep: Document | None = None
@@ -490,7 +545,9 @@ class IngestService:
         for previous, following in itertools.pairwise(children):
             previous.next_chunk_id = following.id
             following.pre_chunk_id = previous.id
-        return _Prepared(document, parents, children, position, detect_language(content))
+        children.extend(image_chunks(document.id, kb.tenant_id, kb.id, item.images, first_index=len(children)))
+        language_text = "\n".join([content, *(image.content for image in item.images)])
+        return _Prepared(document, parents, children, position, detect_language(language_text))
 
     def _settle_model(self, kb: KnowledgeBase, prepared: Sequence[_Prepared]) -> KnowledgeBase:
         """A knowledge base whose model nobody chose takes the one its language needs.
@@ -612,13 +669,16 @@ class IngestService:
         if raw is None:
             raise NoOriginal(f"no original is kept for document {document.id}")
         text, file_type, page_starts = raw.decode("utf-8", errors="replace"), document.file_type, []
+        images: list[DocumentImage] = []
         if content is None and document.filename:
-            extracted = extract(document.filename, raw)
+            extracted, images = self._extract_with_images(document.filename, raw)
             text, file_type, page_starts = extracted.text, extracted.file_type, extracted.page_starts
-        if not text.strip():
+        if not text.strip() and not images:
             raise UnsupportedFile("the document has no text")
         current = self._knowledge.chunks_of_document(document.tenant_id, document.id)
-        chunk_type = next((c.chunk_type for c in current if c.searchable), ChunkType.TEXT)
+        chunk_type = next(
+            (c.chunk_type for c in current if c.searchable and c.chunk_type != ChunkType.IMAGE_OCR), ChunkType.TEXT
+        )
         item = DocumentInput(
             content=text,
             title=title or document.title,
@@ -631,13 +691,16 @@ class IngestService:
             chunk_type=chunk_type,
             size_bytes=len(raw),
             original=raw,
+            images=images,
         )
-        prepared = self._prepare(kb, item, hashlib.sha256(text.encode("utf-8")).hexdigest(), 0, keep=document)
+        prepared = self._prepare(kb, item, item.content_hash, 0, keep=document)
         kb = self._settle_model(kb, [prepared])
         new = prepared.document
         new.embedding_model = kb.embedding_model
         if content is not None:
             self._keep_original(new, item)
+        elif images and self._originals is not None:
+            save_images(self._originals, new.tenant_id, new.id, images)
         # The old index entries go first: no search finds chunks the store no longer has.
         self._engine.delete_document(document.id)
         with self._knowledge.atomic():

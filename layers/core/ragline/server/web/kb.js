@@ -6,7 +6,7 @@
 import { api, uploadFile } from './api.js';
 import { byId, confirmAction, count, formatBytes, formatDate, h } from './dom.js';
 
-const ACCEPT = '.md,.markdown,.txt,.text,.pdf,.html,.htm,.docx,.pptx,.epub,.csv,.tsv,.xlsx';
+const ACCEPT = '.md,.markdown,.txt,.text,.pdf,.html,.htm,.docx,.pptx,.epub,.csv,.tsv,.xlsx,.png,.jpg,.jpeg,.webp,.gif';
 // While a document of the shown knowledge base is pending, its list is read again this often (ms).
 const PENDING_POLL_MS = 1000;
 // Uploads sent at once; the others wait for a free slot.
