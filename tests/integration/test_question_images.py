@@ -78,7 +78,10 @@ def test_a_vision_model_sees_the_images_and_its_description_is_the_next_turns_hi
     parts = understanding.messages[-1]["content"]
     assert [p["type"] for p in parts] == ["text", "image_url"]
     assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
-    assert "What they show:" in scripted.answers[-1].messages[-1]["content"]
+    # The answering model sees the image too, with what understanding saw in it after the question.
+    answer_parts = scripted.answers[-1].messages[-1]["content"]
+    assert "What they show:" in answer_parts[0]["text"]
+    assert answer_parts[1]["image_url"]["url"] == parts[1]["image_url"]["url"]
 
     # The description is kept as the image's caption (written after the understanding call) …
     wait_until(lambda: user_messages(vision_ragline, session)[0]["images"][0]["caption"] == described)
@@ -106,3 +109,22 @@ def test_bad_images_are_refused_naming_the_field_and_nothing_is_stored(ragline, 
     assert reply.status_code == 422, reply.text
     assert reply.json()["error"]["field"] == field, reply.text
     assert ragline.messages(session) == []
+
+
+def test_a_vision_model_is_shown_the_picture_a_passage_was_found_by(vision_ragline, scripted) -> None:
+    font = latin_font()
+    assert font is not None
+    picture = render_text(["Pump pressure 4 bar"], font=font, size=40)
+    kb = vision_ragline.create_kb("pictures")
+    added = vision_ragline.client.post(
+        f"/api/v1/knowledge-bases/{kb}/documents?wait=true", files={"file": ("pump.png", picture, "image/png")}
+    )
+    assert added.status_code == 201, added.text
+    frames = vision_ragline.chat(vision_ragline.session([kb]), "What is the pump pressure?")
+    assert frames[-1].type == "complete", [f.type for f in frames]
+    references = next(f for f in frames if f.type == "references").data["knowledge_references"]
+    assert [r["chunk_type"] for r in references] == ["image_ocr"]
+    # The answering model reads the passage (the picture's OCR text) and sees the picture itself.
+    parts = scripted.answers[-1].messages[-1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url"]
+    assert parts[1]["image_url"]["url"] == data_url(picture, "image/png")

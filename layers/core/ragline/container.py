@@ -221,7 +221,7 @@ def build_event_manager(
 
         events.register(PluginDataAnalysis(models, templates, tables))
     events.register(PluginIntoChatMessage(templates, summary.context_template_id))
-    events.register(PluginChatCompletionStream(models, templates, summary.prompt_id, knowledge))
+    events.register(PluginChatCompletionStream(models, templates, summary.prompt_id, knowledge, images))
     events.register(PluginFilterTopK())
     events.register(
         PluginQueryUnderstand(

@@ -22,6 +22,7 @@ from ragline.store.keyword_changes import ChangeKind, record_keyword_reset, reco
 from ragline.store.knowledge import bump_index_version
 from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
+from ragline.types.search import image_info_of
 
 # BM25 column weights: (content, title). Equal weights measured best on SciFact (BM25 nDCG@10 0.692 with
 # titles at 1.0, 0.683 at 0.5, 0.659 with titles ignored).
@@ -623,6 +624,7 @@ _RESULT_COLUMNS = ", ".join(
 
 def _search_result(row: Any, score: float) -> SearchResult:
     """A hit from a row of :meth:`EmbeddedEngine._rows`."""
+    metadata = json.loads(row["metadata"] or "{}")
     return SearchResult(
         id=row["id"],
         content=row["content"],
@@ -640,7 +642,8 @@ def _search_result(row: Any, score: float) -> SearchResult:
         start_at=int(row["start_at"]),
         end_at=int(row["end_at"]),
         score=float(score),
-        chunk_metadata=json.loads(row["metadata"] or "{}"),
+        chunk_metadata=metadata,
+        image_info=image_info_of(metadata),
     )
 
 
