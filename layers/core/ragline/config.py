@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     chat_provider: Literal["openai", "bedrock"] = "openai"
     chat_region: str | None = None
     chat_thinking_budget_tokens: int = 1024
+    # The chat model reads images (a vision model): questions' images are sent to it.
+    chat_vision: bool = False
     # "smollm2" for the packaged SmolLM2 GGUF, or a path to any GGUF file.
     llm: str | None = None
 
@@ -101,6 +103,10 @@ class ConversationConfig(BaseModel):
     fallback_strategy: str = _request_default(PipelineRequest, "fallback_strategy").value
     fallback_response: str = _request_default(PipelineRequest, "fallback_response")
     fallback_prompt_id: str = "default"
+    # The answering model sees images (RAGLINE_CHAT_VISION=true sets it): a question's images go to it, with
+    # query understanding's prompt; else, without a vision model (vlm_model_id), their OCR text is used.
+    chat_model_supports_vision: bool = _request_default(PipelineRequest, "chat_model_supports_vision")
+    vlm_model_id: str = _request_default(PipelineRequest, "vlm_model_id")
     enable_rewrite: bool = _request_default(PipelineRequest, "enable_rewrite")
     enable_query_expansion: bool = _request_default(PipelineRequest, "enable_query_expansion")
     # Query understanding's own chat model ("" = the answering model), rewrite template id and per-intent

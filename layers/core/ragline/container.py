@@ -21,7 +21,7 @@ from ragline.ingest.background import BackgroundIndexer
 from ragline.ingest.chunk_edits import ChunkEditor
 from ragline.ingest.enrichment import DocumentEnricher, Enricher
 from ragline.ingest.faq_entries import FAQEntries
-from ragline.ingest.images import ImageReader
+from ragline.ingest.images import ImageReader, load_image
 from ragline.ingest.removal import KnowledgeRemoval
 from ragline.ingest.service import IngestService
 from ragline.memory.extract import MemoryExtractor
@@ -46,7 +46,7 @@ from ragline.pipeline.memory_recall import PluginMemoryRecall
 from ragline.pipeline.orchestrator import Orchestrator
 from ragline.pipeline.plugin import EventManager
 from ragline.pipeline.query_understand import DEFAULT_HISTORY_MESSAGES as UNDERSTAND_HISTORY_MESSAGES
-from ragline.pipeline.query_understand import PluginQueryUnderstand
+from ragline.pipeline.query_understand import ImageLoader, PluginQueryUnderstand
 from ragline.pipeline.session_title import SessionTitler
 from ragline.pipeline.web_fetch import PluginWebFetch
 from ragline.reranking.citations import CitationHistory
@@ -193,6 +193,9 @@ def build_event_manager(
     memories: MemoryStore,
     graph: GraphStore | None = None,
     tables: TableStore | None = None,
+    *,
+    images: ImageLoader | None = None,
+    ocr: Callable[[bytes], str] | None = None,
 ) -> tuple[EventManager, PluginSearchParallel]:
     """The event manager with every plugin registered in the reference's container order.
 
@@ -220,9 +223,19 @@ def build_event_manager(
 
         events.register(PluginDataAnalysis(models, templates, tables))
     events.register(PluginIntoChatMessage(templates, summary.context_template_id))
-    events.register(PluginChatCompletionStream(models, templates, summary.prompt_id, knowledge))
+    events.register(PluginChatCompletionStream(models, templates, summary.prompt_id, knowledge, images))
     events.register(PluginFilterTopK())
-    events.register(PluginQueryUnderstand(models, sessions, templates, history_messages=UNDERSTAND_HISTORY_MESSAGES))
+    events.register(
+        PluginQueryUnderstand(
+            models,
+            sessions,
+            templates,
+            history_messages=UNDERSTAND_HISTORY_MESSAGES,
+            notes=sessions,
+            images=images,
+            ocr=ocr,
+        )
+    )
     events.register(PluginLoadHistory(sessions))
     events.register(PluginMemoryRecall(memories, models))
     if graph is not None:
@@ -286,6 +299,14 @@ def build_graph(settings: Settings, db: Database | None) -> GraphStore | None:
     return None
 
 
+def vision_config(settings: Settings, config: AppConfig) -> AppConfig:
+    """``RAGLINE_CHAT_VISION=true``: the answering model is told to see the questions' images."""
+    if not settings.chat_vision:
+        return config
+    conversation = config.conversation.model_copy(update={"chat_model_supports_vision": True})
+    return config.model_copy(update={"conversation": conversation})
+
+
 def web_search_config(settings: Settings, config: AppConfig) -> AppConfig:
     """config.yaml's providers plus the one given by the environment, which becomes the default."""
     if not settings.web_search_provider:
@@ -314,6 +335,14 @@ def wiki_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
         return bool(kb is not None and kb.wiki_enabled)
 
     return enabled
+
+
+def question_image_loader(originals: OriginalStore | None) -> ImageLoader | None:
+    """The bytes behind a question image's handle, read from where the turn kept them."""
+    if originals is None:
+        return None
+    store = originals
+    return lambda tenant_id, url: load_image(store, tenant_id, url)
 
 
 def build_image_reader(config: AppConfig) -> ImageReader | None:
@@ -386,10 +415,23 @@ class Container:
         db: Database | None = None,
     ) -> Container:
         """The same pipeline over whichever adapters a runtime provides."""
-        config = web_search_config(settings, config)
+        config = vision_config(settings, web_search_config(settings, config))
         rerank_models = rerank_models if rerank_models is not None else build_rerank_models(settings, config)
+        image_reader = build_image_reader(config)
         events, search_parallel = build_event_manager(
-            config, templates, knowledge, sessions, engine, models, rerank_models, citations, memories, graph, tables
+            config,
+            templates,
+            knowledge,
+            sessions,
+            engine,
+            models,
+            rerank_models,
+            citations,
+            memories,
+            graph,
+            tables,
+            images=question_image_loader(originals),
+            ocr=(lambda raw: image_reader.read_upload(raw, "images").text) if image_reader is not None else None,
         )
         fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
         ingest = IngestService(
@@ -399,7 +441,7 @@ class Container:
             config.ingestion,
             tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
             originals=originals,
-            images=build_image_reader(config),
+            images=image_reader,
         )
         removal = KnowledgeRemoval(knowledge, engine, graph, tables, originals)
         chunk_edits = ChunkEditor(knowledge, engine, models)
@@ -427,7 +469,7 @@ class Container:
             removal=removal,
             chunk_edits=chunk_edits,
             faq=FAQEntries(knowledge, ingest, chunk_edits, removal),
-            turns=TurnService(config, templates, knowledge, sessions, stream),
+            turns=TurnService(config, templates, knowledge, sessions, stream, originals),
             search=SearchService(events, knowledge, config),
             memories=memories,
             enricher=enricher,

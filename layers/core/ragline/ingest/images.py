@@ -426,3 +426,9 @@ def delete_images(originals: OriginalStore, tenant_id: str, document_id: str) ->
 def images_digest(images: Sequence[DocumentImage]) -> str:
     """What identifies a document's images in its content hash (the same scan twice is one document)."""
     return "".join(image.digest for image in images)
+
+
+def save_image(originals: OriginalStore, tenant_id: str, owner_id: str, number: int, data: bytes) -> str:
+    """One image kept under ``owner_id`` (a document, or a question's images); its handle."""
+    originals.save(tenant_id, _storage_id(owner_id, number), data)
+    return image_url(owner_id, number)

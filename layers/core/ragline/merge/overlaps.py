@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragline.merge.config import PARTIAL_OVERLAP_MAX_SIZE_RATIO, PARTIAL_OVERLAP_MIN_RATIO
+from ragline.merge.images import merge_image_info
 from ragline.merge.join import is_content_contained, token_overlap_ratio
 from ragline.retrieval.text import normalize_content, tokenize_simple
-from ragline.types import SearchResult
+from ragline.types import ChunkType, SearchResult
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ def remove_partial_overlaps(
     """``results`` without the passages another one makes redundant, order kept."""
     entries = [_entry(result) for result in results]
     removed: set[int] = set()
+    # A dropped image's chunk: the passage that made it redundant carries its image on (index → images).
+    inherited: dict[int, str] = {}
     for i in range(len(entries)):
         if i in removed:
             continue
@@ -69,7 +72,28 @@ def remove_partial_overlaps(
             if not _redundant(entries[i], entries[j], min_ratio=min_ratio, max_size_ratio=max_size_ratio):
                 continue
             loser = _loser(entries, i, j)
+            winner = j if loser == i else i
             removed.add(loser)
+            if _is_image(results[loser]) and results[loser].image_info:
+                inherited[winner] = merge_image_info(
+                    inherited.get(winner, results[winner].image_info), results[loser].image_info
+                )
             if loser == i:
                 break  # a dropped passage no longer decides about the others
-    return [result for index, result in enumerate(results) if index not in removed]
+    kept = []
+    for index, result in enumerate(results):
+        if index in removed:
+            continue
+        if index in inherited and not _is_image(result):
+            # The reference's image_vector_match: the image was found, its text kept in another passage.
+            result = result.model_copy(update={"image_info": inherited[index], "metadata": dict(result.metadata)})
+            result.metadata[IMAGE_VECTOR_MATCH] = "true"
+        kept.append(result)
+    return kept
+
+
+IMAGE_VECTOR_MATCH = "image_vector_match"
+
+
+def _is_image(result: SearchResult) -> bool:
+    return result.chunk_type in (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)

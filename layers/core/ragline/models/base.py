@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -23,10 +25,31 @@ class ModelCallError(Exception):
 
 @dataclass(frozen=True)
 class ChatMessage:
-    """One message of a conversation as a chat model reads it."""
+    """One message of a conversation as a chat model reads it.
+
+    ``images``: ``data:`` URLs sent beside the text to a model that can see them (an OpenAI-compatible
+    ``image_url`` part, a Bedrock image block); a text-only adapter reads ``content`` alone.
+    """
 
     role: Literal["system", "user", "assistant"]
     content: str
+    images: tuple[str, ...] = ()
+
+
+def data_url(raw: bytes, media_type: str) -> str:
+    """``raw`` as a ``data:`` URL."""
+    return f"data:{media_type};base64,{base64.b64encode(raw).decode('ascii')}"
+
+
+def data_url_bytes(url: str) -> tuple[bytes, str] | None:
+    """The bytes and media type of a base64 ``data:`` URL; None for anything else or unreadable base64."""
+    if not url.startswith("data:") or ";base64," not in url:
+        return None
+    media_type, _, payload = url[5:].partition(";base64,")
+    try:
+        return base64.b64decode(payload, validate=True), media_type
+    except (binascii.Error, ValueError):
+        return None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallError
+from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallError, data_url_bytes
 from ragline.types import ChatOptions
 
 logger = logging.getLogger(__name__)
@@ -123,10 +123,26 @@ def converse_messages(messages: Sequence[ChatMessage]) -> tuple[list[dict[str, A
             continue
         if turns and turns[-1]["role"] == message.role:
             previous = turns[-1]["content"][0]["text"]
-            turns[-1]["content"] = [{"text": previous + MERGED_TURN_SEPARATOR + message.content}]
+            turns[-1]["content"][0] = {"text": previous + MERGED_TURN_SEPARATOR + message.content}
+            turns[-1]["content"].extend(_image_blocks(message))
         else:
-            turns.append({"role": message.role, "content": [{"text": message.content}]})
+            turns.append({"role": message.role, "content": [{"text": message.content}, *_image_blocks(message)]})
     return system, turns
+
+
+# Converse's image formats by media type.
+_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+
+
+def _image_blocks(message: ChatMessage) -> list[dict[str, Any]]:
+    """Converse image blocks of the message's ``data:`` URL images (other URLs cannot be sent as bytes)."""
+    blocks = []
+    for url in message.images:
+        decoded = data_url_bytes(url)
+        if decoded is None or decoded[1] not in _IMAGE_FORMATS:
+            continue
+        blocks.append({"image": {"format": _IMAGE_FORMATS[decoded[1]], "source": {"bytes": decoded[0]}}})
+    return blocks
 
 
 def finish_reason(stop_reason: str | None) -> str | None:

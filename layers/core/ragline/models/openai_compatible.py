@@ -13,6 +13,15 @@ from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallE
 from ragline.types import ChatOptions
 
 
+def _message(message: ChatMessage) -> dict[str, Any]:
+    """A message in the Chat Completions shape: text, or text and ``image_url`` parts when it has images."""
+    if not message.images:
+        return {"role": message.role, "content": message.content}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    parts.extend({"type": "image_url", "image_url": {"url": url}} for url in message.images)
+    return {"role": message.role, "content": parts}
+
+
 class OpenAICompatibleChatModel:
     """Streams ``delta.content`` as answer and ``delta.reasoning_content`` (vLLM, DeepSeek) as thinking."""
 
@@ -43,7 +52,7 @@ class OpenAICompatibleChatModel:
     def _request(self, messages: Sequence[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self._model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": [_message(m) for m in messages],
             "temperature": options.temperature,
             "max_tokens": options.max_tokens,
         }

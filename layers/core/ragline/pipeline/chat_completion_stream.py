@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 
 from ragline.config import PromptTemplates
 from ragline.models.registry import ModelRegistry, UnknownModel
@@ -12,6 +14,7 @@ from ragline.pipeline.generation import (
     build_messages,
     finish_answer,
     stream_reply,
+    vision_images,
 )
 from ragline.pipeline.plugin import ERR_GET_CHAT_MODEL, ERR_MODEL_CALL, NextFn, PluginError
 from ragline.store.base import KnowledgeStore
@@ -27,12 +30,15 @@ class PluginChatCompletionStream:
         templates: PromptTemplates,
         prompt_id: str,
         knowledge: KnowledgeStore | None = None,
+        images: Callable[[str, str], bytes | None] | None = None,
     ) -> None:
         """A generation stage using ``models``, the prompt ``prompt_id`` of ``templates``, and ``knowledge`` for document names."""
         self._models = models
         self._templates = templates
         self._prompt_id = prompt_id
         self._knowledge = knowledge
+        # Reads kept images (the question's, the passages') for a chat model that sees them.
+        self._images = images
 
     def activation_events(self) -> list[EventType]:
         """Runs at CHAT_COMPLETION_STREAM."""
@@ -46,7 +52,8 @@ class PluginChatCompletionStream:
             model = self._models.chat_model(cm.request.chat_model_id)
         except UnknownModel as exc:
             return ERR_GET_CHAT_MODEL.with_cause(f"unknown chat model {exc}")
-        messages, registry = build_messages(cm, self._templates, self._prompt_id)
+        images = await asyncio.to_thread(vision_images, cm, self._images)
+        messages, registry = build_messages(cm, self._templates, self._prompt_id, images)
         attach_passage_parts(cm, registry, self._knowledge)
         answer_id = event_id(cm, "answer")
         started = time.monotonic()

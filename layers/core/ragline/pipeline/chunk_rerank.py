@@ -65,6 +65,7 @@ def rerank_options(request: PipelineRequest) -> RerankOptions:
         top_k=max(1, request.rerank_top_k),
         explicit_scope=has_explicit_scope(request),
         faq_boost=request.faq_score_boost if request.faq_priority_enabled else None,
+        vector_threshold=request.vector_threshold,
     )
 
 

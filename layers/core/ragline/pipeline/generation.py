@@ -5,8 +5,11 @@ Shared by CHAT_COMPLETION, CHAT_COMPLETION_STREAM and the fallback answer.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -14,14 +17,15 @@ from typing import Any
 from ragline.config import PromptTemplates, render_placeholders
 from ragline.event.bus import BusEventType
 from ragline.event.cancel import until_cancelled
+from ragline.ingest.images import MAX_IMAGE_BYTES, sniff
 from ragline.modelcontext import SourceRegistry, StreamDecoder, fold_citations
 from ragline.modelcontext.protocol import protocol_prompt
 from ragline.modelcontext.registry import ChunkPart
-from ragline.models.base import TRUNCATION_REASONS, ChatMessage, ChatModel, ModelCallError
+from ragline.models.base import TRUNCATION_REASONS, ChatMessage, ChatModel, ModelCallError, data_url
 from ragline.pipeline.emit import emit, event_id
 from ragline.pipeline.faq_layout import faq_layout
 from ragline.store.base import KnowledgeStore
-from ragline.types import ChatManage, ChatOptions
+from ragline.types import ChatManage, ChatOptions, ChunkType, SearchResult
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +45,7 @@ def chat_options(cm: ChatManage) -> ChatOptions:
 
 
 def build_messages(
-    cm: ChatManage, templates: PromptTemplates, prompt_id: str
+    cm: ChatManage, templates: PromptTemplates, prompt_id: str, images: Sequence[str] = ()
 ) -> tuple[list[ChatMessage], SourceRegistry]:
     """System prompt (with aliased sources, memory and the citation protocol), history, current turn.
 
@@ -71,13 +75,78 @@ def build_messages(
         system = f"{system.rstrip()}\n\n{state.memory_prompt}"
     if results:
         system = f"{system.rstrip()}\n\n{protocol_prompt(registry.citations_enabled)}"
+        if MARKDOWN_IMAGE.search(sources):
+            system = f"{system.rstrip()}\n\n{IMAGE_OUTPUT_PROMPT}"
 
     messages = [ChatMessage("system", system)]
     for round_ in state.history:
         messages.append(ChatMessage("user", registry.resources.encode(round_.query)))
         messages.append(ChatMessage("assistant", registry.resources.encode(fold_citations(round_.answer, registry))))
-    messages.append(ChatMessage("user", registry.resources.encode(state.user_content or request.query)))
+    messages.append(
+        ChatMessage("user", registry.resources.encode(state.user_content or request.query), images=tuple(images))
+    )
     return messages, registry
+
+
+# The reference's paragraph for a context that carries Markdown images (appendRetrievedImageOutputRequirement).
+MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\([^)\s]+\)")
+IMAGE_OUTPUT_PROMPT = (
+    "Some sources contain images written as Markdown, ![description](res://NNNN). When an image helps the"
+    " answer, show it with that same Markdown, its link unchanged, next to the sentence it supports; never write"
+    " an image link that is not in the sources."
+)
+# Images of the retrieved passages a vision model is shown, after the question's own.
+MAX_CONTEXT_IMAGES = 3
+
+
+def context_image_urls(results: Sequence[SearchResult]) -> list[str]:
+    """Handles of the images the final passages were found by, first occurrence kept, at most three.
+
+    Image chunks (OCR text or caption), images rerank kept on their vector score, and passages that stand
+    for a dropped image's chunk (``image_vector_match``).
+    """
+    urls: list[str] = []
+    for result in results:
+        is_image = result.chunk_type in (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)
+        matched = (
+            result.metadata.get("kept_by") == "image_vector" or result.metadata.get("image_vector_match") == "true"
+        )
+        if not (is_image or matched) or not result.image_info:
+            continue
+        try:
+            entries = json.loads(result.image_info)
+        except ValueError:
+            continue
+        for entry in entries if isinstance(entries, list) else []:
+            url = entry.get("url") if isinstance(entry, dict) else None
+            if isinstance(url, str) and url and url not in urls:
+                urls.append(url)
+    return urls[:MAX_CONTEXT_IMAGES]
+
+
+def vision_images(cm: ChatManage, load: Callable[[str, str], bytes | None] | None) -> list[str]:
+    """``data:`` URLs for a chat model that sees images: the question's images, then the passages' (≤ 3).
+
+    Nothing for a model that does not see images, or without a way to read the kept images; an image that
+    cannot be read, is over 5 MB or is not PNG/JPEG/WebP/GIF is left out.
+    """
+    request = cm.request
+    if not request.chat_model_supports_vision or load is None:
+        return []
+    results = cm.final_results() if cm.needs_retrieval() else []
+    urls = list(dict.fromkeys([*request.images, *context_image_urls(results)]))
+    shown = []
+    for url in urls:
+        try:
+            raw = load(request.tenant_id, url)
+        except Exception:
+            logger.warning("an image could not be read for the answer", exc_info=True)
+            continue
+        media_type = sniff(raw) if raw is not None else None
+        if raw is None or media_type is None or len(raw) > MAX_IMAGE_BYTES:
+            continue
+        shown.append(data_url(raw, media_type))
+    return shown
 
 
 def attach_passage_parts(cm: ChatManage, registry: SourceRegistry, knowledge: KnowledgeStore | None) -> None:

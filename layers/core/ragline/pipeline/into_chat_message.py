@@ -85,6 +85,24 @@ def render_faq_passages(layout: FaqLayout) -> str:
     return "\n".join(parts)
 
 
+# What the answering model reads about the question's images (query understanding read them).
+IMAGE_DESCRIPTION_NOTE = "[The user attached images. What they show:]\n{text}"
+IMAGE_TEXT_NOTE = (
+    "[The user attached images that no model here can see. Their text, read by OCR, follows; say in your answer"
+    " that you read the images' text, not the images themselves:]\n{text}"
+)
+
+
+def with_images(query: str, cm: ChatManage) -> str:
+    """The question with what its images showed, or their OCR text, after it."""
+    state = cm.state
+    if state.image_description:
+        return f"{query}\n\n{IMAGE_DESCRIPTION_NOTE.format(text=state.image_description)}"
+    if state.image_text:
+        return f"{query}\n\n{IMAGE_TEXT_NOTE.format(text=state.image_text)}"
+    return query
+
+
 class PluginIntoChatMessage:
     """The INTO_CHAT_MESSAGE stage: the user message the model reads, with the context passages."""
 
@@ -115,6 +133,6 @@ class PluginIntoChatMessage:
         )
         cm.state.rendered_contexts = contexts
         cm.state.user_content = render_placeholders(
-            template, {"query": query, "contexts": contexts, "language": cm.request.language}
+            template, {"query": with_images(query, cm), "contexts": contexts, "language": cm.request.language}
         )
         return await next()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from ragline.pipeline.plugin import NextFn, PluginError
 from ragline.store.base import SessionStore
@@ -21,6 +21,13 @@ _EXTRA_MESSAGES = 10
 def strip_think_tags(text: str) -> str:
     """``text`` without its ``<think>`` blocks (an unclosed one runs to the end)."""
     return _THINK_TAGS.sub("", text).strip()
+
+
+def question_with_captions(query: str, images: Sequence[Mapping[str, str]]) -> str:
+    """A past question with what its images showed (their captions), as the next turn's history reads it."""
+    captions = [image.get("caption", "").strip() for image in images]
+    notes = [f"[Image {n}: {caption}]" for n, caption in enumerate(captions, start=1) if caption]
+    return "\n".join([query, *notes]) if notes else query
 
 
 def pair_rounds(messages: Iterable[Message], max_rounds: int, exclude_request_id: str = "") -> list[History]:
@@ -57,7 +64,7 @@ def pair_rounds(messages: Iterable[Message], max_rounds: int, exclude_request_id
             (
                 user.created_at,
                 History(
-                    query=user.content,
+                    query=question_with_captions(user.content, user.images),
                     answer=answer,
                     request_id=request_id,
                     created_at=user.created_at,

@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ragline.config import PromptTemplates
-from ragline.models.base import TRUNCATION_REASONS, ChatModel
+from ragline.ingest.images import sniff
+from ragline.models.base import TRUNCATION_REASONS, ChatModel, data_url
 from ragline.models.extractive import model_writes
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.load_history import pair_rounds
@@ -44,6 +45,10 @@ UNDERSTAND_MAX_TOKENS_WITH_IMAGES = 2048
 DEFAULT_HISTORY_MESSAGES = 20
 # Where the image description is left for later stages of this process until PipelineState has a field.
 IMAGE_DESCRIPTION_EXTRA = "image_description"
+
+
+# The bytes behind a question image's handle for a tenant (None when it is not kept).
+ImageLoader = Callable[[str, str], bytes | None]
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class PluginQueryUnderstand:
         agent_intent_prompts: Mapping[str, str] | None = None,
         notes: UserMessageNotes | None = None,
         rewrite_template_id: str = DEFAULT_REWRITE_TEMPLATE_ID,
+        images: ImageLoader | None = None,
+        ocr: Callable[[bytes], str] | None = None,
     ) -> None:
         """A stage asking ``models`` with ``templates``; ``history_messages`` recent messages give the question context."""
         self._models = models
@@ -82,6 +89,8 @@ class PluginQueryUnderstand:
         self._agent_intent_prompts = dict(agent_intent_prompts or {})
         self._notes = notes
         self._rewrite_template_id = rewrite_template_id
+        self._images = images
+        self._ocr = ocr
         # Strong references to note writes in flight: the event loop keeps only weak ones.
         self._pending_notes: set[asyncio.Task[None]] = set()
 
@@ -96,22 +105,35 @@ class PluginQueryUnderstand:
             return await next()
         log = {"stage": event_type.value, "session_id": request.session_id}
 
-        history = self._history(cm, log)
         selected = self._select_model(cm, log)
+        sends_images = selected is not None and selected[1] and model_writes(selected[0])
+        query, shown = request.query, request.images
+        if request.images:
+            shown = await asyncio.to_thread(self._data_urls, cm) if sends_images else ()
+            sends_images = bool(shown)
+            if not sends_images:
+                # No model here can see them: their text, read by OCR, joins the question (and the search).
+                text = await asyncio.to_thread(self._image_text, cm)
+                if text:
+                    cm.state.image_text = text
+                    query = f"{request.query}\n\n{text}".strip()
+                    cm.state.rewrite_query = query
+                shown = request.images
         if selected is None:
             logger.warning("no model for query understanding; keeping the question", extra=log)
             return await next()
-        model, sends_images = selected
+        model = selected[0]
         if not model_writes(model):
             logger.debug("the chat model does not write text; keeping the question", extra=log)
             return await next()
+        history = self._history(cm, log)
         try:
             messages = understanding_messages(
                 self._templates,
-                query=request.query,
+                query=query,
                 history=history,
                 language=request.language,
-                images=request.images,
+                images=shown,
                 send_images=sends_images,
                 template_id=request.rewrite_template_id or self._rewrite_template_id,
             )
@@ -138,7 +160,7 @@ class PluginQueryUnderstand:
             return await next()
         rejected = understanding.rewrite_query and rewrite_rejection(
             understanding.rewrite_query,
-            request.query,
+            query,
             history,
             (m.content for m in messages),
             seen=(understanding.image_description,) if sends_images else (),
@@ -149,6 +171,50 @@ class PluginQueryUnderstand:
             understanding = dataclasses.replace(understanding, rewrite_query="")
         self._apply(cm, understanding, sends_images)
         return await next()
+
+    def _load(self, cm: ChatManage, url: str) -> bytes | None:
+        """The bytes behind one image handle; None when it is not kept here or cannot be read."""
+        if self._images is None:
+            return None
+        try:
+            return self._images(cm.request.tenant_id, url)
+        except Exception:
+            logger.warning(
+                "a question image could not be read", exc_info=True, extra={"session_id": cm.request.session_id}
+            )
+            return None
+
+    def _data_urls(self, cm: ChatManage) -> tuple[str, ...]:
+        """The question's images for a model that can see them.
+
+        Kept ones as ``data:`` URLs, web and ``data:`` URLs as they are; handles that cannot be read are left out.
+        """
+        urls = []
+        for url in cm.request.images:
+            raw = self._load(cm, url)
+            if raw is not None:
+                urls.append(data_url(raw, sniff(raw) or "image/png"))
+            elif url.startswith(("https://", "http://", "data:")):
+                urls.append(url)
+        return tuple(urls)
+
+    def _image_text(self, cm: ChatManage) -> str:
+        """The OCR text of the question's images, one block per image with text ("" without an OCR engine)."""
+        if self._ocr is None:
+            return ""
+        blocks = []
+        loaded = [raw for raw in (self._load(cm, url) for url in cm.request.images) if raw is not None]
+        for number, raw in enumerate(loaded, start=1):
+            try:
+                text = self._ocr(raw).strip()
+            except Exception:
+                logger.warning(
+                    "OCR of a question image failed", exc_info=True, extra={"session_id": cm.request.session_id}
+                )
+                continue
+            if text:
+                blocks.append(f"[Image {number}] {text}")
+        return "\n".join(blocks)
 
     async def wait_for_notes(self) -> None:
         """Wait for image-description writes still running (a serverless step calls this before it returns)."""
@@ -210,6 +276,7 @@ class PluginQueryUnderstand:
         # A description from a model that never saw the images would be invented.
         if sends_images and understanding.image_description:
             cm.context.extras[IMAGE_DESCRIPTION_EXTRA] = understanding.image_description
+            state.image_description = understanding.image_description
             self._store_image_description(cm, understanding.image_description)
         if not needs_retrieval(state.intent, request.web_search_enabled):
             prompt = intent_system_prompt(

@@ -20,7 +20,7 @@ from ragline.reranking.config import RerankConfig
 from ragline.reranking.mmr import select_mmr
 from ragline.reranking.passages import is_graph_hit, model_passage, select_candidates
 from ragline.reranking.scoring import RerankOutcome, apply_threshold, best_score, rank_key, score_result
-from ragline.types import SearchResult
+from ragline.types import ChunkType, SearchResult
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,8 @@ class RerankOptions(BaseModel):
     explicit_scope: bool = False
     # FAQ score multiplier; None or ≤ 1 means off.
     faq_boost: float | None = None
+    # The search's vector threshold: an image a text model rejects is kept on its vector score above it.
+    vector_threshold: float = 0.0
 
 
 class RerankDiagnostics(BaseModel):
@@ -49,6 +51,9 @@ class RerankDiagnostics(BaseModel):
     top_score: float | None = None
     result_count: int = 0
     error: str = ""
+    # Image hits the model scored, and those kept on their vector score though it rejected them.
+    images_scored: int = 0
+    images_kept: int = 0
 
 
 @dataclass
@@ -73,6 +78,14 @@ def _valid_scores(scores: Sequence[RankResult], count: int) -> list[RankResult]:
             seen.add(score.index)
             valid.append(score)
     return valid
+
+
+# The reference's image rules for a text rerank model (internal/reranking/image.go).
+IMAGE_TEXT_AS_TEXT = 200
+IMAGE_VECTOR_FLOOR = 0.25
+MAX_KEPT_IMAGES = 2
+KEPT_BY = "kept_by"
+IMAGE_VECTOR = "image_vector"
 
 
 async def rerank_results(
@@ -125,8 +138,51 @@ async def rerank_results(
     ranked = [result for result, _ in scored]
     picks = select_mmr(ranked, min(max(1, options.top_k), len(ranked)), config.mmr_lambda)
     selected = [ranked[p] for p in picks]
+    passing = {s.index for s in decision.passing}
+    kept = kept_images(candidates, scores, passing, options.vector_threshold)
+    diagnostics.images_scored = sum(1 for c in candidates if is_image_hit(c))
+    diagnostics.images_kept = len(kept)
+    if kept and not selected:
+        # No text passed, and images were kept on their vector score: they are the answer's context.
+        diagnostics.outcome = RerankOutcome.OK
+    selected.extend(kept)
     diagnostics.result_count = len(selected)
     return RerankRun(diagnostics, selected)
+
+
+def is_image_hit(result: SearchResult) -> bool:
+    """An image's chunk (its OCR text or caption), as the text rerank model reads it."""
+    return result.chunk_type in (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)
+
+
+def kept_images(
+    candidates: Sequence[SearchResult], scores: Sequence[RankResult], passing: set[int], vector_threshold: float
+) -> list[SearchResult]:
+    """Images a text model rejected but their vector found, best vector score first, at most two.
+
+    The reference's text-only path: an image whose OCR text has at least :data:`IMAGE_TEXT_AS_TEXT` characters
+    is judged as text; a shorter one (a diagram, a photo with a label) tells a text model too little, so when
+    rejected it is kept on a vector score of at least ``max(vector_threshold, 0.25)``, marked
+    ``kept_by = "image_vector"``.
+    """
+    rerank = {s.index: s.score for s in scores}
+    floor = max(vector_threshold, IMAGE_VECTOR_FLOOR)
+    rejected = [
+        (index, candidate)
+        for index, candidate in enumerate(candidates)
+        if is_image_hit(candidate)
+        and index not in passing
+        and len(candidate.content.strip()) < IMAGE_TEXT_AS_TEXT
+        and (candidate.vector_score or 0.0) >= floor
+    ]
+    rejected.sort(key=lambda pair: -(pair[1].vector_score or 0.0))
+    kept = []
+    for index, candidate in rejected[:MAX_KEPT_IMAGES]:
+        copy = candidate.model_copy(deep=True)
+        copy.metadata[KEPT_BY] = IMAGE_VECTOR
+        copy.metadata["rerank_score"] = f"{rerank.get(index, 0.0):.4f}"
+        kept.append(copy)
+    return kept
 
 
 def diversify(results: Sequence[SearchResult], top_k: int, config: RerankConfig) -> list[SearchResult]:

@@ -22,6 +22,7 @@ from ragline.store.keyword_changes import ChangeKind, record_keyword_reset, reco
 from ragline.store.knowledge import bump_index_version
 from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
+from ragline.types.search import image_info_of
 
 # The most question vectors a chunk has (EnrichmentConfig.questions_per_chunk's bound).
 _MAX_QUESTIONS = 10
@@ -676,6 +677,7 @@ _RESULT_COLUMNS = ", ".join(
 
 def _search_result(row: Any, score: float) -> SearchResult:
     """A hit from a row of :meth:`EmbeddedEngine._rows`."""
+    metadata = json.loads(row["metadata"] or "{}")
     return SearchResult(
         id=row["id"],
         content=row["content"],
@@ -693,7 +695,8 @@ def _search_result(row: Any, score: float) -> SearchResult:
         start_at=int(row["start_at"]),
         end_at=int(row["end_at"]),
         score=float(score),
-        chunk_metadata=json.loads(row["metadata"] or "{}"),
+        chunk_metadata=metadata,
+        image_info=image_info_of(metadata),
     )
 
 

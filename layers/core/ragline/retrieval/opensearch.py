@@ -22,6 +22,7 @@ from ragline.retrieval.base import RetrieveParams
 from ragline.retrieval.text import has_han, segment_for_index
 from ragline.store.models import Chunk, Document
 from ragline.types import SearchResult
+from ragline.types.search import image_info_of
 
 __all__ = [
     "DEFAULT_KNN_ENGINE",
@@ -681,6 +682,7 @@ class OpenSearchEngine:
         fields = {result_field: source[field] for field, result_field in _RESULT_FIELDS.items() if field in source}
         fields.setdefault("id", hit["_id"])
         fields["chunk_metadata"] = dict(fields.get("chunk_metadata") or {})
+        fields["image_info"] = image_info_of(fields["chunk_metadata"])
         return SearchResult(**fields, score=score)
 
 

@@ -18,8 +18,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from ragline.config import AppConfig, PromptTemplates
 from ragline.pipeline.session_title import heuristic_title
 from ragline.runtime.plan import build_plan
+from ragline.runtime.question_images import MAX_QUESTION_IMAGES, keep_question_images, read_question_images
 from ragline.store.base import KnowledgeStore, SessionStore
 from ragline.store.models import Message, Session
+from ragline.store.originals import OriginalStore
 from ragline.stream.base import StreamManager, stream_key
 from ragline.stream.replay import AnswerSummary, summarize_answer
 from ragline.types import (
@@ -141,7 +143,8 @@ class QuestionBody(BaseModel):
     # Agent mode is not implemented: the question runs the knowledge-chat pipeline and the reply says so.
     agent_enabled: bool = False
     agent_id: str | None = Field(default=None, max_length=200)
-    images: list[ImageAttachment] | None = Field(default=None, max_length=10)
+    # At most 4 (ragline.runtime.question_images): checked, kept, and read by query understanding.
+    images: list[ImageAttachment] | None = Field(default=None, max_length=MAX_QUESTION_IMAGES)
     channel: str | None = Field(default=None, max_length=40)
     suggestion_attribution: dict[str, Any] | None = None
     # ragline's own: this question regenerates or edits the turn of this assistant message; the turns are kept
@@ -159,16 +162,6 @@ class QuestionBody(BaseModel):
         """The knowledge bases (the session's unless named) and documents this question searches."""
         kb_ids = self.knowledge_base_ids if self.knowledge_base_ids is not None else session.knowledge_base_ids
         return mentioned_scope(kb_ids, self.knowledge_ids or [], self.mentioned_items or [])
-
-
-def request_images(body: QuestionBody) -> tuple[str, ...]:
-    """The images a question carries into the pipeline.
-
-    The seam for image questions (issue 14): WeKnora's ``images`` are accepted and validated, and not yet passed on.
-    """
-    if body.images:
-        logger.debug("question images accepted but not yet used (%d)", len(body.images))
-    return ()
 
 
 def tag_targets(kb_ids: Sequence[str], tags: list[str], knowledge_ids: list[str]) -> tuple[SearchTarget, ...]:
@@ -257,8 +250,13 @@ class TurnService:
         knowledge: KnowledgeStore,
         sessions: SessionStore,
         stream: StreamManager,
+        originals: OriginalStore | None = None,
     ) -> None:
-        """A service over the stores and the log, with ``config``'s conversation settings and ``templates``."""
+        """A service over the stores and the log, with ``config``'s conversation settings and ``templates``.
+
+        ``originals`` keeps the questions' images (None: a question with images is refused).
+        """
+        self._originals = originals
         self._config = config
         self._templates = templates
         self._knowledge = knowledge
@@ -274,6 +272,7 @@ class TurnService:
         user_message_id: str,
         assistant_message_id: str,
         user_id: str = "",
+        images: Sequence[str] = (),
     ) -> PipelineRequest:
         """The pipeline request of a question: the session's options, the body's, and the configuration's defaults."""
         conversation = self._config.conversation
@@ -326,7 +325,9 @@ class TurnService:
             web_fetch_enabled=_pick(body.web_fetch_enabled, body.web_search_enabled),
             chat_model_id=body.summary_model_id or "",
             title_enabled=not body.disable_title,
-            images=request_images(body),
+            images=tuple(images),
+            chat_model_supports_vision=conversation.chat_model_supports_vision,
+            vlm_model_id=conversation.vlm_model_id,
         )
 
     def validate_scope(self, session: Session, body: QuestionBody) -> None:
@@ -362,6 +363,7 @@ class TurnService:
         if self._closed:
             raise TurnsClosed("the server is shutting down; ask again once it is back")
         self.validate_scope(session, body)
+        images = read_question_images(body.images or [], session.tenant_id, self._originals)
         ignored = sorted(set(IGNORED_QUESTION_FIELDS) & body.model_fields_set)
         if ignored:
             logger.debug("question: ignoring WeKnora fields %s", ", ".join(ignored), extra={"session_id": session.id})
@@ -370,14 +372,19 @@ class TurnService:
             earlier = self._sessions.message_by_request(session.tenant_id, session.id, request_id)
             if earlier is not None:
                 user, assistant = earlier
-                request = self.build_request(session, body, request_id, user.id, assistant.id, user_id)
+                handles = [image["url"] for image in user.images]
+                request = self.build_request(session, body, request_id, user.id, assistant.id, user_id, handles)
                 return AcceptedTurn(session, request, build_plan(request), user, assistant, duplicate=True)
         alternative_of = self.alternative_root(session, body.alternative_of)
-        user, assistant = self._sessions.create_turn(session, request_id, body.query, alternative_of, user_id)
+        kept = keep_question_images(images, session.tenant_id, self._originals)
+        user, assistant = self._sessions.create_turn(
+            session, request_id, body.query, alternative_of, user_id, images=kept
+        )
         if not session.title and not body.disable_title:
             # At once, the question's first words; the generated title replaces them when the turn ends.
             self._sessions.set_provisional_title(session.tenant_id, session.id, heuristic_title(body.query))
-        request = self.build_request(session, body, request_id, user.id, assistant.id, user_id)
+        handles = [image["url"] for image in kept]
+        request = self.build_request(session, body, request_id, user.id, assistant.id, user_id, handles)
         turn = AcceptedTurn(session, request, build_plan(request), user, assistant)
         await self._stream.append_event(
             turn.key,

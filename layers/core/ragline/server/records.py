@@ -354,6 +354,7 @@ class MessageView(BaseModel):
             feedback=message.feedback,
             feedback_comment=message.feedback_comment,
             alternative_of=message.alternative_of,
+            images=[dict(image) for image in message.images],
         )
 
 

@@ -212,6 +212,7 @@ def _model_settings(aws: AwsSettings, ssm: Any, endpoint: str | None) -> Setting
         "chat_region": aws.chat_region or None,
         "chat_base_url": aws.chat_base_url or None,
         "chat_model": aws.chat_model or None,
+        "chat_vision": aws.chat_vision,
         "chat_api_key": _secret(ssm, aws.chat_api_key_parameter),
         "embedding_base_url": aws.embedding_base_url or None,
         "embedding_model": aws.embedding_model or None,

@@ -53,6 +53,8 @@ class AwsSettings(BaseSettings):
     chat_region: str = ""
     chat_base_url: str = ""
     chat_model: str = ""
+    # The chat model reads images: a question's images are sent to it (template parameter ChatVision).
+    chat_vision: bool = False
     # Name of an SSM SecureString parameter holding the chat API key; never the key itself.
     chat_api_key_parameter: str = ""
     embedding_base_url: str = ""

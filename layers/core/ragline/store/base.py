@@ -328,11 +328,26 @@ class SessionStore(Protocol):
         ...
 
     def create_turn(
-        self, session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
+        self,
+        session: Session,
+        request_id: str,
+        query: str,
+        alternative_of: str = "",
+        user_id: str = "",
+        images: Sequence[dict[str, str]] = (),
     ) -> tuple[Message, Message]:
         """The turn's two messages, stored together.
 
-        ``alternative_of``: the assistant message of the turn this one regenerates or edits; ``user_id``: who asked.
+        ``alternative_of``: the assistant message of the turn this one regenerates or edits; ``user_id``: who
+        asked; ``images``: the question's images (``url`` handle, ``caption``), kept on the user message.
+        """
+        ...
+
+    def set_image_description(self, session_id: str, message_id: str, text: str) -> None:
+        """What query understanding saw in a user message's images, as its first image's caption.
+
+        The next turn's history says what the images showed (the reference keeps it so). Nothing for a
+        message without images.
         """
         ...
 

@@ -171,6 +171,7 @@ _ADDED_COLUMNS = (
     ("messages", "alternative_of", "TEXT NOT NULL DEFAULT ''"),
     ("messages", "user_id", "TEXT NOT NULL DEFAULT ''"),
     ("documents", "summary_status", "TEXT NOT NULL DEFAULT 'none'"),
+    ("messages", "images", "TEXT NOT NULL DEFAULT '[]'"),
     ("knowledge_bases", "wiki_enabled", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "graph_extraction_enabled", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "language", "TEXT NOT NULL DEFAULT ''"),

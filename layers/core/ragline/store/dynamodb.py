@@ -885,6 +885,26 @@ class DynamoSessionStore:
         """Remove the named messages of this tenant's session; how many were removed."""
         return sum(1 for message_id in message_ids if self.delete_message(tenant_id, session_id, message_id))
 
+    def set_image_description(self, session_id: str, message_id: str, text: str) -> None:
+        """The description becomes the first image's caption (read, then one conditional update)."""
+        item = self._messages.get_item(Key={"session_id": session_id, "id": message_id}, ConsistentRead=True).get(
+            "Item"
+        )
+        images = json.loads(str(item.get("images") or "[]")) if item else []
+        if not images:
+            return
+        images[0]["caption"] = text
+        try:
+            self._messages.update_item(
+                Key={"session_id": session_id, "id": message_id},
+                UpdateExpression="SET images = :i",
+                ConditionExpression="attribute_exists(id)",
+                ExpressionAttributeValues={":i": json.dumps(images, ensure_ascii=False)},
+            )
+        except ClientError as error:
+            if not _conditional_failure(error):
+                raise
+
     def set_feedback(
         self, tenant_id: str, session_id: str, message_id: str, rating: str, comment: str
     ) -> Message | None:
@@ -905,10 +925,16 @@ class DynamoSessionStore:
         return self._message(reply["Attributes"])
 
     def create_turn(
-        self, session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
+        self,
+        session: Session,
+        request_id: str,
+        query: str,
+        alternative_of: str = "",
+        user_id: str = "",
+        images: Sequence[dict[str, str]] = (),
     ) -> tuple[Message, Message]:
         """Store a turn's user and assistant messages together and mark the session active."""
-        user, assistant = new_turn(session, request_id, query, alternative_of, user_id)
+        user, assistant = new_turn(session, request_id, query, alternative_of, user_id, images)
         client = self._messages.meta.client
         client.transact_write_items(
             TransactItems=[
@@ -938,6 +964,7 @@ class DynamoSessionStore:
     def _message_item(message: Message) -> dict[str, Any]:
         item = message.model_dump()
         item["knowledge_references"] = json.dumps(message.knowledge_references, ensure_ascii=False)
+        item["images"] = json.dumps(message.images, ensure_ascii=False)
         if message.role == "assistant" and not message.is_completed:
             item[OPEN_TURN_ATTRIBUTE] = _OPEN
         return item
@@ -946,6 +973,7 @@ class DynamoSessionStore:
     def _message(item: dict[str, Any]) -> Message:
         data = _plain(item)
         data["knowledge_references"] = json.loads(data.get("knowledge_references") or "[]")
+        data["images"] = json.loads(data.get("images") or "[]")
         return Message(**data)
 
     def complete_assistant_message(

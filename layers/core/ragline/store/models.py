@@ -247,6 +247,9 @@ class Message(BaseModel):
     # Who asked (the caller's X-User-Id; "" is the tenant's default user): the memory-affinity boost counts
     # only the documents this person's answers cited.
     user_id: str = ""
+    # The images of a user's question (WeKnora's ``images``): ``{"url": "resource://images/…", "caption"}``,
+    # the caption being what query understanding saw in the image (for the next turn's history).
+    images: list[dict[str, str]] = Field(default_factory=list)
 
 
 def new_session(
@@ -271,7 +274,12 @@ def new_session(
 
 
 def new_turn(
-    session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
+    session: Session,
+    request_id: str,
+    query: str,
+    alternative_of: str = "",
+    user_id: str = "",
+    images: Sequence[dict[str, str]] = (),
 ) -> tuple[Message, Message]:
     """The user message (complete) and the assistant message (pending) of one turn, not yet stored."""
     now = utc_now()
@@ -287,8 +295,11 @@ def new_turn(
         updated_at=now,
         alternative_of=alternative_of,
         user_id=user_id,
+        images=[dict(image) for image in images],
     )
-    assistant = user.model_copy(update={"id": new_id(), "role": "assistant", "content": "", "is_completed": False})
+    assistant = user.model_copy(
+        update={"id": new_id(), "role": "assistant", "content": "", "is_completed": False, "images": []}
+    )
     return user, assistant
 
 

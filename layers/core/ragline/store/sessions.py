@@ -26,6 +26,7 @@ _MESSAGE_COLUMNS = (
     "feedback_comment",
     "alternative_of",
     "user_id",
+    "images",
 )
 _INSERT_MESSAGE = (
     f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) VALUES ({', '.join('?' for _ in _MESSAGE_COLUMNS)})"
@@ -35,6 +36,7 @@ _INSERT_MESSAGE = (
 def _message_row(message: Message) -> tuple[Any, ...]:
     row = message.model_dump()
     row["knowledge_references"] = json.dumps(message.knowledge_references, ensure_ascii=False)
+    row["images"] = json.dumps(message.images, ensure_ascii=False)
     row["is_completed"] = int(message.is_completed)
     return tuple(row[column] for column in _MESSAGE_COLUMNS)
 
@@ -50,6 +52,7 @@ def _session(row: Any) -> Session:
 def _message(row: Any) -> Message:
     data = dict(row)
     data["knowledge_references"] = json.loads(data["knowledge_references"])
+    data["images"] = json.loads(data.get("images") or "[]")
     data["is_completed"] = bool(data["is_completed"])
     return Message(**data)
 
@@ -158,15 +161,36 @@ class SqliteSessionStore:
         return changed > 0
 
     def create_turn(
-        self, session: Session, request_id: str, query: str, alternative_of: str = "", user_id: str = ""
+        self,
+        session: Session,
+        request_id: str,
+        query: str,
+        alternative_of: str = "",
+        user_id: str = "",
+        images: Sequence[dict[str, str]] = (),
     ) -> tuple[Message, Message]:
         """The user message (complete) and the assistant message (pending) of one turn, atomically."""
-        user, assistant = new_turn(session, request_id, query, alternative_of, user_id)
+        user, assistant = new_turn(session, request_id, query, alternative_of, user_id, images)
         with self._db.transaction() as conn:
             for message in (user, assistant):
                 conn.execute(_INSERT_MESSAGE, _message_row(message))
             conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (user.created_at, session.id))
         return user, assistant
+
+    def set_image_description(self, session_id: str, message_id: str, text: str) -> None:
+        """The description becomes the first image's caption (one UPDATE of the message's images)."""
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT images FROM messages WHERE id = ? AND session_id = ?", (message_id, session_id)
+            ).fetchone()
+            images = json.loads(row["images"] or "[]") if row else []
+            if not images:
+                return
+            images[0]["caption"] = text
+            conn.execute(
+                "UPDATE messages SET images = ? WHERE id = ? AND session_id = ?",
+                (json.dumps(images, ensure_ascii=False), message_id, session_id),
+            )
 
     def add_messages(self, messages: Sequence[Message]) -> None:
         """Store messages as they are (a forked session's copies)."""

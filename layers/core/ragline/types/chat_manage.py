@@ -167,6 +167,10 @@ class PipelineState(BaseModel):
 
     rewrite_query: str = ""
     intent: str = ""
+    # The question's images as query understanding read them: what a vision model saw in them, or (without
+    # a model that can see) their text read by OCR. Both join the question the answering model reads.
+    image_description: str = ""
+    image_text: str = ""
     history: list[History] = Field(default_factory=list)
     memory_prompt: str = ""
 

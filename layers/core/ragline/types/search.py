@@ -40,6 +40,12 @@ class ChunkType(StrEnum):
     RELATIONSHIP = "relationship"
 
 
+def image_info_of(chunk_metadata: dict[str, object]) -> str:
+    """A chunk's images (the JSON list ingestion writes under ``image_info``), "" for a chunk without any."""
+    value = chunk_metadata.get("image_info")
+    return value if isinstance(value, str) else ""
+
+
 class SearchResult(BaseModel):
     """One candidate passage. ``score`` is the current stage's score; earlier scores live in ``metadata``."""
 

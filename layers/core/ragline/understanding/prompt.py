@@ -11,7 +11,6 @@ from ragline.config import ConversationConfig, PromptTemplates, render_placehold
 from ragline.models.base import ChatMessage
 from ragline.types import History
 from ragline.understanding.conversation import format_conversation
-from ragline.understanding.messages import ImageChatMessage
 
 REWRITE_TEMPLATES_FILE = "rewrite"
 # The configuration's default (conversation.rewrite_template_id) is the one source.
@@ -40,7 +39,7 @@ def understanding_messages(
     """System and user messages from the rewrite template, ``{conversation}``, ``{query}``, ``{language}``.
 
     Raises ``KeyError`` when the template is missing. With ``send_images`` the user message is an
-    :class:`ImageChatMessage` carrying ``images``.
+    :class:`ChatMessage` carrying ``images``.
     """
     query_text = query
     if images:
@@ -50,7 +49,7 @@ def understanding_messages(
     system = render_placeholders(templates.get(REWRITE_TEMPLATES_FILE, template_id, "system"), values)
     user = render_placeholders(templates.get(REWRITE_TEMPLATES_FILE, template_id, "user"), values)
     user_message = (
-        ImageChatMessage("user", user, images=tuple(images)) if send_images and images else ChatMessage("user", user)
+        ChatMessage("user", user, images=tuple(images)) if send_images and images else ChatMessage("user", user)
     )
     return [ChatMessage("system", system), user_message]
 

@@ -76,3 +76,17 @@ def test_parameters_and_trivial_inputs(make_result):
     assert remove_partial_overlaps([]) == []
     empty = make_result("e", "!!", score=0.1)
     assert ids(remove_partial_overlaps([first, empty])) == ["a", "e"]
+
+
+def test_an_image_chunk_said_again_by_a_passage_leaves_its_image_to_that_passage(make_result):
+    from ragline.types import ChunkType
+
+    passage = make_result("text", "The pump pressure rises to 4 bar at full load, as figure 3 shows.", score=0.9)
+    picture = make_result("img", "pump pressure rises to 4 bar at full load", score=0.4)
+    picture.chunk_type = ChunkType.IMAGE_OCR
+    picture.image_info = '[{"url": "resource://images/d1/1", "ocr_text": "pump pressure"}]'
+    [kept] = remove_partial_overlaps([passage, picture])
+    assert kept.id == "text"
+    assert kept.metadata["image_vector_match"] == "true"
+    assert "resource://images/d1/1" in kept.image_info
+    assert passage.metadata == {}  # the input is untouched

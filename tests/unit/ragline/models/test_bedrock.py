@@ -496,3 +496,38 @@ def test_builds_its_client_in_the_given_region(monkeypatch):
     assert client.meta.region_name == "eu-west-1"
     assert client.meta.config.read_timeout == 120.0
     assert model._client() is client
+
+
+def test_images_go_as_converse_image_blocks_after_the_text():
+    from ragline.models.base import data_url
+
+    png = b"\x89PNG\r\n\x1a\nrest"
+    messages = [
+        ChatMessage("user", "earlier"),
+        ChatMessage("user", "What does this say?", images=(data_url(png, "image/png"), "https://x/y.png")),
+    ]
+    _, turns = converse_messages(messages)
+    # The two user messages merged into one turn; the web URL cannot be sent as bytes and is left out.
+    [turn] = turns
+    assert turn["content"][0]["text"].endswith("What does this say?")
+    assert turn["content"][1:] == [{"image": {"format": "png", "source": {"bytes": png}}}]
+
+
+def test_openai_compatible_requests_carry_image_url_parts():
+    from ragline.models.openai_compatible import OpenAICompatibleChatModel
+
+    model = OpenAICompatibleChatModel("http://127.0.0.1:9/v1", "vision", "key")
+    body = model._request(
+        [ChatMessage("system", "s"), ChatMessage("user", "look", images=("data:image/png;base64,AAAA",))],
+        ChatOptions(),
+    )
+    assert body["messages"] == [
+        {"role": "system", "content": "s"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ],
+        },
+    ]

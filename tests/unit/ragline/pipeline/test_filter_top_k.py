@@ -130,3 +130,12 @@ def test_plugin_with_nothing_to_filter_calls_next(make_request):
     assert error is None
     assert reached == [True]
     assert cm.final_results() == []
+
+
+def test_images_rerank_kept_take_no_place_and_follow():
+    from ragline.pipeline.filter_top_k import top
+
+    kept = r("img", 0.05, chunk_type="image_ocr")
+    kept.metadata["kept_by"] = "image_vector"
+    results = [r("a", 0.9), kept, r("b", 0.8), r("c", 0.7)]
+    assert [x.id for x in top(results, 2)] == ["a", "b", "img"]

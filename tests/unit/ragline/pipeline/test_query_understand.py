@@ -16,7 +16,6 @@ from ragline.pipeline.query_understand import (
 from ragline.store.models import Message
 from ragline.types import ChatManage, EventType, History
 from ragline.understanding.conversation import NO_CONVERSATION
-from ragline.understanding.messages import ImageChatMessage, message_images
 from ragline.understanding.notes import InMemoryUserMessageNotes
 from tests.support.chat_models import ScriptedChatModel
 
@@ -383,8 +382,7 @@ def test_vision_chat_model_gets_the_images_and_the_larger_budget(make_request):
 
     assert small.calls == []
     user = chat.messages[-1]
-    assert isinstance(user, ImageChatMessage)
-    assert message_images(user) == IMAGES
+    assert user.images == IMAGES
     assert '<images_attached count="2" />' in user.content
     assert chat.only_options.max_tokens == UNDERSTAND_MAX_TOKENS_WITH_IMAGES == 2048
     assert cm.state.rewrite_query == "What is the total on this receipt?"
@@ -399,7 +397,7 @@ def test_without_vision_the_vlm_reads_the_images(make_request):
     cm = ChatManage.start(make_request(chat_model_id="chat", vlm_model_id="vlm", images=IMAGES[:1]))
     run(plugin_for(registry(chat, vlm)), cm)
     assert chat.calls == []
-    assert message_images(vlm.messages[-1]) == IMAGES[:1]
+    assert vlm.messages[-1].images == IMAGES[:1]
     assert vlm.only_options.max_tokens == UNDERSTAND_MAX_TOKENS_WITH_IMAGES
     assert cm.context.extras[IMAGE_DESCRIPTION_EXTRA].startswith("A supermarket receipt.")
 
@@ -410,7 +408,7 @@ def test_unavailable_vision_chat_model_falls_back_to_the_vlm(make_request):
         make_request(chat_model_id="gone", chat_model_supports_vision=True, vlm_model_id="vlm", images=IMAGES)
     )
     run(plugin_for(registry(vlm)), cm)
-    assert message_images(vlm.messages[-1]) == IMAGES
+    assert vlm.messages[-1].images == IMAGES
 
 
 def test_images_no_model_can_see_go_text_only_and_are_not_described(make_request):
@@ -419,7 +417,7 @@ def test_images_no_model_can_see_go_text_only_and_are_not_described(make_request
     cm = ChatManage.start(make_request(chat_model_id="chat", images=IMAGES, user_message_id="u-msg-1"))
     run(plugin_for(registry(chat), notes=notes), cm)
     user = chat.messages[-1]
-    assert message_images(user) == ()
+    assert user.images == ()
     assert 'visible="false"' in user.content
     assert chat.only_options.max_tokens == UNDERSTAND_MAX_TOKENS
     # A rewrite drawn from images the model never saw is invented: the question is searched as asked.
@@ -431,7 +429,7 @@ def test_images_no_model_can_see_go_text_only_and_are_not_described(make_request
 def test_text_only_turns_send_no_images(make_request):
     chat = ScriptedChatModel("chat", reply(rewrite_query="q2"))
     run(plugin_for(registry(chat)), ChatManage.start(make_request(chat_model_supports_vision=True)))
-    assert message_images(chat.messages[-1]) == ()
+    assert chat.messages[-1].images == ()
     assert "images_attached" not in chat.messages[-1].content
 
 
@@ -459,7 +457,7 @@ def test_when_no_image_model_loads_the_text_model_answers_without_images(make_re
         make_request(chat_model_id="gone", chat_model_supports_vision=True, vlm_model_id="vlm-gone", images=IMAGES)
     )
     run(plugin_for(registry(small), understand_model_id="qu-small"), cm)
-    assert message_images(small.messages[-1]) == ()
+    assert small.messages[-1].images == ()
     assert small.only_options.max_tokens == UNDERSTAND_MAX_TOKENS
     assert cm.state.rewrite_query == "ragline text path"
 

@@ -205,3 +205,34 @@ def test_diversify_without_model_keeps_retrieval_scores_and_graph_hits():
     assert [r.id for r in chosen] == ["a", "c", "g"]
     assert [r.score for r in chosen] == [0.9, 0.7, 0.0]
     assert chosen[0] is results[0]
+
+
+# The reference's image rules for a text model --------------------------------------------------------
+def image(id: str, text: str, vector: float) -> SearchResult:
+    return hit(id, text, vector, chunk_type=ChunkType.IMAGE_OCR, vector_score=vector)
+
+
+def test_short_text_images_a_text_model_rejects_are_kept_on_their_vector_score_at_most_two():
+    model = ScriptedModel({"alpha": 0.9, "Fig": 0.01, "long": 0.01})
+    long_ocr = "long " + "words of a scanned page " * 10  # ≥ 200 characters: judged as text
+    results = [
+        hit("a", "alpha text", 0.4),
+        image("i1", "Fig 3 pressure", 0.6),
+        image("i2", "Fig 4 flow", 0.3),
+        image("i3", "Fig 5 heat", 0.5),
+        image("low", "Fig 6 noise", 0.2),  # under max(vector threshold, 0.25)
+        image("page", long_ocr, 0.9),
+    ]
+    outcome = run(model, results, threshold=0.5, vector_threshold=0.1)
+    assert [r.id for r in outcome.results] == ["a", "i1", "i3"]
+    assert [r.metadata.get("kept_by") for r in outcome.results] == [None, "image_vector", "image_vector"]
+    assert (outcome.diagnostics.images_scored, outcome.diagnostics.images_kept) == (5, 2)
+    # The search's vector threshold raises the floor.
+    assert [r.id for r in run(model, results, threshold=0.5, vector_threshold=0.55).results] == ["a", "i1"]
+
+
+def test_when_no_text_passes_the_kept_images_are_the_result():
+    model = ScriptedModel({"alpha": 0.1, "Fig": 0.01})
+    outcome = run(model, [hit("a", "alpha text", 0.4), image("i1", "Fig 3", 0.6)], threshold=0.5)
+    assert outcome.diagnostics.outcome == RerankOutcome.OK
+    assert [(r.id, r.metadata["kept_by"]) for r in outcome.results] == [("i1", "image_vector")]

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette.sse import EventSourceResponse
 
 from ragline.container import Container
+from ragline.runtime.question_images import BadQuestionImage
 from ragline.runtime.turns import STOP_REPLIES, AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
 from ragline.server.deps import (
     ContainerDep,
@@ -117,6 +118,8 @@ async def _accept(
         turn = await container.turns.accept(session, body, user_id, agent_requested=agent_requested)
     except UnknownKnowledgeBase as exc:
         raise not_found(f"{exc.what} {exc.value}", exc.field) from None
+    except BadQuestionImage as exc:
+        raise ApiError(422, "invalid_image", f"{exc.field}: {exc}", exc.field) from None
     # A repeated request id is the same turn; it is started here if the accept that stored it never did.
     if not turn.duplicate or await container.turns.never_started(turn, launcher):
         await launcher.launch(turn)
