@@ -128,3 +128,22 @@ def test_a_vision_model_is_shown_the_picture_a_passage_was_found_by(vision_ragli
     parts = scripted.answers[-1].messages[-1]["content"]
     assert [p["type"] for p in parts] == ["text", "image_url"]
     assert parts[1]["image_url"]["url"] == data_url(picture, "image/png")
+
+
+def test_a_question_may_be_its_images_alone(ragline, scripted) -> None:
+    kb = ragline.create_kb("billing", DOCS)
+    session = ragline.session([kb])
+    reply = ragline.client.post(f"/api/v1/sessions/{session}/questions", json={"images": [{"data": invoice_image()}]})
+    assert reply.status_code == 202, reply.text
+    frames = ragline.events(session, reply.json()["data"]["assistant_message_id"])
+    assert frames[-1].type == "complete", [f.type for f in frames]
+    [question] = user_messages(ragline, session)
+    assert question["content"] == ""
+    assert len(question["images"]) == 1
+    # The OCR text is the question the search and the answering model read.
+    assert "48213" in scripted.answers[-1].messages[-1]["content"]
+    # Without images a query is still required, and blank is refused.
+    for body, code in (({}, "missing_field"), ({"query": "  "}, "invalid_field"), ({"images": []}, "missing_field")):
+        refused = ragline.client.post(f"/api/v1/sessions/{session}/questions", json=body)
+        assert refused.status_code == 422, refused.text
+        assert (refused.json()["error"]["type"], refused.json()["error"]["field"]) == (code, "query")

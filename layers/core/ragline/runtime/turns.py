@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from ragline.config import AppConfig, PromptTemplates
 from ragline.pipeline.session_title import heuristic_title
@@ -45,6 +46,9 @@ def _not_blank_query(value: str) -> str:
         raise ValueError("query must not be empty")
     return value
 
+
+# The provisional title of a session whose first question is its images alone.
+IMAGE_ONLY_TITLE = "Question about an image"
 
 # A question as the HTTP API takes it: at least one character that is not whitespace, no NUL, no other
 # control character but tabs and line breaks, no bidi override.
@@ -107,7 +111,10 @@ class QuestionBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: Query
+    # The images come first so that the query's check sees them: a question may be its images alone.
+    images: list[ImageAttachment] | None = Field(default=None, max_length=MAX_QUESTION_IMAGES)
+    # At least one character that is not whitespace, unless the question carries images ("" then).
+    query: PlainText = Field(default=None, validate_default=True)
     knowledge_base_ids: list[str] | None = None
     knowledge_ids: list[str] | None = None
     tags: list[str] | None = Field(default=None, max_length=50)
@@ -143,8 +150,6 @@ class QuestionBody(BaseModel):
     # Agent mode is not implemented: the question runs the knowledge-chat pipeline and the reply says so.
     agent_enabled: bool = False
     agent_id: str | None = Field(default=None, max_length=200)
-    # At most 4 (ragline.runtime.question_images): checked, kept, and read by query understanding.
-    images: list[ImageAttachment] | None = Field(default=None, max_length=MAX_QUESTION_IMAGES)
     channel: str | None = Field(default=None, max_length=40)
     suggestion_attribution: dict[str, Any] | None = None
     # ragline's own: this question regenerates or edits the turn of this assistant message; the turns are kept
@@ -157,6 +162,19 @@ class QuestionBody(BaseModel):
     skill_names: list[str] | None = Field(default=None, max_length=100)
     attachment_uploads: list[dict[str, Any]] | None = Field(default=None, max_length=20)
     attachment_ids: list[str] | None = Field(default=None, max_length=20)
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _query_or_images(cls, value: object, info: ValidationInfo) -> object:
+        """A question needs a query, unless it carries images (the seed's image-only input)."""
+        images = info.data.get("images")
+        if value is None:
+            if images:
+                return ""
+            raise PydanticCustomError("missing", "Field required")
+        if isinstance(value, str) and not value.strip() and not images:
+            raise PydanticCustomError("value_error", "Value error, query must not be empty")
+        return value
 
     def scope(self, session: Session) -> tuple[list[str], list[str]]:
         """The knowledge bases (the session's unless named) and documents this question searches."""
@@ -382,7 +400,9 @@ class TurnService:
         )
         if not session.title and not body.disable_title:
             # At once, the question's first words; the generated title replaces them when the turn ends.
-            self._sessions.set_provisional_title(session.tenant_id, session.id, heuristic_title(body.query))
+            self._sessions.set_provisional_title(
+                session.tenant_id, session.id, heuristic_title(body.query or IMAGE_ONLY_TITLE)
+            )
         handles = [image["url"] for image in kept]
         request = self.build_request(session, body, request_id, user.id, assistant.id, user_id, handles)
         turn = AcceptedTurn(session, request, build_plan(request), user, assistant)
