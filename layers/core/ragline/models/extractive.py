@@ -30,12 +30,14 @@ from ragline.answering.selection import (
 from ragline.answering.terms import is_chinese
 from ragline.models.base import ChatChunk, ChatMessage, ChatModel, ChatResponse, Embedder, collect
 from ragline.types import ChatOptions
+from ragline.types.images import split_image_text
 
 _DOCUMENT = re.compile(r'<document\b[^>]*?title="([^"]*)"[^>]*>(.*?)</document>', re.DOTALL)
 _CHUNK = re.compile(r'<chunk id="([^"]+)"([^>]*)><content>(.*?)</content></chunk>', re.DOTALL)
 _PAGE = re.compile(r'<page id="([^"]+)" title="([^"]*)"><content>(.*?)</content></page>', re.DOTALL)
 _CONTEXT = re.compile(r'<context id="([^"]+)"[^>]*>(.*?)</context>', re.DOTALL)
 _SECTION = re.compile(r'section="([^"]*)"')
+_IMAGE_LABEL = re.compile(r"^\[Image \d+\] ", re.MULTILINE)
 
 NOTHING_FOUND = (
     "The knowledge base does not say. No passage I found answers this question; without a generative model "
@@ -44,6 +46,9 @@ NOTHING_FOUND = (
 NOTHING_FOUND_ZH = (
     "知识库中没有找到这个问题的答案。没有配置生成模型时，ragline 只能引用文档原文；请换用文档中可能出现的词语再问。"
 )
+# Said first when the question's images were read by OCR (no model here sees images).
+IMAGE_TEXT_READ = "From the text read in your image (I cannot see the image itself): "
+IMAGE_TEXT_READ_ZH = "根据从图片中识别出的文字（我无法查看图片本身）："
 NOTHING_FOUND_PREFIXES = ("The knowledge base does not say", "知识库中没有找到")
 
 
@@ -160,12 +165,20 @@ class ExtractiveChatModel:
         return similarity, weights
 
     def answer(self, messages: Sequence[ChatMessage]) -> str:
-        """The answer to the last user message, quoted from the passages in the system prompt."""
-        question = _question(messages)
+        """The answer to the last user message, quoted from the passages in the system prompt.
+
+        A question whose images were read by OCR is searched with their text, and the answer says it read
+        the image's text, not the image.
+        """
+        asked, image_text = split_image_text(_question(messages))
+        question = f"{asked}\n{_IMAGE_LABEL.sub('', image_text)}".strip()
         cite = any('<ref id="' in m.content for m in messages if m.role == "system")
         similarity, weights = self._reader(question)
         selection = select(question, _sources(messages), weights=weights, similarity=similarity)
-        return compose(question, selection, cite)
+        answer = compose(question, selection, cite)
+        if image_text and not answer.startswith(NOTHING_FOUND_PREFIXES):
+            answer = (IMAGE_TEXT_READ_ZH if is_chinese(question) else IMAGE_TEXT_READ) + answer
+        return answer
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
         """Stream the answer word by word, cut at ``options.max_tokens`` (about four characters a token)."""

@@ -9,6 +9,7 @@ from ragline.config import PromptTemplates, render_placeholders
 from ragline.pipeline.faq_layout import FaqLayout, faq_layout
 from ragline.pipeline.plugin import ERR_TEMPLATE_EXECUTE, NextFn, PluginError
 from ragline.types import ChatManage, EventType, SearchResult
+from ragline.types.images import IMAGE_DESCRIPTION_NOTE, IMAGE_TEXT_NOTE
 
 # Markup that has no business in a question and is the usual vehicle of script injection into pages
 # that render questions and answers.
@@ -83,14 +84,6 @@ def render_faq_passages(layout: FaqLayout) -> str:
         body = f"{header}\n{documents}" if header else documents
         parts.append(f'<source type="document" priority="supplementary">\n{body}\n</source>')
     return "\n".join(parts)
-
-
-# What the answering model reads about the question's images (query understanding read them).
-IMAGE_DESCRIPTION_NOTE = "[The user attached images. What they show:]\n{text}"
-IMAGE_TEXT_NOTE = (
-    "[The user attached images that no model here can see. Their text, read by OCR, follows; say in your answer"
-    " that you read the images' text, not the images themselves:]\n{text}"
-)
 
 
 def with_images(query: str, cm: ChatManage) -> str:

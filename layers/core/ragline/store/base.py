@@ -135,6 +135,7 @@ class KnowledgeStore(Protocol):
         content: str | None = None,
         enabled: bool | None = None,
         metadata: dict[str, object] | None = None,
+        searchable: bool | None = None,
     ) -> Chunk | None:
         """A chunk's text, enabled flag or metadata changed (None: not this tenant's).
 

@@ -398,6 +398,7 @@ class DynamoKnowledgeStore:
         content: str | None = None,
         enabled: bool | None = None,
         metadata: dict[str, object] | None = None,
+        searchable: bool | None = None,
     ) -> Chunk | None:
         """Change a chunk's text, enabled flag or metadata; None when it is not this tenant's."""
         found = self.chunks(tenant_id, [chunk_id])
@@ -410,6 +411,8 @@ class DynamoKnowledgeStore:
             changes["enabled"] = enabled
         if metadata is not None:
             changes["metadata"] = metadata
+        if searchable is not None:
+            changes["searchable"] = searchable
         if changes:
             stored = {
                 **changes,

@@ -402,6 +402,7 @@ class SqliteKnowledgeStore:
         content: str | None = None,
         enabled: bool | None = None,
         metadata: dict[str, object] | None = None,
+        searchable: bool | None = None,
     ) -> Chunk | None:
         """Change a chunk's text, enabled flag or metadata; None when it is not this tenant's."""
         changes: dict[str, object] = {}
@@ -411,6 +412,8 @@ class SqliteKnowledgeStore:
             changes["enabled"] = int(enabled)
         if metadata is not None:
             changes["metadata"] = json.dumps(metadata, ensure_ascii=False)
+        if searchable is not None:
+            changes["searchable"] = int(searchable)
         with self._db.transaction() as conn:
             found = self.chunks(tenant_id, [chunk_id])
             if not found:
