@@ -147,3 +147,37 @@ def test_a_question_may_be_its_images_alone(ragline, scripted) -> None:
         refused = ragline.client.post(f"/api/v1/sessions/{session}/questions", json=body)
         assert refused.status_code == 422, refused.text
         assert (refused.json()["error"]["type"], refused.json()["error"]["field"]) == (code, "query")
+
+
+def test_a_vision_model_captions_a_picture_without_text_and_search_then_finds_it(vision_ragline, scripted) -> None:
+    import io
+
+    from PIL import Image, ImageDraw
+
+    canvas = Image.new("RGB", (160, 160), "white")
+    ImageDraw.Draw(canvas).ellipse((30, 30, 130, 130), fill="red")
+    out = io.BytesIO()
+    canvas.save(out, "PNG")
+    scripted.caption = Script.answer("A red circle on a white background.")
+    try:
+        kb = vision_ragline.create_kb("shapes")
+        added = vision_ragline.client.post(
+            f"/api/v1/knowledge-bases/{kb}/documents", files={"file": ("shape.png", out.getvalue(), "image/png")}
+        )
+        assert added.status_code in (201, 202), added.text
+        doc_id = added.json()["data"]["id"]
+
+        def enriched() -> bool:
+            data = vision_ragline.client.get(f"/api/v1/knowledge/{doc_id}").json()["data"]
+            return data["summary_status"] == "completed"
+
+        wait_until(enriched, timeout=60)
+    finally:
+        scripted.caption = Script.answer("")
+    [chunk] = vision_ragline.client.get(f"/api/v1/chunks/{doc_id}").json()["data"]
+    assert chunk["content"] == "A red circle on a white background."
+    assert json.loads(chunk["metadata"]["image_info"])[0]["caption"] == chunk["content"]
+    found = vision_ragline.client.post(
+        "/api/v1/knowledge-search", json={"query": "red circle", "knowledge_base_ids": [kb]}
+    ).json()["data"]
+    assert [r["content"] for r in found] == [chunk["content"]]

@@ -89,6 +89,7 @@ class ScriptedModel:
         self.summary = Script.answer("")
         self.kb_description = Script.answer("")
         self.keywords = Script.answer("")
+        self.caption = Script.answer("")
         # Query understanding requests: queued replies, else the question itself as a kb_search.
         self.understanding: deque[Script] = deque()
         self.received: list[Received] = []
@@ -126,6 +127,8 @@ class ScriptedModel:
             return self.kb_description
         if "keywords or key phrases" in text:
             return self.keywords
+        if "Describe this image in one or two sentences" in text:
+            return self.caption
         if not any(m.get("role") == "system" for m in messages):
             return self.title
         if any('"rewrite_query"' in str(m.get("content", "")) for m in messages if m.get("role") == "system"):

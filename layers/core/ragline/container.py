@@ -337,6 +337,17 @@ def wiki_lookup(knowledge: KnowledgeStore) -> Callable[[str], bool]:
     return enabled
 
 
+def vision_model_id(config: AppConfig) -> str | None:
+    """The model that sees images: the configured VLM, else the chat model when it sees them.
+
+    "" names the default chat model; None means there is none.
+    """
+    conversation = config.conversation
+    if conversation.vlm_model_id:
+        return conversation.vlm_model_id
+    return "" if conversation.chat_model_supports_vision else None
+
+
 def question_image_loader(originals: OriginalStore | None) -> ImageLoader | None:
     """The bytes behind a question image's handle, read from where the turn kept them."""
     if originals is None:
@@ -473,7 +484,15 @@ class Container:
             search=SearchService(events, knowledge, config),
             memories=memories,
             enricher=enricher,
-            enrichment=DocumentEnricher(knowledge, engine, models, enricher, config.ingestion.enrichment),
+            enrichment=DocumentEnricher(
+                knowledge,
+                engine,
+                models,
+                enricher,
+                config.ingestion.enrichment,
+                images=question_image_loader(originals),
+                vision_model_id=vision_model_id(config),
+            ),
             graph=graph,
             graph_indexer=GraphIndexer(GraphExtractor(models, templates), graph) if graph is not None else None,
             originals=originals,

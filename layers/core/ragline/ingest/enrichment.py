@@ -20,15 +20,17 @@ call did.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ragline.config import EnrichmentConfig, PromptTemplates, render_placeholders
+from ragline.ingest.images import sniff
 from ragline.ingest.language import detect_language
-from ragline.ingest.service import embed_passages
-from ragline.models.base import ChatMessage, ChatModel, Embedder, is_generative
+from ragline.ingest.service import embed_passages, vector_text
+from ragline.models.base import ChatMessage, ChatModel, Embedder, data_url, is_generative
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.reranking.passages import GENERATED_QUESTIONS_KEY
 from ragline.retrieval.base import RetrieveEngine
@@ -56,6 +58,16 @@ _QUESTION_TYPES = frozenset({ChunkType.TEXT, ChunkType.WIKI_PAGE})
 _LIST_MARK = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,2}[.)、:：]|[QqＱ]\d*[.:：])\s*")
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _image_info(chunk: Chunk) -> list[dict[str, object]]:
+    """The chunk's ``image_info`` entries (a JSON list in its metadata); [] when unreadable."""
+    raw = chunk.metadata.get("image_info")
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else []
+    except ValueError:
+        return []
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
 
 
 def reply_lines(reply: str, limit: int) -> list[str]:
@@ -135,6 +147,23 @@ class Enricher:
             SUMMARY_OPTIONS,
         )
 
+    async def caption(self, model: ChatModel, image: bytes, language: str) -> str:
+        """A sentence or two describing ``image`` for search (a model that sees images)."""
+        prompt = render_placeholders(self._templates.get("image_caption", "default"), {"language": language})
+        media_type = sniff(image) or "image/png"
+        reply = await model.chat([ChatMessage("user", prompt, images=(data_url(image, media_type),))], SUMMARY_OPTIONS)
+        return _THINK.sub("", reply.content).strip()
+
+    def vision_model(self, model_id: str | None) -> ChatModel | None:
+        """The model that captions images: ``model_id`` ("" for the default chat model); None for none."""
+        if model_id is None:
+            return None
+        try:
+            model = self._models.chat_model(model_id)
+        except UnknownModel:
+            return None
+        return model if is_generative(model) else None
+
     async def keywords(self, query: str) -> tuple[list[str], str]:
         """At most five search keywords of ``query`` and where they came from.
 
@@ -163,6 +192,7 @@ class EnrichmentResult:
     failed_calls: int = 0
     summary: bool = False  # the summary became the document's description
     knowledge_base_description: bool = False
+    captions: int = 0  # images described by a vision model
 
 
 class DocumentEnricher:
@@ -175,8 +205,17 @@ class DocumentEnricher:
         models: ModelRegistry,
         enricher: Enricher,
         config: EnrichmentConfig,
+        *,
+        images: Callable[[str, str], bytes | None] | None = None,
+        vision_model_id: str | None = None,
     ) -> None:
-        """Reads and writes through ``knowledge`` and ``engine``; embeds with the knowledge base's model."""
+        """Reads and writes through ``knowledge`` and ``engine``; embeds with the knowledge base's model.
+
+        ``images`` reads a kept image by its handle; ``vision_model_id`` names the model that sees images
+        ("" the default chat model, None none): documents' images then get a caption.
+        """
+        self._images = images
+        self._vision_model_id = vision_model_id
         self._knowledge = knowledge
         self._engine = engine
         self._models = models
@@ -234,14 +273,67 @@ class DocumentEnricher:
         # latency less per document).
         asking = asyncio.ensure_future(self._questions(model, kb, document, asked))
         try:
+            captioned = await self._captions(kb, document, chunks)
             summary, described, calls, failed = await self._describe_document(model, kb, document, chunks)
         finally:
             outcomes = await asking
-        calls += len(outcomes)
-        failed += sum(1 for o in outcomes if o is None)
+        calls += len(outcomes) + len(captioned)
+        failed += sum(1 for o in outcomes if o is None) + sum(1 for c in captioned if not c)
         questions = sum(o or 0 for o in outcomes)
         status = SummaryStatus.FAILED if calls and failed == calls else SummaryStatus.COMPLETED
-        return EnrichmentResult(status, len(asked), questions, failed, summary, described)
+        return EnrichmentResult(
+            status, len(asked), questions, failed, summary, described, captions=sum(1 for c in captioned if c)
+        )
+
+    async def _captions(self, kb: KnowledgeBase, document: Document, chunks: Sequence[Chunk]) -> list[bool]:
+        """A vision model's caption for each of the document's images (True per image described).
+
+        The caption goes first in the image chunk's text (then its OCR text) and into its ``image_info``; an
+        image without text becomes searchable by its caption.
+        """
+        model = self._enricher.vision_model(self._vision_model_id)
+        pictures = [c for c in chunks if c.chunk_type == ChunkType.IMAGE_OCR and c.enabled]
+        if model is None or self._images is None or not pictures:
+            return []
+        load = self._images
+        language = language_name("\n".join(c.content for c in chunks if c.content)[:2000] or document.title)
+        semaphore = asyncio.Semaphore(self._config.concurrency)
+        embedder = self._models.embedder(kb.embedding_model)
+
+        async def one(chunk: Chunk) -> bool:
+            url = chunk.metadata.get("image_url")
+            raw = await asyncio.to_thread(load, document.tenant_id, url) if isinstance(url, str) else None
+            if raw is None:
+                return False
+            async with semaphore:
+                try:
+                    caption = await self._enricher.caption(model, raw, language)
+                except Exception:
+                    logger.warning("image caption failed", exc_info=True, extra={"chunk_id": chunk.id})
+                    return False
+            if not caption:
+                return False
+            await asyncio.to_thread(self._store_caption, kb, document, chunk, caption, embedder)
+            return True
+
+        return list(await asyncio.gather(*(one(c) for c in pictures)))
+
+    def _store_caption(
+        self, kb: KnowledgeBase, document: Document, chunk: Chunk, caption: str, embedder: Embedder
+    ) -> None:
+        info = _image_info(chunk)
+        ocr_text = str(info[0].get("ocr_text", "")) if info else ""
+        if info:
+            info[0]["caption"] = caption
+        metadata = {**chunk.metadata, "image_info": json.dumps(info, ensure_ascii=False)}
+        content = "\n".join(part for part in (caption, ocr_text) if part.strip())
+        stored = self._knowledge.update_chunk(
+            chunk.tenant_id, chunk.id, content=content, metadata=metadata, searchable=True
+        )
+        if stored is None:
+            return
+        vectors = embed_passages(embedder, [vector_text(document, stored)])
+        self._engine.reindex_chunks(kb.id, kb.embedding_model, [stored], vectors, document=document)
 
     async def _describe_document(
         self, model: ChatModel, kb: KnowledgeBase, document: Document, chunks: Sequence[Chunk]
