@@ -181,3 +181,14 @@ def test_a_vision_model_captions_a_picture_without_text_and_search_then_finds_it
         "/api/v1/knowledge-search", json={"query": "red circle", "knowledge_base_ids": [kb]}
     ).json()["data"]
     assert [r["content"] for r in found] == [chunk["content"]]
+
+
+def test_a_rewrite_never_searches_for_the_images_marker(ragline, scripted) -> None:
+    # The scripted model echoes the whole prompt line back as its rewrite, marker included.
+    kb = ragline.create_kb("billing", DOCS)
+    frames = ragline.chat(ragline.session([kb]), "When was this paid?", images=[{"data": invoice_image()}])
+    understood = next(
+        f for f in frames if f.type == "tool_result" and f.data["data"]["tool_name"] == "query_understand"
+    )
+    assert "images_attached" not in understood.data["data"]["rewrite_query"]
+    assert "48213" in understood.data["data"]["rewrite_query"]

@@ -31,7 +31,12 @@ from ragline.types.intent import needs_retrieval
 from ragline.understanding.acceptance import rewrite_rejection
 from ragline.understanding.notes import UserMessageNotes
 from ragline.understanding.parse import Understanding, parse_understanding
-from ragline.understanding.prompt import DEFAULT_REWRITE_TEMPLATE_ID, intent_system_prompt, understanding_messages
+from ragline.understanding.prompt import (
+    DEFAULT_REWRITE_TEMPLATE_ID,
+    intent_system_prompt,
+    understanding_messages,
+    without_image_markers,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +160,9 @@ class PluginQueryUnderstand:
             logger.info("query understanding reply cut by the output limit", extra=log)
 
         understanding = parse_understanding(response.content)
+        understanding = dataclasses.replace(
+            understanding, rewrite_query=without_image_markers(understanding.rewrite_query)
+        )
         if not understanding.parsed:
             logger.warning("query understanding reply unreadable; keeping the question", extra=log)
             return await next()

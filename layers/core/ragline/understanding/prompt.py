@@ -5,6 +5,7 @@ The query-understanding prompt (rewrite.yaml) and the system prompt of intents t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from ragline.config import ConversationConfig, PromptTemplates, render_placeholders
@@ -24,6 +25,14 @@ IMAGES_NOT_VISIBLE = (
     '<images_attached count="{count}" visible="false">The images cannot be shown to you; do not describe '
     'them and leave "image_description" empty.</images_attached>'
 )
+
+# Either marker, as a model may copy it back into its rewrite.
+IMAGES_MARKER = re.compile(r"<images_attached\b[^>]*/>|<images_attached\b[^>]*>.*?</images_attached>", re.DOTALL)
+
+
+def without_image_markers(text: str) -> str:
+    """``text`` without the images-attached markers this prompt adds (a rewrite must not search for them)."""
+    return IMAGES_MARKER.sub("", text).strip()
 
 
 def understanding_messages(
