@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from ragline.models.base import data_url
@@ -104,4 +105,26 @@ def test_a_question_image_comes_back_through_api_gateway_byte_for_byte(vision: S
     other = vision.api.get("/api/v1/images", params={"url": url}, headers={"X-API-Key": other_key})
     assert other.status_code == 404, other.text
     assert other.json()["error"]["field"] == "url"
+    assert vision.frames(ids)[-1].type == "complete"
+
+
+def test_an_image_too_large_for_a_lambda_reply_answers_a_presigned_link_to_the_same_bytes(
+    vision: StackClient, scripted: Any
+) -> None:
+    # About 4 MB of random pixels: the question (base64 in JSON) fits a 6 MB invocation, but the image's
+    # base64 reply would pass limits.original_inline_max_bytes (5 MB).
+    image = noisy_png(1200, 1120)
+    assert 4 * ((len(image) + 2) // 3) > 5 * 1024 * 1024, len(image)
+    scripted.understanding.append(
+        Script.answer(json.dumps({"rewrite_query": "What is this?", "intent": "kb_search", "image_description": ""}))
+    )
+    session = vision.session()
+    ids = vision.ask(session, "What is this?", images=[{"data": data_url(image, "image/png")}])
+    [question] = [m for m in vision.messages(session) if m["role"] == "user"]
+
+    reply = vision.api.get("/api/v1/images", params={"url": question["images"][0]["url"]})
+    assert reply.status_code == 307, reply.text
+    fetched = httpx.get(reply.headers["location"], timeout=60)
+    assert fetched.status_code == 200
+    assert fetched.content == image
     assert vision.frames(ids)[-1].type == "complete"
