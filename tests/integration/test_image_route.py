@@ -3,6 +3,7 @@ own tenant only; a handle nothing is kept under is a 404 naming ``url``, a malfo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -88,3 +89,18 @@ def test_without_a_key_the_route_answers_401(ragline) -> None:
     [image] = _user_images(ragline, session)
     reply = httpx.get(f"{ragline.url}/api/v1/images", params={"url": image["url"]})
     assert reply.status_code == 401
+
+
+def test_a_search_hit_on_an_image_passage_carries_its_image_info(ragline) -> None:
+    font = latin_font()
+    assert font is not None, "no Latin font on this machine (make test installs DejaVu)"
+    kb = ragline.create_kb("scans")
+    picture = render_text(["Invoice 48213"], font=font, size=40)
+    added = ragline.client.post(
+        f"/api/v1/knowledge-bases/{kb}/documents?wait=true", files={"file": ("invoice.png", picture, "image/png")}
+    )
+    assert added.status_code == 201, added.text
+    reply = ragline.client.post("/api/v1/knowledge-search", json={"query": "invoice 48213", "knowledge_base_ids": [kb]})
+    [hit] = [h for h in reply.json()["data"] if h["chunk_type"] == "image_ocr"]
+    [info] = json.loads(hit["image_info"])
+    assert ragline.client.get("/api/v1/images", params={"url": info["url"]}).content == picture
