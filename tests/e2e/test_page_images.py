@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, check_accessibility, screenshot
+from tests.e2e.conftest import CHROMIUM, check_accessibility, no_horizontal_scroll, screenshot, shot
 from tests.e2e.test_chat_page import ask, assert_no_page_errors, last_turn, open_chat, session_of, stored_assistant
+from tests.e2e.test_page_features import in_viewport, open_app
 from tests.support.images import latin_font, render_text
 from tests.support.polling import wait_until
 from tests.support.scripted_model import Script
@@ -199,4 +200,30 @@ def test_an_image_reference_shows_its_picture_in_the_references_and_the_viewer(r
     assert shown[0]["handle"] == thumbs[0]["handle"]
     assert "48213" in page.locator("#source-text").inner_text()
     screenshot(page, "14d-viewer-shows-the-image")
+    page.click("#source-close")
+
+    # The knowledge base's search page and its passages list show the picture too.
+    page.goto(f"{ragline.url}/#/kb/{kb}/search")
+    page.fill("#kb-search-query", "invoice 48213")
+    page.click("#kb-search button[type=submit]")
+    wait_until(lambda: [i for i in rendered(page, "#kb-search-results .hit .ref-images img") if i["width"] > 0])
+    page.goto(f"{ragline.url}/#/kb/{kb}")
+    page.click(".documents-table .doc-title button")
+    wait_until(lambda: [i for i in rendered(page, ".chunk-list .ref-images img") if i["width"] > 0])
+    assert_no_page_errors(page)
+
+
+def test_attached_images_fit_the_screen_and_pass_axe(ragline, screen, axe_source):
+    page = screen
+    open_app(page, ragline.url, ragline.key)
+    page.wait_for_selector("#question")
+    four = [{"name": f"p{i}.png", "mimeType": "image/png", "buffer": coloured_png("red")} for i in range(4)]
+    page.set_input_files("#attach-input", files=four)
+    wait_until(lambda: page.locator("#attachments li.attachment").count() == 4)
+    no_horizontal_scroll(page)
+    check_accessibility(page, axe_source, f"four images attached ({page.screen_name})")
+    # The composer stays in view with its attachments.
+    assert in_viewport(page, "#composer")
+    assert in_viewport(page, "#attach")
+    shot(page, "14e", "attachments")
     assert_no_page_errors(page)
