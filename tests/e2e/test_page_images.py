@@ -227,3 +227,39 @@ def test_attached_images_fit_the_screen_and_pass_axe(ragline, screen, axe_source
     assert in_viewport(page, "#attach")
     shot(page, "14e", "attachments")
     assert_no_page_errors(page)
+
+
+def test_the_page_reads_image_kinds_by_their_bytes_and_only_follows_image_handles(ragline, page):
+    open_chat(page, ragline.url, ragline.key)
+    result = page.evaluate(
+        """async () => {
+          const { sniffImage, imageHandles } = await import('/static/images.js');
+          const bytes = (text) => Uint8Array.from(text, (c) => c.charCodeAt(0));
+          return {
+            kinds: [
+              sniffImage(bytes('\\x89PNG\\r\\n\\x1a\\n....')),
+              sniffImage(bytes('\\xff\\xd8\\xff\\xe0')),
+              sniffImage(bytes('GIF89a......')),
+              sniffImage(bytes('RIFF\\x00\\x00\\x00\\x00WEBPVP8 ')),
+              sniffImage(bytes('RIFF\\x00\\x00\\x00\\x00WAVEfmt ')),
+              sniffImage(bytes('%PDF-1.7')),
+            ],
+            merged: imageHandles({ chunk_type: 'image_ocr', image_info: JSON.stringify([
+              { url: 'resource://images/doc/1' }, { url: 'resource://images/doc/2' }, { url: 'resource://images/doc/1' },
+              { url: 'https://tracker.example/pixel.gif' }, { url: 'javascript:alert(1)' },
+            ]) }),
+            fromMetadata: imageHandles({ chunk_type: 'image_ocr', chunk_metadata: { image_url: 'resource://images/d/3' } }),
+            chunk: imageHandles({ metadata: { image_info: '[{"url": "resource://images/c/1"}]' } }),
+            broken: imageHandles({ image_info: '[not json' }),
+            text: imageHandles({ chunk_type: 'text', content: 'plain' }),
+          };
+        }"""
+    )
+    assert result["kinds"] == ["image/png", "image/jpeg", "image/gif", "image/webp", "", ""]
+    # Only the API's own handles are fetched (with the key): never a URL a document's metadata could name.
+    assert result["merged"] == ["resource://images/doc/1", "resource://images/doc/2"]
+    assert result["fromMetadata"] == ["resource://images/d/3"]
+    assert result["chunk"] == ["resource://images/c/1"]
+    assert result["broken"] == []
+    assert result["text"] == []
+    assert_no_page_errors(page)
