@@ -264,6 +264,17 @@ def _download_knowledge(w: World) -> None:
     assert b"heavy water" in w.owner("GET", f"/api/v1/knowledge/{w.document}/download", 200).content
 
 
+def _get_image(w: World) -> None:
+    from ragline.ingest.images import save_image
+    from tests.support.images import blank_image
+
+    picture = blank_image(40, 40)
+    tenant_a = w.a.container.tenants.for_key(w.a.key)
+    url = save_image(w.a.container.originals, tenant_a.id, "isolation", 1, picture)
+    w.denied("GET", "/api/v1/images", params={"url": url})
+    assert w.owner("GET", "/api/v1/images", 200, params={"url": url}).content == picture
+
+
 def _preview_knowledge(w: World) -> None:
     w.denied("GET", f"/api/v1/knowledge/{w.document}/preview")
     assert b"heavy water" in w.owner("GET", f"/api/v1/knowledge/{w.document}/preview", 200).content
@@ -780,6 +791,7 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/api/v1/knowledge/search"): _search_knowledge,
     ("GET", "/api/v1/knowledge/{knowledge_id}/download"): _download_knowledge,
     ("GET", "/api/v1/knowledge/{knowledge_id}/preview"): _preview_knowledge,
+    ("GET", "/api/v1/images"): _get_image,
     ("POST", "/api/v1/knowledge/{knowledge_id}/reparse"): _reparse_knowledge,
     ("POST", "/api/v1/knowledge/batch-reparse"): _batch_reparse_knowledge,
     ("PUT", "/api/v1/knowledge/manual/{knowledge_id}"): _update_manual_knowledge,
@@ -862,7 +874,18 @@ NO_ID_ROUTES = {
     ("GET", "/api/v1/memories"),
     ("DELETE", "/api/v1/memories"),
 }
-ID_PARAMETERS = {"kb_id", "document_id", "knowledge_id", "chunk_id", "session_id", "message_id", "memory_id", "ids"}
+# ``url``: an image's handle (resource://images/<owner>/<n>), a question's or a document's.
+ID_PARAMETERS = {
+    "kb_id",
+    "document_id",
+    "knowledge_id",
+    "chunk_id",
+    "session_id",
+    "message_id",
+    "memory_id",
+    "ids",
+    "url",
+}
 
 
 def _flatten(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, APIRoute]]:

@@ -406,12 +406,18 @@ def save_images(originals: OriginalStore, tenant_id: str, document_id: str, imag
         originals.save(tenant_id, _storage_id(document_id, number), image.data)
 
 
-def load_image(originals: OriginalStore, tenant_id: str, url: str) -> bytes | None:
-    """The bytes behind a ``resource://images/<document>/<n>`` handle; None for another handle or none kept."""
+def image_storage_id(url: str) -> str | None:
+    """Where a ``resource://images/<owner>/<n>`` handle's bytes are kept in the original store; None for another."""
     match = _RESOURCE.fullmatch(url)
     if match is None:
         return None
-    return originals.load(tenant_id, _storage_id(match.group(1), int(match.group(2))))
+    return _storage_id(match.group(1), int(match.group(2)))
+
+
+def load_image(originals: OriginalStore, tenant_id: str, url: str) -> bytes | None:
+    """The bytes behind a ``resource://images/<document>/<n>`` handle; None for another handle or none kept."""
+    storage_id = image_storage_id(url)
+    return None if storage_id is None else originals.load(tenant_id, storage_id)
 
 
 def delete_images(originals: OriginalStore, tenant_id: str, document_id: str) -> int:

@@ -385,7 +385,8 @@ class SearchResultView(SearchHit):
             seq=rank,
             start_at=result.start_at,
             end_at=result.end_at,
-            image_info=result.image_info,
+            # The chunk's own image_info (an image passage's picture) where retrieval left the result's empty.
+            image_info=result.image_info or str(result.chunk_metadata.get("image_info", "") or ""),
             metadata=string_map(result.metadata),
             knowledge_filename=result.knowledge_filename,
             knowledge_source=result.knowledge_source,

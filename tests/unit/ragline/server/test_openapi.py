@@ -30,11 +30,14 @@ def test_every_reply_has_a_shape(openapi: dict[str, Any]) -> None:
         success = {code: reply for code, reply in operation["responses"].items() if code.startswith("2")}
         content = [media for reply in success.values() for media in reply.get("content", {}).items()]
         # A JSON reply is a named model (its fields listed), never a bare "object"; SSE says it streams;
-        # a file (a CSV export, a document's original) is a string of its media type.
+        # a file (a CSV export, a document's original, a stored image) is a string of its media type.
         if not content or not all(
             kind == "text/event-stream"
             or "$ref" in media.get("schema", {})
-            or (kind in ("text/csv", "application/octet-stream") and media.get("schema", {}).get("type") == "string")
+            or (
+                (kind in ("text/csv", "application/octet-stream") or kind.startswith("image/"))
+                and media.get("schema", {}).get("type") == "string"
+            )
             for kind, media in content
         ):
             shapeless.append(f"{method} {path}")

@@ -12,6 +12,7 @@
 
 import { api, apiReply, streamUrl } from './api.js';
 import { byId, confirmAction, count, formatDate, h, provisionalTitle, toast } from './dom.js';
+import { Attachments } from './images.js';
 import { SessionOptions } from './options.js';
 import { followStream } from './sse.js';
 import { Turn, emptyState, isEnded, storedState } from './turn.js';
@@ -110,6 +111,16 @@ export class ChatPage {
     this.composerError = byId('composer-error');
     this.optionsButton = byId('options-button');
     this.options = new SessionOptions({ onChange: () => this.showOptionCount() });
+    this.attachments = new Attachments({
+      form: this.form,
+      input: byId('attach-input'),
+      button: byId('attach'),
+      tray: byId('attachments'),
+      onError: (message) => {
+        this.composerError.textContent = message;
+        this.composerError.hidden = !message;
+      },
+    });
     this.form.addEventListener('submit', (event) => {
       event.preventDefault();
       this.submit();
@@ -259,6 +270,8 @@ export class ChatPage {
             messageId: assistant.id,
             requestId: assistant.request_id,
             query: user ? user.content : '',
+            images: (user && user.images) || [],
+            userMessageId: user ? user.id : '',
             streamUrl: streamUrl(eventsPath(sessionId, assistant.id)),
             alternativeOf: root,
           }),
@@ -565,7 +578,7 @@ export class ChatPage {
   regenerate(turn) {
     const group = this.groupOf(turn);
     if (!group || this.live) return;
-    this.submit(turn.state.query, { group });
+    this.submit(turn.state.query, { group, images: turn.state.images });
   }
 
   /** Edit and resend: the last turn gets an alternative; an earlier one continues in a branch before it. */
@@ -573,8 +586,9 @@ export class ChatPage {
     const group = this.groupOf(turn);
     if (!group || this.live) return;
     const index = this.groups.indexOf(group);
+    const images = turn.state.images;
     if (index === this.groups.length - 1) {
-      this.submit(query, { group });
+      this.submit(query, { group, images });
       return;
     }
     try {
@@ -586,7 +600,7 @@ export class ChatPage {
         target = (await this.forkAt(before.state.messageId)).data;
       }
       await this.openSession(target.id);
-      this.submit(query);
+      this.submit(query, { images });
     } catch (err) {
       this.showError(this.composerError, err);
     }
@@ -625,14 +639,27 @@ export class ChatPage {
     }
   }
 
-  /** Asks `query` (the question box's text by default); `group`: as an alternative of that turn group. */
-  async submit(text = null, { group = null } = {}) {
+  /**
+   * Asks `query` (the question box's text and attached images by default); `group`: as an alternative of that
+   * turn group; `images`: a stored turn's images ({url} handles) asked again.
+   */
+  async submit(text = null, { group = null, images = [] } = {}) {
     const query = (text === null ? this.question.value : text).trim();
-    if (!query || this.live || this.submitting) return;
+    if (this.live || this.submitting) return;
+    if (!query) {
+      if (text === null && this.attachments.count) {
+        this.composerError.textContent = 'Add a question to go with the image.';
+        this.composerError.hidden = false;
+        this.question.focus();
+      }
+      return;
+    }
     this.submitting = true;
     this.composerError.hidden = true;
     this.askButton.disabled = true;
     try {
+      const attached = text === null ? await this.attachments.payload() : images.map((image) => ({ url: image.url }));
+      const previews = text === null ? this.attachments.previews() : [];
       let sessionId = this.sessionId;
       if (!sessionId) {
         const session = await api('POST', '/api/v1/sessions', { knowledge_base_ids: this.checkedKbs() });
@@ -646,8 +673,12 @@ export class ChatPage {
       this.options.use(sessionId, this.session, this.knowledgeBases);
       const body = { ...this.options.request(), query };
       if (group) body.alternative_of = group.root;
+      if (attached.length) body.images = attached;
       const ids = await api('POST', `/api/v1/sessions/${sid(sessionId)}/questions`, body);
-      if (text === null) this.question.value = '';
+      if (text === null) {
+        this.question.value = '';
+        this.attachments.clear({ keep: previews });
+      }
       const turn = this.addTurn(
         emptyState({
           sessionId,
@@ -657,10 +688,18 @@ export class ChatPage {
           // Embedded: a path on this server; AWS: stream_reader's function URL (absolute).
           streamUrl: streamUrl(ids.stream_url || eventsPath(sessionId, ids.assistant_message_id)),
           alternativeOf: group ? group.root : '',
+          images: text === null ? [] : images,
+          userMessageId: ids.user_message_id,
         }),
         '',
         group,
       );
+      if (previews.length) {
+        // Shown from the files at once; the stored handles follow (and are what a reload shows).
+        turn.previews = previews;
+        turn.schedule();
+        this.learnImages(turn);
+      }
       this.markLast();
       this.scrollToEnd(true);
       save(turn.state);
@@ -671,6 +710,22 @@ export class ChatPage {
     } finally {
       this.submitting = false;
       if (!this.live) this.askButton.disabled = false;
+    }
+  }
+
+  /** The stored handles of a turn's question images (from its user message), kept in the turn's state. */
+  async learnImages(turn) {
+    const { sessionId, userMessageId } = turn.state;
+    if (!sessionId || !userMessageId) return;
+    try {
+      const messages = await api('GET', `/api/v1/sessions/${sid(sessionId)}/messages`);
+      const user = messages.find((m) => m.id === userMessageId);
+      if (!user || !(user.images || []).length) return;
+      turn.state.images = user.images;
+      if (!isEnded(turn.state)) save(turn.state);
+      turn.schedule();
+    } catch {
+      // The previews stay; a reload shows the stored images.
     }
   }
 

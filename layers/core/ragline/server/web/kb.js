@@ -5,6 +5,14 @@
 
 import { api, uploadFile } from './api.js';
 import { byId, confirmAction, count, formatBytes, formatDate, h } from './dom.js';
+import { imageHandles, storedThumbnail } from './images.js';
+
+/** Thumbnails of the pictures an image passage was read from, or null for a text passage. */
+function passageImages(item, title) {
+  const handles = item.chunk_type === 'image_ocr' || item.image_info ? imageHandles(item).slice(0, 3) : [];
+  if (!handles.length) return null;
+  return h('div', { class: 'ref-images' }, handles.map((handle, i) => storedThumbnail(handle, `Image ${i + 1} from ${title}`)));
+}
 
 const ACCEPT = '.md,.markdown,.txt,.text,.pdf,.html,.htm,.docx,.pptx,.epub,.csv,.tsv,.xlsx,.png,.jpg,.jpeg,.webp,.gif';
 // While a document of the shown knowledge base is pending, its list is read again this often (ms).
@@ -418,6 +426,7 @@ export class KnowledgePage {
               chunk.metadata && chunk.metadata.page ? ` · page ${chunk.metadata.page}` : '',
               ` · ${chunk.content.length} characters`,
             ),
+            passageImages(chunk, doc.title || doc.filename || 'the document'),
             h('pre', { class: 'chunk-text' }, chunk.content),
           ),
         ),
@@ -509,6 +518,7 @@ export class KnowledgePage {
               score('keyword', hit.scores.keyword),
               score('rerank', hit.scores.model),
             ),
+            passageImages(hit, hit.knowledge_title || 'the document'),
             h('p', { class: 'hit-text' }, hit.content.replace(/\s+/g, ' ').slice(0, 400)),
           ),
         ),

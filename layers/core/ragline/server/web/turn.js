@@ -4,6 +4,7 @@
 // frame received); the view is rebuilt from it at most once per animation frame.
 
 import { copyText, count, h } from './dom.js';
+import { imageHandles, storedThumbnail } from './images.js';
 import { citationClaims, renderMarkdown, safeUrl, stripPartialTag } from './markdown.js';
 
 // Citation tags in an answer's Markdown, as the server writes them.
@@ -23,6 +24,8 @@ export function emptyState(init = {}) {
     messageId: '',
     requestId: '',
     query: '',
+    images: [], // the question's images: [{url (resource://images/… handle), caption}]
+    userMessageId: '',
     streamUrl: '',
     lastSeq: null, // the id of the last frame applied: resume with Last-Event-ID: lastSeq
     resumedFrom: null,
@@ -56,6 +59,8 @@ export function storedState(sessionId, user, assistant) {
     messageId: assistant ? assistant.id : '',
     requestId: (assistant || user || {}).request_id || '',
     query: user ? user.content : '',
+    images: (user && user.images) || [],
+    userMessageId: user ? user.id : '',
     references: assistant && assistant.knowledge_references.length ? assistant.knowledge_references : null,
     answer: assistant ? assistant.content : '',
     answerDone: true,
@@ -128,6 +133,8 @@ export class Turn {
     this.copied = '';
     this.busy = false;
     this.pending = false;
+    this.previews = []; // blob: URLs of the files just attached, shown until the stored images are known
+    this.renderedImages = '';
     this.build();
     this.render();
   }
@@ -162,7 +169,8 @@ export class Turn {
         h('button', { type: 'button', class: 'small', onclick: () => this.cancelEdit() }, 'Cancel'),
       ),
     );
-    this.userEl = h('div', { class: 'msg user' }, this.userText, this.editForm, this.editButton);
+    this.userImages = h('div', { class: 'user-images', role: 'group', 'aria-label': 'Images of the question', hidden: true });
+    this.userEl = h('div', { class: 'msg user' }, this.userImages, this.userText, this.editForm, this.editButton);
     this.progressEl = h('div', { class: 'progress' });
     this.reasoningSummary = h('summary', { onclick: () => (this.userToggled = true) }, 'Reasoning');
     this.reasoningText = h('div', { class: 'reasoning-text' });
@@ -313,6 +321,7 @@ export class Turn {
     if (s.resumedFrom !== null && s.resumedFrom !== undefined) this.el.dataset.resumedFrom = String(s.resumedFrom);
     if (this.userText.textContent !== s.query) this.userText.textContent = s.query;
     this.userEl.hidden = !s.query;
+    this.renderImages();
     this.editButton.hidden = phase === 'streaming' || !this.editForm.hidden || !this.options.onEdit;
 
     const windows = s.tools.map((tool) => toolWindow(tool, phase !== 'streaming'));
@@ -403,6 +412,25 @@ export class Turn {
     this.options.onRender?.(this);
   }
 
+  /** The question's images: the stored ones by their handles, else the previews of the files just sent. */
+  renderImages() {
+    const stored = this.state.images || [];
+    const key = stored.length ? stored.map((image) => image.url).join('|') : this.previews.join('|');
+    if (key === this.renderedImages) return;
+    this.renderedImages = key;
+    const label = (i, caption) => `Image ${i + 1} of the question${caption ? `: ${caption}` : ''}`;
+    const thumbs = stored.length
+      ? stored.map((image, i) => storedThumbnail(image.url, label(i, image.caption)))
+      : this.previews.map((src, i) => h('img', { class: 'thumb', src, alt: label(i, ''), dataset: { state: 'preview' } }));
+    this.userImages.replaceChildren(...thumbs);
+    this.userImages.hidden = thumbs.length === 0;
+    if (stored.length && this.previews.length) {
+      // The stored images replace the files' previews, which are let go.
+      for (const src of this.previews) URL.revokeObjectURL(src);
+      this.previews = [];
+    }
+  }
+
   /** The reference a chunk id belongs to: the passage itself, or one merge built from it. */
   referenceFor(chunkId) {
     const refs = this.state.references || [];
@@ -490,7 +518,20 @@ export class Turn {
         onclick: () => this.openChunk(chunkId, title, ref ? ref.knowledge_base_id : '', entry ? entry.claim : ''),
       },
       where ? h('span', { class: 'ref-where' }, where) : null,
+      this.referenceImages(ref, title),
       h('span', { class: 'ref-snippet' }, snippet.replace(/\s+/g, ' ').slice(0, 200)),
+    );
+  }
+
+  /** Thumbnails of the images an image passage (OCR text of a picture) was read from; null for text. */
+  referenceImages(ref, title) {
+    if (!ref || (ref.chunk_type !== 'image_ocr' && !ref.image_info)) return null;
+    const handles = imageHandles(ref).slice(0, 3);
+    if (!handles.length) return null;
+    return h(
+      'span',
+      { class: 'ref-images' },
+      handles.map((handle, i) => storedThumbnail(handle, `Image ${i + 1} from ${title}`)),
     );
   }
 

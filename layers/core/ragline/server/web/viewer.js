@@ -5,6 +5,7 @@
 
 import { api } from './api.js';
 import { byId, h } from './dom.js';
+import { imageHandles, storedThumbnail } from './images.js';
 
 const SENTENCE = /[^.!?。！？；\n]+(?:[.!?。！？；]+["”’)\]]*|\n|$)/g;
 const WORD = /[\p{L}\p{N}]+/gu;
@@ -86,6 +87,7 @@ export class SourceViewer {
     this.title = byId('source-title');
     this.meta = byId('source-meta');
     this.text = byId('source-text');
+    this.images = byId('source-images');
     this.before = byId('source-before');
     this.after = byId('source-after');
     byId('source-close').addEventListener('click', () => this.dialog.close());
@@ -103,6 +105,8 @@ export class SourceViewer {
     this.title.textContent = doc || 'Source';
     this.meta.textContent = 'Loading the passage…';
     this.text.textContent = '';
+    this.images.replaceChildren();
+    this.images.hidden = true;
     this.before.replaceChildren();
     this.after.replaceChildren();
     this.before.hidden = true;
@@ -115,6 +119,7 @@ export class SourceViewer {
       if (chunk.header) meta.push(chunk.header);
       if (chunk.metadata && chunk.metadata.page) meta.push(`page ${chunk.metadata.page}`);
       this.meta.textContent = meta.join(' · ');
+      this.showImages(chunk, doc);
       const range = highlightRange(chunk.content, claim);
       this.text.replaceChildren(...withHighlight(chunk.content, range));
       if (range) this.dialog.dataset.highlight = chunk.content.slice(range[0], range[1]);
@@ -135,6 +140,15 @@ export class SourceViewer {
         this.meta.textContent = `The passage could not be loaded: ${err.message}`;
       }
     }
+  }
+
+  /** The pictures an image passage was read from (its text is what OCR read in them). */
+  showImages(chunk, doc) {
+    const handles = chunk.chunk_type === 'image_ocr' || chunk.image_info ? imageHandles(chunk) : [];
+    this.images.replaceChildren(
+      ...handles.map((handle, i) => storedThumbnail(handle, `Image ${i + 1}${doc ? ` from ${doc}` : ''}`, 'source-image')),
+    );
+    this.images.hidden = handles.length === 0;
   }
 
   showNeighbour(el, chunk, label) {
