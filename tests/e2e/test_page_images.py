@@ -162,10 +162,21 @@ def test_the_page_refuses_what_the_server_would_and_shows_the_servers_refusal_to
     page.wait_for_selector("#composer-error:not([hidden])")
     assert "images[0].data" in error.inner_text()
     assert page.locator("#attachments li").count() == 1  # kept, to be removed or replaced
-    # Images without a question are not sent.
+
+    # A question may be its image alone.
+    page.click("#attachments li.attachment .attachment-remove")
+    page.set_input_files(
+        "#attach-input", files=[{"name": "ok.png", "mimeType": "image/png", "buffer": coloured_png("blue")}]
+    )
+    page.wait_for_selector("#attachments li.attachment")
     page.fill("#question", "")
     page.click("#ask")
-    wait_until(lambda: error.inner_text() == "Add a question to go with the image.")
+    session = session_of(page)
+    wait_until(
+        lambda: (
+            [(m["content"], len(m["images"])) for m in ragline.messages(session) if m["role"] == "user"] == [("", 1)]
+        )
+    )
     assert_no_page_errors(page)
 
 

@@ -646,14 +646,8 @@ export class ChatPage {
   async submit(text = null, { group = null, images = [] } = {}) {
     const query = (text === null ? this.question.value : text).trim();
     if (this.live || this.submitting) return;
-    if (!query) {
-      if (text === null && this.attachments.count) {
-        this.composerError.textContent = 'Add a question to go with the image.';
-        this.composerError.hidden = false;
-        this.question.focus();
-      }
-      return;
-    }
+    // A question may be its images alone (the server takes images without a query).
+    if (!query && !(text === null ? this.attachments.count : images.length)) return;
     this.submitting = true;
     this.composerError.hidden = true;
     this.askButton.disabled = true;
