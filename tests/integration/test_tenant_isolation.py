@@ -675,6 +675,15 @@ def _list_models(w: World) -> None:
     assert w.kb not in theirs.text
 
 
+def _keywords(w: World) -> None:
+    # Keywords come from the question alone: B's reply holds nothing of A's, and equals A's for one question.
+    body = {"query": "How does heavy water cool the reactor?"}
+    theirs = w.other("POST", "/api/v1/keywords", json=body)
+    assert theirs.status_code == 200
+    assert theirs.json()["data"] == w.owner("POST", "/api/v1/keywords", 200, json=body).json()["data"]
+    assert w.kb not in theirs.text
+
+
 def _knowledge_search(w: World) -> None:
     body = {"query": "heavy water", "knowledge_base_ids": [w.kb]}
     w.denied("POST", "/api/v1/knowledge-search", json=body)
@@ -841,6 +850,7 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("DELETE", "/api/v1/sessions/{session_id}/pin"): _unpin_session,
     ("POST", "/api/v1/sessions/{session_id}/generate_title"): _generate_title,
     ("POST", "/api/v1/knowledge-search"): _knowledge_search,
+    ("POST", "/api/v1/keywords"): _keywords,
     ("POST", "/api/v1/sessions/{session_id}/fork"): _fork_session,
     ("POST", "/api/v1/sessions/{session_id}/rewind"): _rewind_session,
     ("PUT", "/api/v1/sessions/{session_id}/messages/{message_id}/feedback"): _message_feedback,
@@ -870,6 +880,7 @@ NO_ID_ROUTES = {
     ("GET", "/api/v1/sessions"),
     ("DELETE", "/api/v1/sessions/batch"),
     ("POST", "/api/v1/knowledge-search"),
+    ("POST", "/api/v1/keywords"),
     ("GET", "/api/v1/models"),
     ("GET", "/api/v1/memories"),
     ("DELETE", "/api/v1/memories"),
