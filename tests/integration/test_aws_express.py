@@ -52,22 +52,26 @@ def test_a_reader_ends_a_turn_whose_express_execution_passed_its_time_limit(expr
     express.wait(ids)
     types = [e.type.value for e in express.log(ids)]
     assert not {"error", "complete", "stop"} & set(types)
-    # A young execution is taken for alive: a reader gives up at its own time limit, the turn stays open.
-    with express.stack.function_environment("StreamReaderFunction", RAGLINE_STREAM_MAX_SECONDS="15"):
+    # Deployed, a reader asks about a turn idle for 10 s and ends its response after 840 s; here after 1 s
+    # and 5 s (the same variables, set as a redeploy would): seconds of waiting, not half a minute.
+    with express.stack.function_environment(
+        "StreamReaderFunction", RAGLINE_EXECUTION_CHECK_S="1", RAGLINE_STREAM_MAX_SECONDS="5"
+    ):
+        # A young execution is taken for alive: a reader gives up at its own time limit, the turn stays open.
         frames = express.frames(ids)
-    assert frames[-1].type not in ("error", "complete", "stop")
-    # The execution started longer ago than EXPRESS's 5 minutes and the margin.
-    from ragline.serverless.watch import EXPRESS_GRACE_S, EXPRESS_LIMIT_S
+        assert frames[-1].type not in ("error", "complete", "stop")
+        # The execution started longer ago than EXPRESS's 5 minutes and the margin.
+        from ragline.serverless.watch import EXPRESS_GRACE_S, EXPRESS_LIMIT_S
 
-    record = {"turn": f"{ids['session_id']}#{ids['assistant_message_id']}", "item": "execution"}
-    state = express.stack.table("StateTable")
-    started_at = int(state.get_item(Key=record)["Item"]["started_at"])
-    state.update_item(
-        Key=record,
-        UpdateExpression="SET started_at = :t",
-        ExpressionAttributeValues={":t": started_at - int(EXPRESS_LIMIT_S + EXPRESS_GRACE_S) - 1},
-    )
-    frames = express.frames(ids)
+        record = {"turn": f"{ids['session_id']}#{ids['assistant_message_id']}", "item": "execution"}
+        state = express.stack.table("StateTable")
+        started_at = int(state.get_item(Key=record)["Item"]["started_at"])
+        state.update_item(
+            Key=record,
+            UpdateExpression="SET started_at = :t",
+            ExpressionAttributeValues={":t": started_at - int(EXPRESS_LIMIT_S + EXPRESS_GRACE_S) - 1},
+        )
+        frames = express.frames(ids)
     assert frames[-1].type == "error"
     assert frames[-1].extra["reason"] == "interrupted"
     # The interrupted error every runtime writes, with the execution's status beside it.

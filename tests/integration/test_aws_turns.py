@@ -310,8 +310,10 @@ def test_a_reader_ends_a_turn_whose_workflow_died_without_a_terminal_event(aws, 
     assert aws.wait(ids)["status"] == "FAILED"
     assert "error" not in _types(aws.log(ids))  # nothing wrote the end
     # The reader ends the stream by itself (the client's read timeout, 60 s, would fail the test otherwise):
-    # after one idle interval it asks the workflow (DescribeExecution, below) and serves the end.
-    frames = aws.frames(ids)
+    # after one idle interval it asks the workflow (DescribeExecution, below) and serves the end. The interval
+    # is 1 s here instead of the deployed 10 s (the same variable, set as a redeploy would).
+    with aws.stack.function_environment("StreamReaderFunction", RAGLINE_EXECUTION_CHECK_S="1"):
+        frames = aws.frames(ids)
     assert frames[-1].type == "error"
     # The same interrupted error as the sweep's and the embedded server's: reason, cause, partial.
     assert frames[-1].extra["reason"] == frames[-1].extra["error_type"] == "interrupted"
@@ -345,7 +347,8 @@ def test_a_reader_ends_a_turn_whose_execution_was_stopped_between_two_steps(aws,
     ids = aws.ask(session, "Will the stop be noticed?")
     assert aws.wait(ids)["status"] == "ABORTED"
     assert not {"stop", "error", "complete"} & set(_types(aws.log(ids)))  # nothing wrote the end
-    frames = aws.frames(ids)
+    with aws.stack.function_environment("StreamReaderFunction", RAGLINE_EXECUTION_CHECK_S="1"):  # 10 s deployed
+        frames = aws.frames(ids)
     assert frames[-1].type == "error"
     assert frames[-1].extra["reason"] == "interrupted"
     assert (frames[-1].extra["cause"], frames[-1].extra["execution_status"]) == ("runner_lost", "ABORTED")

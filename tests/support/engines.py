@@ -7,7 +7,8 @@ on first use, once per session, and stops it at the end. Where Java or Maven is 
 skip, with the reason; under CI (``CI=true``) that skip is a failure. An engine that was found but failed to
 start always fails the test.
 
-- ``opensearch`` (session): :class:`LiveOpenSearch` with the URL and the k-NN engine the node supports;
+- ``opensearch`` (session): :class:`LiveOpenSearch` with the URL and the k-NN engine the node supports (its
+  indices refresh every ``TEST_REFRESH_INTERVAL``);
 - ``opensearch_client`` (session): an ``opensearch-py`` client on it;
 - ``opensearch_index`` (module): a fresh index name, deleted after the module;
 - ``neo4j_server`` (session): :class:`LiveNeo4j` with the Bolt URI and credentials (authentication is on).
@@ -108,9 +109,32 @@ def _live_engines() -> Iterator[_Session]:
     session.close()
 
 
+# Every index the tests create refreshes every 100 ms instead of OpenSearch's default second. ragline's writes
+# ask for ``refresh=wait_for`` (searchable before they return), which waits for the next scheduled refresh:
+# about half a second per bulk request at the default, several per upload on the AWS stack. The writes wait
+# for the same thing, only sooner.
+TEST_REFRESH_INTERVAL = "100ms"
+
+
+def _refresh_template(url: str) -> None:
+    import httpx
+
+    reply = httpx.put(
+        f"{url}/_index_template/ragline-tests",
+        json={
+            "index_patterns": ["*"],
+            "priority": 0,
+            "template": {"settings": {"refresh_interval": TEST_REFRESH_INTERVAL}},
+        },
+        timeout=60,
+    )
+    reply.raise_for_status()
+
+
 @pytest.fixture(scope="session")
 def opensearch(_live_engines: _Session) -> LiveOpenSearch:
     state = _live_engines.require("opensearch")
+    _refresh_template(str(state["url"]))
     return LiveOpenSearch(url=str(state["url"]), knn_engine=str(state.get("knn_engine", LOCAL_KNN_ENGINE)))
 
 

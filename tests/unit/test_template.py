@@ -349,6 +349,9 @@ def test_stream_reader_is_a_streaming_function_url_behind_the_web_adapter(templa
     assert env["RAGLINE_STREAM_MAX_SECONDS"] == "840"
     assert props["Timeout"] == 900
     assert float(env["RAGLINE_STREAM_MAX_SECONDS"]) < props["Timeout"]
+    # The library's default, set where a redeploy can change it; a reader checks well within one response.
+    assert float(env["RAGLINE_EXECUTION_CHECK_S"]) == AwsSettings.model_fields["execution_check_s"].default
+    assert float(env["RAGLINE_EXECUTION_CHECK_S"]) < float(env["RAGLINE_STREAM_MAX_SECONDS"])
     adapter = props["Layers"][0]["Fn::If"]
     assert adapter[0] == "UsePublicWebAdapterLayer"
     assert adapter[1]["Fn::Sub"].endswith(":753240598075:layer:LambdaAdapterLayerArm64:25")
