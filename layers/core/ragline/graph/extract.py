@@ -25,7 +25,7 @@ from typing import Any
 
 from ragline.config import PromptTemplates, render_placeholders
 from ragline.graph.store import Entity, Relation, clean_relation, normalise_name
-from ragline.models.base import ChatMessage, ChatModel, is_generative
+from ragline.models.base import ChatMessage, ChatModel, is_generative, strip_think_tags
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.types import ChatOptions
 
@@ -50,7 +50,6 @@ ENTITY_OPTIONS = ChatOptions(temperature=0.0, max_tokens=200, thinking=False)
 GRAPH_OPTIONS = ChatOptions(temperature=0.0, max_tokens=1500, thinking=False)
 # Chat models that cannot follow an extraction prompt.
 
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z]*")
 # A complete JSON string literal; a truncated one (no closing quote) does not match.
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -139,7 +138,7 @@ def _clean_graph(
 
 
 def _strip_wrapping(raw: str) -> str:
-    return _FENCE.sub("", _THINK.sub("", raw)).strip()
+    return _FENCE.sub("", strip_think_tags(raw)).strip()
 
 
 def _loads(text: str) -> Any:

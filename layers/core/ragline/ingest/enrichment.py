@@ -30,7 +30,7 @@ from ragline.config import EnrichmentConfig, PromptTemplates, render_placeholder
 from ragline.ingest.images import sniff
 from ragline.ingest.language import detect_language
 from ragline.ingest.service import embed_passages, vector_text
-from ragline.models.base import ChatMessage, ChatModel, Embedder, data_url, is_generative
+from ragline.models.base import ChatMessage, ChatModel, Embedder, data_url, is_generative, strip_think_tags
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.reranking.passages import GENERATED_QUESTIONS_KEY
 from ragline.retrieval.base import RetrieveEngine
@@ -56,7 +56,6 @@ KEYWORD_OPTIONS = ChatOptions(temperature=0.0, max_tokens=100, thinking=False)
 # and image-text chunks have their own recall.
 _QUESTION_TYPES = frozenset({ChunkType.TEXT, ChunkType.WIKI_PAGE})
 _LIST_MARK = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,2}[.)、:：]|[QqＱ]\d*[.:：])\s*")
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -76,7 +75,7 @@ def reply_lines(reply: str, limit: int) -> list[str]:
     List marks, numbering and quotes are stripped, blank and repeated lines dropped (case-insensitively). A
     reply in a JSON array is read the same way.
     """
-    text = _THINK.sub("", reply).strip()
+    text = strip_think_tags(reply)
     if text.startswith("[") and text.endswith("]"):
         text = "\n".join(part.strip().strip('"').strip("'") for part in text[1:-1].split('",'))
     items: dict[str, str] = {}
@@ -118,7 +117,7 @@ class Enricher:
     async def _ask(self, model: ChatModel, file: str, values: dict[str, str], options: ChatOptions) -> str:
         prompt = render_placeholders(self._templates.get(file, "default"), values)
         reply = await model.chat([ChatMessage("user", prompt)], options)
-        return _THINK.sub("", reply.content).strip()
+        return strip_think_tags(reply.content)
 
     async def questions(self, model: ChatModel, passage: str, count: int) -> list[str]:
         """Up to ``count`` questions ``passage`` answers."""
@@ -152,7 +151,7 @@ class Enricher:
         prompt = render_placeholders(self._templates.get("image_caption", "default"), {"language": language})
         media_type = sniff(image) or "image/png"
         reply = await model.chat([ChatMessage("user", prompt, images=(data_url(image, media_type),))], SUMMARY_OPTIONS)
-        return _THINK.sub("", reply.content).strip()
+        return strip_think_tags(reply.content)
 
     def vision_model(self, model_id: str | None) -> ChatModel | None:
         """The model that captions images: ``model_id`` ("" for the default chat model); None for none."""

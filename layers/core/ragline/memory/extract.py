@@ -23,7 +23,7 @@ from ragline.config import PromptTemplates, render_placeholders
 from ragline.memory.models import Memory, memory_enabled, new_memory
 from ragline.memory.store import MemoryStore
 from ragline.memory.text import embedding_text, normalise_memory
-from ragline.models.base import ChatMessage, ChatModel, Embedder, collect
+from ragline.models.base import ChatMessage, ChatModel, Embedder, collect, strip_think_tags
 from ragline.types import ChatManage, ChatOptions
 
 logger = logging.getLogger(__name__)
@@ -38,7 +38,6 @@ MAX_MESSAGE_CHARS = 4000
 MAX_ANSWER_CHARS = 2000
 EXTRACTION_OPTIONS = ChatOptions(temperature=0.0, max_tokens=300, thinking=False)
 
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 _QUOTES = "\"'“”‘’`"
@@ -77,7 +76,7 @@ def _keep(facts: Iterable[str]) -> list[str]:
 
 
 def _json_candidates(raw: str) -> list[str]:
-    text = _THINK.sub("", raw).strip()
+    text = strip_think_tags(raw)
     candidates = [block.strip() for block in _FENCED.findall(text)]
     start, end = text.find("["), text.rfind("]")
     if 0 <= start < end:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -34,6 +35,17 @@ class ChatMessage:
     role: Literal["system", "user", "assistant"]
     content: str
     images: tuple[str, ...] = ()
+
+
+_THINK_TAGS = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
+
+
+def strip_think_tags(text: str) -> str:
+    """``text`` without its ``<think>`` blocks (an unclosed one runs to the end), trimmed.
+
+    What a reasoning model writes before its reply; every reader of a reply drops it.
+    """
+    return _THINK_TAGS.sub("", text).strip()
 
 
 def data_url(raw: bytes, media_type: str) -> str:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from ragline.models.base import strip_think_tags
 from ragline.pipeline.plugin import NextFn, PluginError
 from ragline.store.base import SessionStore
 from ragline.store.models import Message
@@ -13,14 +13,8 @@ from ragline.types import ChatManage, EventType, History, SearchResult
 
 logger = logging.getLogger(__name__)
 
-_THINK_TAGS = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 # Fetch more than two messages per round: unpaired or unfinished messages must not starve the window.
 _EXTRA_MESSAGES = 10
-
-
-def strip_think_tags(text: str) -> str:
-    """``text`` without its ``<think>`` blocks (an unclosed one runs to the end)."""
-    return _THINK_TAGS.sub("", text).strip()
 
 
 def question_with_captions(query: str, images: Sequence[Mapping[str, str]]) -> str:

@@ -1,7 +1,8 @@
 import asyncio
 import time
 
-from ragline.pipeline.load_history import PluginLoadHistory, pair_rounds, strip_think_tags
+from ragline.models.base import strip_think_tags
+from ragline.pipeline.load_history import PluginLoadHistory, pair_rounds
 from ragline.pipeline.plugin import EventManager
 from ragline.store.models import Message
 from ragline.store.sessions import SqliteSessionStore as SessionStore
