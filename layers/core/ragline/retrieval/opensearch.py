@@ -507,11 +507,17 @@ class OpenSearchEngine:
     def _delete_questions(self, chunk_ids: Sequence[str]) -> int:
         if not chunk_ids:
             return 0
+        return self._delete_where({"terms": {QUESTION_OF: list(chunk_ids)}})
+
+    def _delete_where(self, query: dict[str, Any]) -> int:
+        """Delete the documents ``query`` matches; how many went (none when nothing was ever indexed).
+
+        Refreshes so they stop matching at once; ``conflicts=proceed`` lets a concurrent re-index win rather
+        than fail the deletion.
+        """
         try:
             response = self._client.delete_by_query(
-                index=self._index,
-                body={"query": {"terms": {QUESTION_OF: list(chunk_ids)}}},
-                params={"refresh": "true", "conflicts": "proceed"},
+                index=self._index, body={"query": query}, params={"refresh": "true", "conflicts": "proceed"}
             )
         except NotFoundError:
             return 0
@@ -541,31 +547,11 @@ class OpenSearchEngine:
         if not chunk_ids:
             return 0
         self._delete_questions(chunk_ids)
-        try:
-            response = self._client.delete_by_query(
-                index=self._index,
-                body={"query": {"ids": {"values": list(chunk_ids)}}},
-                params={"refresh": "true", "conflicts": "proceed"},
-            )
-        except NotFoundError:
-            return 0
-        return int(response.get("deleted", 0))
+        return self._delete_where({"ids": {"values": list(chunk_ids)}})
 
     def delete_document(self, knowledge_id: str) -> int:
-        """Remove every chunk of one document; returns how many were deleted.
-
-        Refreshes so the chunks stop matching at once; ``conflicts=proceed`` lets a concurrent re-index win
-        rather than fail the deletion. Nothing was ever indexed: nothing to delete.
-        """
-        try:
-            response = self._client.delete_by_query(
-                index=self._index,
-                body={"query": {"term": {"knowledge_id": knowledge_id}}},
-                params={"refresh": "true", "conflicts": "proceed"},
-            )
-        except NotFoundError:
-            return 0
-        return int(response.get("deleted", 0))
+        """Remove every chunk of one document, and its chunks' question documents; returns how many went."""
+        return self._delete_where({"term": {"knowledge_id": knowledge_id}})
 
     # Search ---------------------------------------------------------------------------------------------
     def vector_search(self, params: RetrieveParams, top_k: int) -> list[SearchResult]:
