@@ -625,24 +625,9 @@ class DynamoKnowledgeStore:
             ":m": updated.embedding_model,
             ":u": updated.updated_at,
         }
-        for key in (
-            {"pk": f"doc#{document_id}", "sk": "meta"},
-            {"pk": f"kb#{current.knowledge_base_id}", "sk": f"doc#{current.created_at}#{document_id}"},
-        ):
-            try:
-                self._table.update_item(
-                    Key=key,
-                    UpdateExpression="SET #s = :s, reason = :r, embedded_count = :e, embedding_model = :m,"
-                    " updated_at = :u",
-                    # A document deleted meanwhile stays deleted: an update never creates a partial item.
-                    ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeNames={"#s": "status"},
-                    ExpressionAttributeValues=values,
-                )
-            except ClientError as error:
-                if _conditional_failure(error):
-                    return None
-                raise
+        expression = "SET #s = :s, reason = :r, embedded_count = :e, embedding_model = :m, updated_at = :u"
+        if not self._update_document_items(current, expression, values, {"#s": "status"}):
+            return None
         if updated.status == DocumentStatus.PENDING:
             self._table.put_item(Item=self._pending_marker(updated))
         else:
@@ -652,25 +637,34 @@ class DynamoKnowledgeStore:
     def set_summary_status(self, tenant_id: str, document_id: str, status: SummaryStatus) -> Document | None:
         """The status on both of the document's items (its record and its knowledge base's listing)."""
         current = self.document(tenant_id, document_id)
-        if current is None:
+        if current is None or not self._update_document_items(current, "SET summary_status = :s", {":s": status.value}):
             return None
+        return current.model_copy(update={"summary_status": status})
+
+    def _update_document_items(
+        self, document: Document, expression: str, values: dict[str, Any], names: dict[str, str] | None = None
+    ) -> bool:
+        """One update of both of a document's items: its record and its knowledge base's listing.
+
+        False when the document was deleted meanwhile, which stays deleted: an update never creates a partial item.
+        """
         for key in (
-            {"pk": f"doc#{document_id}", "sk": "meta"},
-            {"pk": f"kb#{current.knowledge_base_id}", "sk": f"doc#{current.created_at}#{document_id}"},
+            {"pk": f"doc#{document.id}", "sk": "meta"},
+            {"pk": f"kb#{document.knowledge_base_id}", "sk": f"doc#{document.created_at}#{document.id}"},
         ):
             try:
                 self._table.update_item(
                     Key=key,
-                    UpdateExpression="SET summary_status = :s",
-                    # A document deleted meanwhile stays deleted: an update never creates a partial item.
+                    UpdateExpression=expression,
                     ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeValues={":s": status.value},
+                    ExpressionAttributeValues=values,
+                    **({"ExpressionAttributeNames": names} if names else {}),
                 )
             except ClientError as error:
                 if _conditional_failure(error):
-                    return None
+                    return False
                 raise
-        return current.model_copy(update={"summary_status": status})
+        return True
 
     def pending_documents(self, limit: int = 100, updated_before: str = "") -> list[Document]:
         """Documents of every tenant still waiting for their vectors, oldest first (indexing worker and recovery)."""
