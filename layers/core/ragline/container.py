@@ -46,7 +46,7 @@ from ragline.pipeline.memory_recall import PluginMemoryRecall
 from ragline.pipeline.orchestrator import Orchestrator
 from ragline.pipeline.plugin import EventManager
 from ragline.pipeline.query_understand import DEFAULT_HISTORY_MESSAGES as UNDERSTAND_HISTORY_MESSAGES
-from ragline.pipeline.query_understand import ImageLoader, PluginQueryUnderstand
+from ragline.pipeline.query_understand import PluginQueryUnderstand
 from ragline.pipeline.session_title import SessionTitler
 from ragline.pipeline.web_fetch import PluginWebFetch
 from ragline.reranking.citations import CitationHistory
@@ -71,6 +71,7 @@ from ragline.stream.sqlite import SqliteStreamManager
 from ragline.tables.ingest import TableIngestor
 from ragline.tables.store import FileTableStore, TableStore
 from ragline.types import ChatManage
+from ragline.types.images import ImageLoader
 from ragline.web.search import (
     WebSearchProviderKind,
     WebSearchProviderSpec,
@@ -348,8 +349,8 @@ def vision_model_id(config: AppConfig) -> str | None:
     return "" if conversation.chat_model_supports_vision else None
 
 
-def question_image_loader(originals: OriginalStore | None) -> ImageLoader | None:
-    """The bytes behind a question image's handle, read from where the turn kept them."""
+def image_loader(originals: OriginalStore | None) -> ImageLoader | None:
+    """The bytes behind a kept image's handle (a question's or a document's), read from the originals store."""
     if originals is None:
         return None
     store = originals
@@ -441,7 +442,7 @@ class Container:
             memories,
             graph,
             tables,
-            images=question_image_loader(originals),
+            images=image_loader(originals),
             ocr=(lambda raw: image_reader.read_upload(raw, "images").text) if image_reader is not None else None,
         )
         fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
@@ -490,7 +491,7 @@ class Container:
                 models,
                 enricher,
                 config.ingestion.enrichment,
-                images=question_image_loader(originals),
+                images=image_loader(originals),
                 vision_model_id=vision_model_id(config),
             ),
             graph=graph,

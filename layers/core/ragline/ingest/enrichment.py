@@ -23,7 +23,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragline.config import EnrichmentConfig, PromptTemplates, render_placeholders
@@ -38,6 +38,8 @@ from ragline.retrieval.text import ENGLISH_STOPWORDS
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Chunk, Document, KnowledgeBase, SummaryStatus
 from ragline.types import ChatOptions, ChunkType
+from ragline.types.images import ImageLoader
+from ragline.types.search import image_entries
 
 logger = logging.getLogger(__name__)
 
@@ -57,16 +59,6 @@ KEYWORD_OPTIONS = ChatOptions(temperature=0.0, max_tokens=100, thinking=False)
 _QUESTION_TYPES = frozenset({ChunkType.TEXT, ChunkType.WIKI_PAGE})
 _LIST_MARK = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,2}[.)、:：]|[QqＱ]\d*[.:：])\s*")
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def _image_info(chunk: Chunk) -> list[dict[str, object]]:
-    """The chunk's ``image_info`` entries (a JSON list in its metadata); [] when unreadable."""
-    raw = chunk.metadata.get("image_info")
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else []
-    except ValueError:
-        return []
-    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
 
 
 def reply_lines(reply: str, limit: int) -> list[str]:
@@ -205,7 +197,7 @@ class DocumentEnricher:
         enricher: Enricher,
         config: EnrichmentConfig,
         *,
-        images: Callable[[str, str], bytes | None] | None = None,
+        images: ImageLoader | None = None,
         vision_model_id: str | None = None,
     ) -> None:
         """Reads and writes through ``knowledge`` and ``engine``; embeds with the knowledge base's model.
@@ -320,7 +312,7 @@ class DocumentEnricher:
     def _store_caption(
         self, kb: KnowledgeBase, document: Document, chunk: Chunk, caption: str, embedder: Embedder
     ) -> None:
-        info = _image_info(chunk)
+        info = image_entries(chunk.metadata.get("image_info"))
         ocr_text = str(info[0].get("ocr_text", "")) if info else ""
         if info:
             info[0]["caption"] = caption

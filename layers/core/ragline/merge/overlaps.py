@@ -16,7 +16,8 @@ from ragline.merge.config import PARTIAL_OVERLAP_MAX_SIZE_RATIO, PARTIAL_OVERLAP
 from ragline.merge.images import merge_image_info
 from ragline.merge.join import is_content_contained, token_overlap_ratio
 from ragline.retrieval.text import normalize_content, tokenize_simple
-from ragline.types import ChunkType, SearchResult
+from ragline.types import SearchResult
+from ragline.types.search import is_image_hit
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def remove_partial_overlaps(
             loser = _loser(entries, i, j)
             winner = j if loser == i else i
             removed.add(loser)
-            if _is_image(results[loser]) and results[loser].image_info:
+            if is_image_hit(results[loser]) and results[loser].image_info:
                 inherited[winner] = merge_image_info(
                     inherited.get(winner, results[winner].image_info), results[loser].image_info
                 )
@@ -84,7 +85,7 @@ def remove_partial_overlaps(
     for index, result in enumerate(results):
         if index in removed:
             continue
-        if index in inherited and not _is_image(result):
+        if index in inherited and not is_image_hit(result):
             # The reference's image_vector_match: the image was found, its text kept in another passage.
             result = result.model_copy(update={"image_info": inherited[index], "metadata": dict(result.metadata)})
             result.metadata[IMAGE_VECTOR_MATCH] = "true"
@@ -93,7 +94,3 @@ def remove_partial_overlaps(
 
 
 IMAGE_VECTOR_MATCH = "image_vector_match"
-
-
-def _is_image(result: SearchResult) -> bool:
-    return result.chunk_type in (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)

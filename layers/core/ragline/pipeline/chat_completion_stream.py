@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 
 from ragline.config import PromptTemplates
 from ragline.models.registry import ModelRegistry, UnknownModel
@@ -19,6 +18,7 @@ from ragline.pipeline.generation import (
 from ragline.pipeline.plugin import ERR_GET_CHAT_MODEL, ERR_MODEL_CALL, NextFn, PluginError
 from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, EventType
+from ragline.types.images import ImageLoader
 
 
 class PluginChatCompletionStream:
@@ -30,7 +30,7 @@ class PluginChatCompletionStream:
         templates: PromptTemplates,
         prompt_id: str,
         knowledge: KnowledgeStore | None = None,
-        images: Callable[[str, str], bytes | None] | None = None,
+        images: ImageLoader | None = None,
     ) -> None:
         """A generation stage using ``models``, the prompt ``prompt_id`` of ``templates``, and ``knowledge`` for document names."""
         self._models = models

@@ -5,11 +5,10 @@ Shared by CHAT_COMPLETION, CHAT_COMPLETION_STREAM and the fallback answer.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,14 +17,18 @@ from ragline.config import PromptTemplates, render_placeholders
 from ragline.event.bus import BusEventType
 from ragline.event.cancel import until_cancelled
 from ragline.ingest.images import MAX_IMAGE_BYTES, sniff
+from ragline.merge.overlaps import IMAGE_VECTOR_MATCH
 from ragline.modelcontext import SourceRegistry, StreamDecoder, fold_citations
 from ragline.modelcontext.protocol import protocol_prompt
 from ragline.modelcontext.registry import ChunkPart
 from ragline.models.base import TRUNCATION_REASONS, ChatMessage, ChatModel, ModelCallError, data_url
 from ragline.pipeline.emit import emit, event_id
 from ragline.pipeline.faq_layout import faq_layout
+from ragline.reranking.rerank import IMAGE_VECTOR, KEPT_BY
 from ragline.store.base import KnowledgeStore
-from ragline.types import ChatManage, ChatOptions, ChunkType, SearchResult
+from ragline.types import ChatManage, ChatOptions, SearchResult
+from ragline.types.images import ImageLoader
+from ragline.types.search import image_entries, is_image_hit
 
 logger = logging.getLogger(__name__)
 
@@ -107,24 +110,17 @@ def context_image_urls(results: Sequence[SearchResult]) -> list[str]:
     """
     urls: list[str] = []
     for result in results:
-        is_image = result.chunk_type in (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)
-        matched = (
-            result.metadata.get("kept_by") == "image_vector" or result.metadata.get("image_vector_match") == "true"
-        )
-        if not (is_image or matched) or not result.image_info:
+        matched = result.metadata.get(KEPT_BY) == IMAGE_VECTOR or result.metadata.get(IMAGE_VECTOR_MATCH) == "true"
+        if not (is_image_hit(result) or matched):
             continue
-        try:
-            entries = json.loads(result.image_info)
-        except ValueError:
-            continue
-        for entry in entries if isinstance(entries, list) else []:
-            url = entry.get("url") if isinstance(entry, dict) else None
+        for entry in image_entries(result.image_info):
+            url = entry.get("url")
             if isinstance(url, str) and url and url not in urls:
                 urls.append(url)
     return urls[:MAX_CONTEXT_IMAGES]
 
 
-def vision_images(cm: ChatManage, load: Callable[[str, str], bytes | None] | None) -> list[str]:
+def vision_images(cm: ChatManage, load: ImageLoader | None) -> list[str]:
     """``data:`` URLs for a chat model that sees images: the question's images, then the passages' (≤ 3).
 
     Nothing for a model that does not see images, or without a way to read the kept images; an image that

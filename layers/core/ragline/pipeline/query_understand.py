@@ -27,6 +27,7 @@ from ragline.pipeline.load_history import pair_rounds
 from ragline.pipeline.plugin import NextFn, PluginError
 from ragline.store.base import SessionStore
 from ragline.types import ChatManage, ChatOptions, EventType, History
+from ragline.types.images import ImageLoader
 from ragline.types.intent import needs_retrieval
 from ragline.understanding.acceptance import rewrite_rejection
 from ragline.understanding.notes import UserMessageNotes
@@ -50,10 +51,6 @@ UNDERSTAND_MAX_TOKENS_WITH_IMAGES = 2048
 DEFAULT_HISTORY_MESSAGES = 20
 # Where the image description is left for later stages of this process until PipelineState has a field.
 IMAGE_DESCRIPTION_EXTRA = "image_description"
-
-
-# The bytes behind a question image's handle for a tenant (None when it is not kept).
-ImageLoader = Callable[[str, str], bytes | None]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from ragline.reranking.config import RerankConfig
 from ragline.reranking.mmr import select_mmr
 from ragline.reranking.passages import is_graph_hit, model_passage, select_candidates
 from ragline.reranking.scoring import RerankOutcome, apply_threshold, best_score, rank_key, score_result
-from ragline.types import ChunkType, SearchResult
+from ragline.types import SearchResult
+from ragline.types.search import is_image_hit
 
 logger = logging.getLogger(__name__)
 
@@ -148,11 +149,6 @@ async def rerank_results(
     selected.extend(kept)
     diagnostics.result_count = len(selected)
     return RerankRun(diagnostics, selected)
-
-
-def is_image_hit(result: SearchResult) -> bool:
-    """An image's chunk (its OCR text or caption), as the text rerank model reads it."""
-    return result.chunk_type in (ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION)
 
 
 def kept_images(

@@ -8,6 +8,11 @@ the image's text, not the image.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+# The bytes behind a kept image's handle (``resource://images/…``) for a tenant; None when it is not kept.
+ImageLoader = Callable[[str, str], bytes | None]
+
 IMAGE_TEXT_HEADER = "[The user attached images that no model here can see."
 IMAGE_TEXT_NOTE = (
     IMAGE_TEXT_HEADER + " Their text, read by OCR, follows; say in your answer that you read the images' text, not"

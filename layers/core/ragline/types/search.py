@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,6 +46,17 @@ def image_info_of(chunk_metadata: dict[str, object]) -> str:
     """A chunk's images (the JSON list ingestion writes under ``image_info``), "" for a chunk without any."""
     value = chunk_metadata.get("image_info")
     return value if isinstance(value, str) else ""
+
+
+def image_entries(image_info: object) -> list[dict[str, Any]]:
+    """The entries of an ``image_info`` JSON list (``url``, ``ocr_text``, ``caption`` …); [] when unreadable."""
+    if not isinstance(image_info, str) or not image_info:
+        return []
+    try:
+        value = json.loads(image_info)
+    except ValueError:
+        return []
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
 
 
 class SearchResult(BaseModel):
@@ -95,3 +108,12 @@ def deterministic_key(result: SearchResult) -> tuple[float, str, str, int, str]:
 def sort_deterministically(results: list[SearchResult]) -> list[SearchResult]:
     """``results`` sorted by score, then by a stable key, so equal scores rank the same in every run."""
     return sorted(results, key=deterministic_key)
+
+
+# Chunks that stand for an image: its OCR text or its caption.
+IMAGE_CHUNK_TYPES = frozenset({ChunkType.IMAGE_OCR, ChunkType.IMAGE_CAPTION})
+
+
+def is_image_hit(result: SearchResult) -> bool:
+    """An image's chunk (its OCR text or caption), as a text rerank model reads it."""
+    return result.chunk_type in IMAGE_CHUNK_TYPES
