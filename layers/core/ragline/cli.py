@@ -401,6 +401,8 @@ async def _ask_http(url: str, key: str, query: str, kb: str | None) -> AsyncIter
             client, "POST", f"/api/v1/knowledge-chat/{session.json()['data']['id']}", json={"query": query}
         ) as source:
             async for sse in source.aiter_sse():
+                if not sse.data:
+                    continue  # a ``: ping`` comment, which httpx-sse reports as an empty event after an ``id:``
                 yield json.loads(sse.data)
 
 
