@@ -118,8 +118,11 @@ fonts:
 test: install browser office axe fonts
 	$(BIN)/python scripts/engines/engines.py run -- $(MAKE) --no-print-directory lint pytest
 
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist); each test file stays in one worker (loadfile), so
+# a module's fixtures (an ingested corpus, an index) are built once. PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= 2
 pytest: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 # Fetches and compiles the engines without starting them (make test does it when needed).
 engines: install
