@@ -11,6 +11,8 @@ from ragline.modelcontext.resources import ResourceAliases
 from ragline.types import SearchResult
 
 HANDLE_PATTERN = re.compile(r"^[cdbw][1-9][0-9]*$", re.IGNORECASE)
+# An excerpt as render_results writes it: its alias, its other attributes, its content.
+EXCERPT_PATTERN = re.compile(r'<chunk id="([^"]+)"([^>]*)><content>(.*?)</content></chunk>', re.DOTALL)
 
 
 @dataclass(frozen=True)

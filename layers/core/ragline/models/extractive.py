@@ -28,12 +28,12 @@ from ragline.answering.selection import (
     trim,
 )
 from ragline.answering.terms import is_chinese
+from ragline.modelcontext.registry import EXCERPT_PATTERN
 from ragline.models.base import ChatChunk, ChatMessage, ChatModel, ChatResponse, Embedder, collect
 from ragline.types import ChatOptions
 from ragline.types.images import split_image_text
 
 _DOCUMENT = re.compile(r'<document\b[^>]*?title="([^"]*)"[^>]*>(.*?)</document>', re.DOTALL)
-_CHUNK = re.compile(r'<chunk id="([^"]+)"([^>]*)><content>(.*?)</content></chunk>', re.DOTALL)
 _PAGE = re.compile(r'<page id="([^"]+)" title="([^"]*)"><content>(.*?)</content></page>', re.DOTALL)
 _CONTEXT = re.compile(r'<context id="([^"]+)"[^>]*>(.*?)</context>', re.DOTALL)
 _SECTION = re.compile(r'section="([^"]*)"')
@@ -69,7 +69,7 @@ def _sources(messages: Sequence[ChatMessage]) -> list[Source]:
         titles[document.start(2)] = html.unescape(document.group(1))
     starts = sorted(titles)
     found: list[tuple[int, Source]] = []
-    for chunk in _CHUNK.finditer(text):
+    for chunk in EXCERPT_PATTERN.finditer(text):
         before = [s for s in starts if s <= chunk.start()]
         title = titles[before[-1]] if before else ""
         section = _SECTION.search(chunk.group(2))

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from ragline.modelcontext.registry import EXCERPT_PATTERN
 from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallError, collect
 from ragline.types import ChatOptions
 
@@ -45,8 +46,8 @@ def resolve_gguf(name_or_path: str) -> Path:
 
 # Tokens a chat template adds around each message (role markers), as counted when fitting.
 _MESSAGE_OVERHEAD = 8
-# An excerpt of the assembled context (modelcontext/registry.py), and a document left with none.
-_EXCERPT = re.compile(r'<chunk id="[^"]*"[^>]*>.*?</chunk>\n?', re.DOTALL)
+# An excerpt of the assembled context with its line break, and a document left with none.
+_EXCERPT = re.compile(EXCERPT_PATTERN.pattern + r"\n?", re.DOTALL)
 _EMPTY_DOCUMENT = re.compile(r"<document [^>]*>\s*</document>\n?")
 
 
@@ -55,9 +56,9 @@ def fit_prompt(
 ) -> list[dict[str, str]]:
     """``messages`` in at most ``budget`` tokens, as far as dropping whole parts gets.
 
-    The oldest history turns go first, then excerpts of the system prompt one at a time from the last listed (the context lists documents
-    by their best excerpt's rank, each document's excerpts best first), with a document left without any. The
-    question and the instructions are never dropped.
+    The oldest history turns go first, then excerpts of the system prompt one at a time from the last listed
+    (the context lists documents by their best excerpt's rank, each document's excerpts best first), with a
+    document left without any. The question and the instructions are never dropped.
     """
     items = [{"role": m.role, "content": m.content} for m in messages]
 
@@ -95,10 +96,9 @@ class LlamaCppChatModel:
 
     def _fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
         """The messages fitted to the context window, leaving ``max_tokens`` for the reply (see :func:`fit_prompt`)."""
-        items = fit_prompt(messages, self.context_tokens - max_tokens - 64, self.count_tokens)
-        overflow = sum(self.count_tokens(i["content"]) + _MESSAGE_OVERHEAD for i in items) - (
-            self.context_tokens - max_tokens - 64
-        )
+        budget = self.context_tokens - max_tokens - 64
+        items = fit_prompt(messages, budget, self.count_tokens)
+        overflow = sum(self.count_tokens(i["content"]) + _MESSAGE_OVERHEAD for i in items) - budget
         if overflow > 0 and items[0]["role"] == "system":  # instructions alone too long: cut their tail
             tokens = self._llama.tokenize(items[0]["content"].encode("utf-8"), add_bos=False)
             keep = max(0, len(tokens) - overflow)
