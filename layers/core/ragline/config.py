@@ -243,7 +243,10 @@ class LimitsConfig(BaseModel):
     """Size limits of requests: the query, an upload, an original returned inline."""
 
     max_query_chars: int = 8000
+    # A route taking a file, a document's text, FAQ entries or a question with its images.
     max_upload_bytes: int = 20 * 1024 * 1024
+    # Any other request body (a few JSON fields), chunked or not.
+    max_body_bytes: int = 2 * 1024 * 1024
     # An original larger than this is handed over by a link to the object store where there is one (a
     # presigned S3 URL: a Lambda reply carries at most 6 MB), else served by the API.
     original_inline_max_bytes: int = 5 * 1024 * 1024

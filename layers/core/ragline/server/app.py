@@ -7,7 +7,7 @@ them to a container and a launcher.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -15,12 +15,13 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import BaseRoute
 
 from ragline import __version__
 from ragline.container import Container
 from ragline.runtime.turns import TurnLauncher
-from ragline.server.body_limit import BodySizeLimit
-from ragline.server.deps import tenant_of
+from ragline.server.body_limit import RequestGuard
+from ragline.server.deps import authenticate, tenant_of
 from ragline.server.errors import ERROR_REPLIES, install_error_handlers
 from ragline.server.request_id import RequestIdMiddleware
 from ragline.server.routes import (
@@ -59,6 +60,31 @@ ROUTERS = (
 )
 
 
+def flat_routes(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """The app's routes one by one, as the guard matches them.
+
+    Recent FastAPI keeps an included router as one entry (``original_router``): its routes are listed in its place.
+    ragline's routers carry their prefix themselves (``APIRouter(prefix=...)``), never ``include_router``'s.
+    """
+    flat: list[BaseRoute] = []
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        flat.extend(flat_routes(included.routes) if included is not None else [route])
+    return flat
+
+
+def _guard(app: FastAPI, container: Container) -> None:
+    """The key checked and the body bounded before the body is read; the request id outermost, on every reply."""
+    app.add_middleware(
+        RequestGuard,
+        routes=lambda: flat_routes(app.router.routes),
+        limits=lambda: container.config.limits,
+        key_dependency=tenant_of,
+        authenticate=authenticate,
+    )
+    app.add_middleware(RequestIdMiddleware)
+
+
 def _healthz(app: FastAPI) -> None:
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
@@ -94,8 +120,7 @@ def create_app(
         responses=ERROR_REPLIES,
     )
     install_error_handlers(app)
-    app.add_middleware(RequestIdMiddleware)
-    app.add_middleware(BodySizeLimit, limit=lambda: container.config.limits.max_upload_bytes)
+    _guard(app, container)
     app.state.container = container
     app.state.launcher = launcher
     # In AWS the stream is served by another function (stream_reader's URL); embedded, by this server.
@@ -146,7 +171,7 @@ def create_stream_app(container: Container, launcher: TurnLauncher) -> FastAPI:
         openapi_url=None,
     )
     install_error_handlers(app)
-    app.add_middleware(RequestIdMiddleware)
+    _guard(app, container)
     app.state.container = container
     app.state.launcher = launcher
     app.state.stream_base_url = ""

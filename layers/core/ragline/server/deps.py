@@ -11,6 +11,7 @@ from starlette.datastructures import FormData
 
 from ragline.container import Container
 from ragline.runtime.turns import TurnLauncher
+from ragline.server.body_limit import TENANT_STATE
 from ragline.server.errors import ApiError, not_found
 from ragline.server.wire import tenant_number
 from ragline.store.models import KnowledgeBase, Session, Tenant
@@ -42,19 +43,19 @@ StreamBaseDep = Annotated[str, Depends(stream_base_url_of)]
 _BEARER = "bearer "
 
 
-def tenant_of(
-    request: Request,
-    x_api_key: Annotated[str | None, Header()] = None,
-    authorization: Annotated[str | None, Header()] = None,
-    x_tenant_id: Annotated[str | None, Header()] = None,
-) -> Tenant:
-    """The caller's tenant from its API key.
+def authenticate(request: Request) -> Tenant:
+    """The caller's tenant from its API key, read from the request's headers alone (never its body).
 
-    Sent as ``X-API-Key`` or ``Authorization: Bearer <key>`` (WeKnora's clients send either); every route depends on it.
+    Sent as ``X-API-Key`` or ``Authorization: Bearer <key>`` (WeKnora's clients send either). ``X-Tenant-ID``, when
+    sent, must name the key's own tenant (its number, or its id): the key alone decides the tenant, so the header can
+    confirm it and never widen it.
 
-    ``X-Tenant-ID``, when sent, must name the key's own tenant (its number, or its id): the key alone
-    decides the tenant, so the header can confirm it and never widen it.
+    The request guard (:mod:`ragline.server.body_limit`) calls this before a byte of the body is read, so a keyless
+    request costs nothing; :func:`tenant_of`, the routes' dependency, then finds its answer.
     """
+    headers = request.headers
+    x_api_key, authorization = headers.get("x-api-key"), headers.get("authorization")
+    x_tenant_id = headers.get("x-tenant-id")
     key = (x_api_key or "").strip()
     if not key and authorization and authorization[: len(_BEARER)].lower() == _BEARER:
         key = authorization[len(_BEARER) :].strip()
@@ -65,6 +66,22 @@ def tenant_of(
     if x_tenant_id is not None and x_tenant_id.strip() not in {str(tenant_number(tenant.id)), tenant.id}:
         raise ApiError(403, "forbidden", "X-Tenant-ID does not match the API key's tenant", "X-Tenant-ID")
     return tenant
+
+
+def tenant_of(
+    request: Request,
+    x_api_key: Annotated[str | None, Header()] = None,
+    authorization: Annotated[str | None, Header()] = None,
+    x_tenant_id: Annotated[str | None, Header()] = None,
+) -> Tenant:
+    """The caller's tenant (every route depends on it): :func:`authenticate`'s, as the request guard found it.
+
+    The header parameters describe the API's auth in OpenAPI; :func:`authenticate` reads them.
+    """
+    known = getattr(request.state, TENANT_STATE, None)
+    if isinstance(known, Tenant):
+        return known
+    return authenticate(request)
 
 
 TenantDep = Annotated[Tenant, Depends(tenant_of)]

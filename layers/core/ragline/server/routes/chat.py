@@ -17,6 +17,7 @@ from sse_starlette.sse import EventSourceResponse
 from ragline.container import Container
 from ragline.runtime.question_images import BadQuestionImage
 from ragline.runtime.turns import STOP_REPLIES, AcceptedTurn, QuestionBody, TurnLauncher, UnknownKnowledgeBase
+from ragline.server.body_limit import upload_body
 from ragline.server.deps import (
     ContainerDep,
     LauncherDep,
@@ -127,6 +128,7 @@ async def _accept(
 
 
 @router.post("/sessions/{session_id}/questions", status_code=202, responses=TURN_REPLIES)
+@upload_body
 async def ask(
     session_id: str,
     body: QuestionBody,
@@ -147,6 +149,7 @@ async def ask(
 @router.post(
     "/knowledge-chat/{session_id}", responses={**SSE_REPLY, **TURN_REPLIES}, response_class=EventSourceResponse
 )
+@upload_body
 async def knowledge_chat(
     session_id: str,
     body: QuestionBody,
@@ -162,6 +165,7 @@ async def knowledge_chat(
 
 
 @router.post("/agent-chat/{session_id}", responses={**SSE_REPLY, **TURN_REPLIES}, response_class=EventSourceResponse)
+@upload_body
 async def agent_chat(
     session_id: str,
     body: QuestionBody,

@@ -18,6 +18,7 @@ from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
 from ragline.ingest.faq import parse_entries, parse_faq_file
 from ragline.ingest.service import DocumentInput, IngestResult, TooManyChunks
 from ragline.ingest.uploads import ClientGone, UploadTooLarge, accept_off_loop, document_status_code, read_body
+from ragline.server.body_limit import upload_body
 from ragline.server.deps import ContainerDep, TenantDep, in_background, knowledge_base_of, read_upload
 from ragline.server.errors import UPLOAD_REPLIES, ApiError, not_found, parse_body
 from ragline.server.records import KnowledgeView
@@ -180,6 +181,7 @@ async def ingest_text(
     },
     openapi_extra=_file_upload_body(DocumentBody.model_json_schema()),
 )
+@upload_body
 async def upload_document(
     kb_id: str,
     request: Request,
@@ -243,6 +245,7 @@ async def get_document(
     },
     openapi_extra=_file_upload_body(FAQBody.model_json_schema(), json_first=True),
 )
+@upload_body
 async def import_faq(
     kb_id: str, request: Request, response: Response, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:

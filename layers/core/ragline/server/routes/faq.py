@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragline.container import Container
 from ragline.ingest.faq_entries import DuplicateQuestion, StoredEntry, question_keys
 from ragline.runtime.search import SearchBody
+from ragline.server.body_limit import upload_body
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import ApiError
 from ragline.server.routes.tags import tag_index
@@ -440,6 +441,7 @@ class TaskRef(BaseModel):
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/entries")
+@upload_body
 async def upsert_faq_entries(
     kb_id: str, body: UpsertBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[TaskRef]:

@@ -28,6 +28,7 @@ from ragline.ingest.service import (
     TooManyChunks,
     UnsupportedFile,
 )
+from ragline.server.body_limit import upload_body
 from ragline.server.deps import ContainerDep, TenantDep, in_background, knowledge_base_of, read_upload
 from ragline.server.errors import UPLOAD_REPLIES, ApiError, ErrorReply
 from ragline.server.records import KnowledgeView, knowledge_type
@@ -129,6 +130,7 @@ def _form_text(form: Any, name: str, limit: int = 1000) -> str:
         }
     },
 )
+@upload_body
 async def create_knowledge_from_file(
     kb_id: str, request: Request, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:
@@ -252,6 +254,7 @@ class ManualKnowledgeBody(BaseModel):
     "/knowledge-bases/{kb_id}/knowledge/manual",
     responses={409: {"description": "The same content is already in the knowledge base (its record in data)"}},
 )
+@upload_body
 async def create_manual_knowledge(
     kb_id: str, body: ManualKnowledgeBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:
@@ -622,6 +625,7 @@ class ManualUpdateBody(BaseModel):
 
 
 @router.put("/knowledge/manual/{knowledge_id}", responses={409: {"model": ErrorReply}})
+@upload_body
 async def update_manual_knowledge(
     knowledge_id: str, body: ManualUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:

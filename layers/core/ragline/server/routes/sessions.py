@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragline.container import Container
 from ragline.pipeline.session_title import SessionTitler
 from ragline.runtime.conversations import TurnRunning, UnknownMessage, fork_session, rewind_session, search_sessions
+from ragline.server.body_limit import upload_body
 from ragline.server.deps import ContainerDep, TenantDep, session_of
 from ragline.server.errors import ApiError, ErrorReply, not_found
 from ragline.server.records import MessageView, SessionView
@@ -262,6 +263,7 @@ class TitleReply(BaseModel):
 
 
 @router.post("/{session_id}/generate_title")
+@upload_body
 async def generate_title(
     session_id: str, body: GenerateTitleBody, tenant: TenantDep, container: ContainerDep
 ) -> TitleReply:
