@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragline.config import RetrievalConfig, Settings
+from ragline.config import Settings
 from ragline.ingest.service import DocumentInput, embedding_text, store_document
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.hybrid import hybrid_search
 from ragline.runtime.search import SearchBody
 from ragline.store.models import Chunk, Document, FAQEntry, KnowledgeBase

@@ -35,3 +35,25 @@ def test_a_stage_importing_the_server_breaks_it(tmp_path):
     assert run.returncode != 0
     assert "stages import no server" in run.stdout
     assert "ragline.pipeline.chunk_rerank -> ragline.server.errors" in run.stdout
+
+
+def test_a_cycle_between_packages_breaks_the_layers(tmp_path):
+    # The cycle step 20 removed: the stores reading reranking's settings, while reranking reads the stores' models.
+    copy = tmp_path / "ragline"
+    shutil.copytree(ROOT / "layers" / "core" / "ragline", copy, ignore=shutil.ignore_patterns("__pycache__", "assets"))
+    store = copy / "store" / "citations.py"
+    store.write_text(store.read_text() + "\nfrom ragline.reranking.mmr import jaccard  # noqa: E402,F401\n")
+    run = _lint_imports(tmp_path)
+    assert run.returncode != 0
+    assert "the library's packages in layers BROKEN" in run.stdout
+    assert "ragline.store is not allowed to import ragline.reranking" in run.stdout
+
+
+def test_a_new_package_must_be_given_a_tier(tmp_path):
+    copy = tmp_path / "ragline"
+    shutil.copytree(ROOT / "layers" / "core" / "ragline", copy, ignore=shutil.ignore_patterns("__pycache__", "assets"))
+    (copy / "orphan").mkdir()
+    (copy / "orphan" / "__init__.py").write_text('"""A package no tier names."""\n')
+    run = _lint_imports(tmp_path)
+    assert run.returncode != 0
+    assert "ragline.orphan" in run.stdout

@@ -80,7 +80,7 @@ def _without(module):
     ],
 )
 def test_a_file_type_whose_parser_is_not_installed_is_refused_as_a_type(monkeypatch, module, call, kind):
-    from ragline.ingest.extract import UnsupportedFileType
+    from ragline.files.reading import UnsupportedFileType
 
     monkeypatch.setattr(importlib.util, "find_spec", _without(module))
     with pytest.raises(UnsupportedFileType, match=f"{kind}.*{module}.*not installed"):

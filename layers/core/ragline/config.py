@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragline.merge.config import MergeConfig
 from ragline.reranking.config import RerankConfig
+from ragline.retrieval.config import RetrievalConfig
 from ragline.types.chat_manage import PipelineRequest, SummaryConfig
 from ragline.web.fetch import WebFetchConfig
 from ragline.web.search import WebSearchConfig
@@ -122,35 +123,6 @@ class ConversationConfig(BaseModel):
     memory_enabled: bool = _request_default(PipelineRequest, "memory_enabled")
     language: str = _request_default(PipelineRequest, "language")
     summary: SummarySettings = Field(default_factory=SummarySettings)
-
-
-class RetrievalConfig(BaseModel):
-    """The seed's HybridSearch constants."""
-
-    default_match_count: int = 50
-    pool_multiplier: int = 5
-    min_pool_size: int = 50
-    max_pool_size: int = 500
-    # "score": weighted sum of max-normalised scores (measured better on SciFact); "rrf": the seed's fusion.
-    fusion: Literal["score", "rrf"] = "score"
-    score_vector_weight: float = 0.5
-    score_keyword_weight: float = 0.5
-    # score fusion: cosines measured from the query's mean cosine with the knowledge base to the list's best,
-    # keyword scores divided by their best ("background", see retrieval.hybrid.fuse_scores); both lists divided
-    # by their best ("max", step 9's first pass); or spread from their worst to their best ("minmax").
-    score_normalization: Literal["background", "max", "minmax"] = "background"
-    rrf_k: int = 60
-    vector_weight: float = 0.7
-    keyword_weight: float = 0.3
-    # Adaptive weights: a vector list from a model that does not read the query's language counts
-    # unread_language_vector_weight against the keyword list's 1 (see retrieval.hybrid.list_weights).
-    adaptive: bool = True
-    # Embedding model → the query languages ("en", "zh") it reads; models not listed read every language.
-    model_languages: dict[str, list[str]] = Field(default_factory=lambda: {"local:all-MiniLM-L6-v2-int8": ["en"]})
-    unread_language_vector_weight: float = 0.0
-    # A knowledge-base group that fails to answer within this time fails the search (all-or-nothing).
-    group_timeout_s: float = 30.0
-    group_concurrency: int = 4
 
 
 class EnrichmentConfig(BaseModel):

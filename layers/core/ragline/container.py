@@ -24,6 +24,7 @@ from ragline.ingest.faq_entries import FAQEntries
 from ragline.ingest.images import ImageReader, load_image
 from ragline.ingest.removal import KnowledgeRemoval
 from ragline.ingest.service import IngestService
+from ragline.ingest.tables import TableIngestor
 from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
 from ragline.memory.store import MemoryStore
@@ -68,7 +69,6 @@ from ragline.store.tags import SqliteTagStore
 from ragline.store.tenants import SqliteTenantStore
 from ragline.stream.base import StreamManager
 from ragline.stream.sqlite import SqliteStreamManager
-from ragline.tables.ingest import TableIngestor
 from ragline.tables.store import FileTableStore, TableStore
 from ragline.types import ChatManage
 from ragline.types.images import ImageLoader
@@ -528,7 +528,7 @@ class Container:
             stream=SqliteStreamManager(db),
             engine=engine if engine is not None else EmbeddedEngine(db),
             models=models or build_models(settings, config),
-            citations=SqliteCitationHistory(db),
+            citations=SqliteCitationHistory(db, max_messages=config.rerank.memory_affinity.max_messages),
             memories=SqliteMemoryStore(db),
             graph=build_graph(settings, db),
             tables=FileTableStore(settings.data_dir / "tables"),

@@ -25,8 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ragline.answering.sentences import Span, split_sentences
-from ragline.answering.terms import STOPWORDS_EN, terms
-from ragline.retrieval.text import has_han
+from ragline.answering.terms import terms
+from ragline.text.segmentation import has_han
+from ragline.text.stopwords import ANSWER_STOPWORDS_EN
 
 MIN_COVERAGE = 0.5
 CONTEXT_WEIGHT = 0.5
@@ -335,7 +336,7 @@ def _edge_word(word: str) -> bool:
     Not punctuation, not a stop word (but for those that say how much).
     """
     lowered = word.lower()
-    return re.match(r"\w", word) is not None and (lowered not in STOPWORDS_EN or lowered in _QUANTITY_WORDS)
+    return re.match(r"\w", word) is not None and (lowered not in ANSWER_STOPWORDS_EN or lowered in _QUANTITY_WORDS)
 
 
 def answer_span(candidate: Candidate, question: str, question_terms: Sequence[str]) -> str | None:

@@ -11,144 +11,11 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from ragline.retrieval.text import ENGLISH_STOPWORDS, cut_for_search, has_han
+from ragline.text.segmentation import cut_for_search, has_han
+from ragline.text.stopwords import ANSWER_STOPWORDS_EN, ANSWER_STOPWORDS_ZH, QUESTION_WORDS_EN
 
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LATIN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
-
-# Search's English stop words (the answerer's list never had "now"), and words that say nothing of what a
-# sentence is about.
-STOPWORDS_EN = (ENGLISH_STOPWORDS - {"now"}) | {
-    "also",
-    "get",
-    "got",
-    "let",
-    "many",
-    "may",
-    "might",
-    "much",
-    "must",
-    "one",
-    "ones",
-    "per",
-    "shall",
-    "us",
-    "whats",
-    "whose",
-}
-# Question words and fillers that say what is asked, not what it is about.
-QUESTION_WORDS_EN = frozenset(
-    [
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "name",
-        "named",
-        "tell",
-        "describe",
-        "explain",
-        "give",
-        "list",
-        "kind",
-        "type",
-        "called",
-        "call",
-        "known",
-        "considered",
-        "did",
-        "does",
-        "do",
-        "is",
-        "are",
-        "was",
-        "were",
-        "please",
-    ]
-)
-STOPWORDS_ZH = frozenset(
-    [
-        "的",
-        "了",
-        "是",
-        "在",
-        "和",
-        "与",
-        "及",
-        "或",
-        "也",
-        "都",
-        "就",
-        "而",
-        "被",
-        "把",
-        "对",
-        "为",
-        "由",
-        "于",
-        "从",
-        "向",
-        "以",
-        "之",
-        "其",
-        "这",
-        "那",
-        "这个",
-        "那个",
-        "一个",
-        "有",
-        "没有",
-        "吗",
-        "呢",
-        "吧",
-        "啊",
-        "什么",
-        "哪",
-        "哪个",
-        "哪些",
-        "哪里",
-        "哪儿",
-        "哪位",
-        "哪一",
-        "哪一年",
-        "谁",
-        "多少",
-        "几",
-        "几个",
-        "如何",
-        "怎么",
-        "怎样",
-        "为什么",
-        "何",
-        "何时",
-        "何地",
-        "什么样",
-        "是否",
-        "请问",
-        "请",
-        "称为",
-        "叫",
-        "叫做",
-        "被称为",
-        "个",
-        "位",
-        "名",
-        "种",
-        "中",
-        "上",
-        "下",
-        "后",
-        "前",
-        "时",
-        "年代",
-    ]
-)
-
 
 # Irregular verb forms a question and its answer often put differently ("Who wrote ..." / "... has written",
 # "When did she become ..." / "... became"): each meets its base form. Forms that are also other words
@@ -236,7 +103,7 @@ def _terms(text: str, drop_question_words: bool) -> tuple[str, ...]:
     position = 0
     for run in _HAN_RUN.finditer(lowered):
         out.extend(_latin_terms(lowered[position : run.start()], drop_question_words))
-        out.extend(w for w in cut_for_search(run.group(0)) if w not in STOPWORDS_ZH)
+        out.extend(w for w in cut_for_search(run.group(0)) if w not in ANSWER_STOPWORDS_ZH)
         position = run.end()
     out.extend(_latin_terms(lowered[position:], drop_question_words))
     return tuple(out)
@@ -254,7 +121,7 @@ def _latin_terms(text: str, drop_question_words: bool) -> list[str]:
     return [
         stem(w) if w[0].isalpha() else w.replace(",", "")
         for w in words
-        if w not in STOPWORDS_EN
+        if w not in ANSWER_STOPWORDS_EN
         and not (drop_question_words and w in QUESTION_WORDS_EN)
         and (len(w) > 1 or w.isdigit())
     ]

@@ -34,9 +34,9 @@ from ragline.models.base import ChatMessage, ChatModel, Embedder, data_url, is_g
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.reranking.passages import GENERATED_QUESTIONS_KEY
 from ragline.retrieval.base import RetrieveEngine
-from ragline.retrieval.text import ENGLISH_STOPWORDS
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Chunk, Document, KnowledgeBase, SummaryStatus
+from ragline.text.stopwords import SEARCH_STOPWORDS_EN
 from ragline.types import ChatOptions, ChunkType
 from ragline.types.images import ImageLoader
 from ragline.types.search import image_entries
@@ -85,7 +85,7 @@ def language_name(text: str) -> str:
 
 def term_keywords(query: str, limit: int = MAX_KEYWORDS) -> list[str]:
     """Keywords without a model: the question's words less stop words, longest first, at most ``limit``."""
-    words = [w for w in dict.fromkeys(_WORD.findall(query)) if w.lower() not in ENGLISH_STOPWORDS]
+    words = [w for w in dict.fromkeys(_WORD.findall(query)) if w.lower() not in SEARCH_STOPWORDS_EN]
     return sorted(words, key=len, reverse=True)[:limit]
 
 

@@ -17,6 +17,8 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragline.files.reading import NoText, UnsupportedFile, UnsupportedFileType, decode_text, require_parser
+
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx"}
 TEXT_SUFFIXES = {".txt", ".text", ".rst", ".log", ".json", ".yaml", ".yml"}
 PDF_SUFFIXES = {".pdf"}
@@ -26,33 +28,6 @@ SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | PDF_SUFFIXES | HTML_SUF
 # Types whose extracted text is Markdown (headings guide chunking); "text" is read as plain paragraphs.
 MARKDOWN_FILE_TYPES = frozenset({"markdown", "html", "pdf", "docx", "pptx", "epub"})
 PAGE_SEPARATOR = "\n\n"
-
-
-class UnsupportedFile(ValueError):
-    """The file's content cannot be ingested (no text layer, not text, unreadable)."""
-
-
-class NoText(UnsupportedFile):
-    """The file was read but has no text (a scan, a deck of pictures): its images may still have some."""
-
-
-class UnsupportedFileType(UnsupportedFile):
-    """The file's type is not one ragline reads (here: HTTP 415)."""
-
-
-def require_parser(module: str, file_kind: str) -> None:
-    """Refuse a file type whose parser this installation leaves out, naming the type and why.
-
-    A file type whose parser this installation leaves out (a slimmed install, or a Lambda layer held to its size limit)
-    is refused as a type, naming the type and why, instead of failing as an internal error.
-    """
-    import importlib.util
-
-    if importlib.util.find_spec(module) is None:
-        raise UnsupportedFileType(
-            f"{file_kind} files are not accepted by this deployment: their parser ({module}) is not installed "
-            "here; upload the text instead, or install it"
-        )
 
 
 def require_reader(filename: str) -> str:
@@ -88,18 +63,6 @@ class Extracted:
         if not self.page_starts:
             return None
         return max(1, bisect.bisect_right(self.page_starts, offset))
-
-
-def decode_text(raw: bytes) -> str:
-    """Bytes as text (UTF-8, with or without BOM, or UTF-16); :class:`UnsupportedFile` for anything else."""
-    for encoding in ("utf-8-sig", "utf-16"):
-        try:
-            text = raw.decode(encoding)
-            if "\x00" not in text:
-                return text
-        except UnicodeDecodeError:
-            continue
-    raise UnsupportedFile("file is not UTF-8 or UTF-16 text")
 
 
 def file_type_for(filename: str) -> str:

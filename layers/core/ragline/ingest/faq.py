@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType, decode_text
+from ragline.files.reading import UnsupportedFile, UnsupportedFileType, decode_text
 from ragline.store.models import FAQEntry
 from ragline.types.text import forbidden_characters
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
+from ragline.files.reading import UnsupportedFile, UnsupportedFileType
 from ragline.models.ocr import ImageCaptioner, OcrEngine
 from ragline.store.ids import new_id
 from ragline.store.models import Chunk

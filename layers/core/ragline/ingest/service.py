@@ -33,10 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ragline.config import IngestionConfig
+from ragline.files.reading import NoText, UnsupportedFile
 from ragline.ingest.chunker import plan_chunks
 from ragline.ingest.collector import full_collections_deferred
 from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
-from ragline.ingest.extract import Extracted, NoText, UnsupportedFile, extract, reads_as_markdown
+from ragline.ingest.extract import Extracted, extract, reads_as_markdown
 from ragline.ingest.images import (
     IMAGE_SUFFIXES,
     DocumentImage,
@@ -248,7 +249,7 @@ def searchable_in_order(chunks: Sequence[Chunk]) -> list[Chunk]:
 class TableFiles(Protocol):
     """What accepts table files (CSV, TSV, Excel) for this service.
 
-    :class:`ragline.tables.ingest.TableIngestor`, which builds on this module (hence a port here, not an import).
+    :class:`ragline.ingest.tables.TableIngestor`, which builds on this module (hence a port here, not an import).
     """
 
     def ingest_table(

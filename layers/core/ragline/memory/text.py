@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import re
 
-from ragline.retrieval.text import normalize_content, tokenize_simple
+from ragline.text.segmentation import normalize_content, tokenize_simple
+from ragline.text.stopwords import MEMORY_STOPWORDS
 
-# Words that say nothing about which memory a question is about. "user" is here because every memory
-# starts with "The user": it would make every memory overlap every question that mentions a user.
-_STOPWORD_LIST = """
-    about am an and any are as at be been but by can could did do does for from had has have how in is it
-    its me my myself of on or our please should so tell that the their them they this to us was we were
-    what when where which who whom whose why will with would you your user users
-    用户 什么 怎么 为什么 哪里 哪个 哪儿 是否 还是 一下 请问 我们 你们 他们 自己
-"""
-_STOPWORDS = frozenset(_STOPWORD_LIST.split())
 # Suffixes folded so "works" meets "work" and "likes" meets "like"; longer words only, so "is" stays.
 _MIN_FOLDED_LENGTH = 4
 _TRAILING_PUNCTUATION = ".,;:!?。，；：！？ "
@@ -47,7 +39,7 @@ def _fold(token: str) -> str:
 
 def keywords(text: str) -> set[str]:
     """The words of ``text`` that can tell memories apart (Chinese segmented by jieba)."""
-    return {_fold(token) for token in tokenize_simple(text) if token not in _STOPWORDS}
+    return {_fold(token) for token in tokenize_simple(text) if token not in MEMORY_STOPWORDS}
 
 
 def keyword_overlap(query_keywords: set[str], memory_text: str) -> float:

@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 
 from ragline.merge.config import HISTORY_MAX_REFERENCES, HISTORY_MIN_OVERLAP, HISTORY_SCORE_FACTOR
 from ragline.merge.join import token_overlap_ratio
-from ragline.retrieval.text import tokenize_simple
+from ragline.text.segmentation import tokenize_simple
 from ragline.types import History, MatchType, SearchResult
 
 # Recorded on each injected reference, for logs and evaluation.

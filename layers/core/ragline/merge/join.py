@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Set
 
 from ragline.merge.config import MIN_OVERLAP_CHARS, OVERLAP_WINDOW_CHARS
-from ragline.retrieval.text import tokenize_simple
+from ragline.text.segmentation import tokenize_simple
 
 # Two bodies with no overlap are separate paragraphs of the joined passage.
 JOIN_SEPARATOR = "\n\n"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ragline.merge.config import PARTIAL_OVERLAP_MAX_SIZE_RATIO, PARTIAL_OVERLAP_MIN_RATIO
 from ragline.merge.images import merge_image_info
 from ragline.merge.join import is_content_contained, token_overlap_ratio
-from ragline.retrieval.text import normalize_content, tokenize_simple
+from ragline.text.segmentation import normalize_content, tokenize_simple
 from ragline.types import SearchResult
 from ragline.types.search import is_image_hit
 

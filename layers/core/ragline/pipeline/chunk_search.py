@@ -17,15 +17,15 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from ragline.config import RetrievalConfig
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.plugin import ERR_SEARCH, ERR_SEARCH_NOTHING, NextFn, PluginError
 from ragline.pipeline.query_expansion import KEYWORD_THRESHOLD_FACTOR, MAX_CONCURRENCY, expansion_variants
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.hybrid import hybrid_search
-from ragline.retrieval.text import normalize_content
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import KnowledgeBase
+from ragline.text.segmentation import normalize_content
 from ragline.types import ChatManage, ChunkType, EventType, SearchResult, SearchTarget, SearchTargetType
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from ragline.pipeline.chunk_search import PluginSearch, TargetGroup
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, NextFn, Plugin, PluginError
-from ragline.retrieval.text import content_signature
+from ragline.text.segmentation import content_signature
 from ragline.types import ChatManage, EventType, SearchResult
 from ragline.web.service import WebSearchService
 

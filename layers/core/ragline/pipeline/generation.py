@@ -1,6 +1,6 @@
 """Preparing the model's messages and streaming its reply onto the event bus.
 
-Shared by CHAT_COMPLETION, CHAT_COMPLETION_STREAM and the fallback answer.
+Shared by CHAT_COMPLETION_STREAM and the fallback answer.
 """
 
 from __future__ import annotations

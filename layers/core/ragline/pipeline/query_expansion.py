@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from ragline.retrieval.text import ENGLISH_STOPWORDS, cut_for_search, has_han
+from ragline.text.segmentation import cut_for_search, has_han
+from ragline.text.stopwords import EXPANSION_STOPWORDS_ZH, SEARCH_STOPWORDS_EN
 
 MAX_VARIANTS = 5
 MIN_VARIANT_BYTES = 3
@@ -28,33 +29,6 @@ _LEADING_QUESTION = re.compile(
     re.IGNORECASE,
 )
 _LEADING_QUESTION_ZH = re.compile(r"^\s*(?:什么是|什么|如何|怎么样|怎么|怎样|为什么|为何|哪些|哪个|是否|请问)")
-_CHINESE_STOPWORDS = frozenset(
-    [
-        "的",
-        "了",
-        "是",
-        "在",
-        "和",
-        "与",
-        "及",
-        "或",
-        "吗",
-        "呢",
-        "吧",
-        "啊",
-        "什么",
-        "如何",
-        "怎么",
-        "为什么",
-        "哪些",
-        "哪个",
-        "是否",
-        "请问",
-        "一个",
-        "这个",
-        "那个",
-    ]
-)
 
 
 def keywords(query: str) -> list[str]:
@@ -62,8 +36,8 @@ def keywords(query: str) -> list[str]:
     words: list[str] = []
     for run in _RUNS.findall(query):
         if has_han(run):
-            words.extend(w for w in cut_for_search(run) if len(w) > 1 and w not in _CHINESE_STOPWORDS)
-        elif run.lower() not in ENGLISH_STOPWORDS and len(run) > 1:
+            words.extend(w for w in cut_for_search(run) if len(w) > 1 and w not in EXPANSION_STOPWORDS_ZH)
+        elif run.lower() not in SEARCH_STOPWORDS_EN and len(run) > 1:
             words.append(run)
     return list(dict.fromkeys(words))
 

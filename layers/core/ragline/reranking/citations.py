@@ -11,14 +11,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ragline.reranking.config import MemoryAffinityConfig
-
-_DEFAULTS = MemoryAffinityConfig()
-
 
 class CitationHistory(Protocol):
     """Which documents a caller's past answers cited, counted per document."""
 
-    def cited_documents(self, tenant_id: str, user_id: str, limit: int = _DEFAULTS.max_doc_ids) -> dict[str, int]:
+    def cited_documents(self, tenant_id: str, user_id: str, limit: int) -> dict[str, int]:
         """knowledge_id → number of the caller's past answers that cited it; the ``limit`` most cited."""
         ...

@@ -32,6 +32,8 @@ class MemoryAffinityConfig(BaseModel):
     max_doc_ids: int = 200
     # The SQLite history reads this many recent answers at most, so a long-lived tenant costs a bounded scan.
     max_messages: int = 1000
+    # The DynamoDB history reads the messages of the tenant's newest sessions, at most this many sessions.
+    max_sessions: int = 20
 
 
 class RerankProvider(StrEnum):

@@ -14,7 +14,7 @@ import numpy as np
 
 from ragline.reranking.config import RerankConfig
 from ragline.reranking.passages import enriched_passage
-from ragline.retrieval.text import tokenize_simple
+from ragline.text.segmentation import tokenize_simple
 from ragline.types import SearchResult
 
 # The configuration's default (RerankConfig.mmr_lambda) is the one source.

@@ -16,11 +16,12 @@ import numpy.typing as npt
 
 from ragline.retrieval.base import RetrieveParams, keyword_divisor
 from ragline.retrieval.keyword_index import KeywordIndex
-from ragline.retrieval.text import ENGLISH_STOPWORDS, segment_for_index
 from ragline.store.db import Database
 from ragline.store.keyword_changes import ChangeKind, record_keyword_reset, record_keyword_rows
 from ragline.store.knowledge import bump_index_version
 from ragline.store.models import Chunk, Document
+from ragline.text.segmentation import segment_for_index
+from ragline.text.stopwords import SEARCH_STOPWORDS_EN
 from ragline.types import SearchResult
 from ragline.types.search import image_info_of
 
@@ -86,7 +87,7 @@ def query_terms(text: str) -> list[str]:
     order.
     """
     words = [w.lower() for w in _FTS_TOKEN.findall(segment_for_index(text))]
-    terms = [w for w in dict.fromkeys(words) if w not in ENGLISH_STOPWORDS]
+    terms = [w for w in dict.fromkeys(words) if w not in SEARCH_STOPWORDS_EN]
     return terms or list(dict.fromkeys(words))
 
 

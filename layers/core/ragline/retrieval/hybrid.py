@@ -5,17 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams, keyword_divisor
-from ragline.retrieval.text import has_han
+from ragline.retrieval.config import RetrievalConfig
+from ragline.text.segmentation import has_han
 from ragline.types import MatchType, SearchResult
-
-if TYPE_CHECKING:  # config imports the stages' settings, which import retrieval helpers
-    from ragline.config import RetrievalConfig
 
 
 def pool_size(match_count: int, knowledge_base_count: int, config: RetrievalConfig) -> int:

@@ -19,8 +19,8 @@ import numpy.typing as npt
 from opensearchpy import NotFoundError, OpenSearch, RequestError, helpers
 
 from ragline.retrieval.base import RetrieveParams
-from ragline.retrieval.text import has_han, segment_for_index
 from ragline.store.models import Chunk, Document
+from ragline.text.segmentation import has_han, segment_for_index
 from ragline.types import SearchResult
 from ragline.types.search import image_info_of
 

@@ -285,7 +285,7 @@ def build_aws_runtime(
         stream=log,
         engine=engine,
         models=models,
-        citations=DynamoCitationHistory(sessions),
+        citations=DynamoCitationHistory(sessions, max_sessions=config.rerank.memory_affinity.max_sessions),
         memories=DynamoMemoryStore(dynamodb.Table(aws.knowledge_table)),
         # Neo4j when RAGLINE_NEO4J_URI is set (the password from Secrets Manager); else no graph.
         graph=None if reader else build_graph(settings, None),

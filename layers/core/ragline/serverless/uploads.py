@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, Field
 
-from ragline.ingest.extract import UnsupportedFile, require_parser, require_reader
+from ragline.files.reading import UnsupportedFile, require_parser
+from ragline.ingest.extract import require_reader
+from ragline.ingest.large_uploads import Upload, UploadError
 from ragline.ingest.service import TooManyChunks
 from ragline.serverless.indexing import MAX_ATTEMPTS, Deadline, IndexingLeases, IndexRequest, LambdaIndexScheduler
 from ragline.store.ids import new_id, utc_now
@@ -46,38 +47,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-UploadStatus = Literal["awaiting_upload", "processing", "accepted", "failed"]
 _OPEN = "uploads#open"
-
-
-class Upload(BaseModel):
-    """A large upload's record: who sent what where, its status and the document it became."""
-
-    id: str
-    tenant_id: str
-    knowledge_base_id: str
-    filename: str
-    title: str = ""
-    tags: list[str] = Field(default_factory=list)
-    kind: Literal["document", "wiki"] = "document"
-    size_bytes: int
-    key: str
-    status: UploadStatus = "awaiting_upload"
-    reason: str = ""
-    document_id: str = ""
-    created_at: str
-    updated_at: str
-
-
-class UploadError(Exception):
-    """Refused: ``status`` (404, 409, 413, 415) and the field it is about."""
-
-    def __init__(self, status: int, kind: str, message: str, field: str) -> None:
-        """A refusal with its HTTP ``status``, error ``kind``, ``message`` and ``field``."""
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
-        self.field = field
 
 
 def check_file_type(filename: str) -> None:

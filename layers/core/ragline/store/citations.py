@@ -10,12 +10,9 @@ import json
 import logging
 from collections import Counter
 
-from ragline.reranking.config import MemoryAffinityConfig
 from ragline.store.db import Database
 
 logger = logging.getLogger(__name__)
-
-_DEFAULTS = MemoryAffinityConfig()
 
 
 # Completed or not, an assistant message with references drew on those documents.
@@ -36,12 +33,12 @@ class SqliteCitationHistory:
     user): one person's reading habits do not steer another's results.
     """
 
-    def __init__(self, db: Database, max_messages: int = _DEFAULTS.max_messages) -> None:
+    def __init__(self, db: Database, max_messages: int) -> None:
         """Citation counts read from ``db``, over the newest ``max_messages`` answers of the user."""
         self._db = db
         self._max_messages = max_messages
 
-    def cited_documents(self, tenant_id: str, user_id: str, limit: int = _DEFAULTS.max_doc_ids) -> dict[str, int]:
+    def cited_documents(self, tenant_id: str, user_id: str, limit: int) -> dict[str, int]:
         """Document id → how many of this user's recent answers cited it, the most cited first, at most ``limit``."""
         counts: Counter[str] = Counter()
         for row in self._db.query(_CITING_ANSWERS, (tenant_id, user_id, self._max_messages)):

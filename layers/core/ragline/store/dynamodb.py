@@ -1095,12 +1095,12 @@ class DynamoCitationHistory:
     ``max_sessions`` sessions of the tenant. As in the SQLite version, an answer counts once per document.
     """
 
-    def __init__(self, sessions: DynamoSessionStore, max_sessions: int = 20) -> None:
+    def __init__(self, sessions: DynamoSessionStore, max_sessions: int) -> None:
         """Citation counts over the messages of the tenant's newest ``max_sessions`` sessions."""
         self._sessions = sessions
         self._max_sessions = max_sessions
 
-    def cited_documents(self, tenant_id: str, user_id: str, limit: int = 200) -> dict[str, int]:
+    def cited_documents(self, tenant_id: str, user_id: str, limit: int) -> dict[str, int]:
         """Document id → how many of this user's recent answers cited it, the most cited first, at most ``limit``."""
         counts: dict[str, int] = {}
         for session in self._sessions.sessions(tenant_id, limit=self._max_sessions):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,6 +20,9 @@ TTL_ATTRIBUTE = "expires_at"
 # The sequence number is still free: this is the first write of this offset, so the log stays gap-free and
 # no two writers can both claim one offset.
 SEQ_IS_FREE = "attribute_not_exists(#seq)"
+# The next offsets this writer remembers, for the turns it wrote to last: a warm container writes many turns, and
+# a forgotten offset only costs one read of the log's last event.
+REMEMBERED_TURNS = 256
 
 
 def _is_conditional_failure(error: ClientError) -> bool:
@@ -35,7 +39,7 @@ class DynamoDBStreamManager(StreamManager):
         """A log on the state ``table``; each event expires ``ttl_seconds`` after it is written."""
         self._table = table
         self._ttl = ttl_seconds
-        self._next_seq: dict[str, int] = {}
+        self._next_seq: OrderedDict[str, int] = OrderedDict()
 
     # Writing --------------------------------------------------------------------------------------------
     def put_at(self, key: str, seq: int, event: StreamEvent) -> bool:
@@ -64,8 +68,18 @@ class DynamoDBStreamManager(StreamManager):
             seq = self._last_seq(key) + 1
         while not self.put_at(key, seq, event):
             seq = self._last_seq(key) + 1
-        self._next_seq[key] = seq + 1
+        self._remember(key, seq + 1, event)
         return event.model_copy(update={"seq": seq})
+
+    def _remember(self, key: str, next_seq: int, event: StreamEvent) -> None:
+        """Where the next event of ``key`` goes; forgotten once the turn ended, or when older turns crowd it out."""
+        if event.is_terminal:
+            self._next_seq.pop(key, None)
+            return
+        self._next_seq[key] = next_seq
+        self._next_seq.move_to_end(key)
+        while len(self._next_seq) > REMEMBERED_TURNS:
+            self._next_seq.popitem(last=False)
 
     async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
         """Append (:meth:`append_sync` in a worker thread)."""
@@ -83,7 +97,7 @@ class DynamoDBStreamManager(StreamManager):
                 return None
             seq = 0 if last is None else last.seq + 1
             if self.put_at(key, seq, event):
-                self._next_seq[key] = seq + 1
+                self._remember(key, seq + 1, event)
                 return event.model_copy(update={"seq": seq})
 
     async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:

@@ -24,7 +24,7 @@ from datetime import date, datetime, time
 from enum import StrEnum
 from pathlib import Path
 
-from ragline.ingest.extract import UnsupportedFile, decode_text, require_parser
+from ragline.files.reading import UnsupportedFile, decode_text, require_parser
 
 CSV_SUFFIXES = frozenset({".csv"})
 TSV_SUFFIXES = frozenset({".tsv", ".tab"})

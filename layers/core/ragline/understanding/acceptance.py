@@ -12,45 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from ragline.retrieval.text import ENGLISH_STOPWORDS, tokenize_simple
+from ragline.text.segmentation import tokenize_simple
+from ragline.text.stopwords import REWRITE_QUESTION_WORDS_EN, SEARCH_STOPWORDS_EN, TOPICLESS_HAN
 from ragline.types import History
 
-# Function words of questions beyond the retrieval stopwords: they appear in any question about anything.
-_QUESTION_WORDS = frozenset(
-    [
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "does",
-        "did",
-        "do",
-        "is",
-        "are",
-        "was",
-        "were",
-        "can",
-        "could",
-        "would",
-        "should",
-        "please",
-        "tell",
-        "explain",
-        "describe",
-        "give",
-        "show",
-        "about",
-        "there",
-        "here",
-    ]
-)
-# Han characters that carry no topic (particles, pronouns, question words).
-_HAN_FUNCTION = frozenset("的了是在吗呢吧啊么什怎谁哪为和与及或也都就还又很我你他她它们这那个有没不请问一下")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _EDGES = " \t\r\n\"'“”‘’`*#>:：.。?？!！-"
 
@@ -69,9 +34,9 @@ def content_words(text: str) -> set[str]:
     words = {
         _fold(token)
         for token in tokenize_simple(text)
-        if not _HAN.search(token) and token not in ENGLISH_STOPWORDS and token not in _QUESTION_WORDS
+        if not _HAN.search(token) and token not in SEARCH_STOPWORDS_EN and token not in REWRITE_QUESTION_WORDS_EN
     }
-    words.update(ch for ch in _HAN.findall(text) if ch not in _HAN_FUNCTION)
+    words.update(ch for ch in _HAN.findall(text) if ch not in TOPICLESS_HAN)
     return words
 
 

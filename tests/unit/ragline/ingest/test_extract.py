@@ -1,6 +1,7 @@
 import pytest
 
-from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType, extract, file_type_for
+from ragline.files.reading import UnsupportedFile, UnsupportedFileType
+from ragline.ingest.extract import extract, file_type_for
 from tests.support.documents import HTML, make_pdf
 
 

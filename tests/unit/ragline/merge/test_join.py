@@ -13,7 +13,7 @@ from ragline.merge.join import (
     overlap_length,
     token_overlap_ratio,
 )
-from ragline.retrieval.text import normalize_content
+from ragline.text.segmentation import normalize_content
 
 
 def unique_text(length: int, seed: int) -> str:

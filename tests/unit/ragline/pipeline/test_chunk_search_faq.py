@@ -3,9 +3,9 @@ full list, the search goes deeper until enough answers are left, the list runs d
 
 from __future__ import annotations
 
-from ragline.config import RetrievalConfig
 from ragline.pipeline.chunk_search import FAQ_SEARCH_ROUNDS, search_past_negative_faq
 from ragline.retrieval.base import RetrieveParams
+from ragline.retrieval.config import RetrievalConfig
 from ragline.types import ChunkType, SearchResult
 
 ASKED = "How do I reset my router?"

@@ -314,11 +314,11 @@ def test_extract_sql(reply, sql):
 
 
 def test_an_ingested_csv_found_by_search_is_analysed(db, make_request):
+    from ragline.ingest.tables import TableIngestor
     from ragline.retrieval.base import RetrieveParams
     from ragline.retrieval.embedded import EmbeddedEngine
     from ragline.store.knowledge import SqliteKnowledgeStore
     from ragline.store.tenants import SqliteTenantStore
-    from ragline.tables.ingest import TableIngestor
     from tests.unit.ragline.tables.fakes import EMBEDDING_MODEL, HashEmbedder
 
     models = registry(ScriptedChatModel("fake-sql", fenced(GOOD_SQL)))

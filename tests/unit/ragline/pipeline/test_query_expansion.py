@@ -1,6 +1,6 @@
-from ragline.config import RetrievalConfig
 from ragline.pipeline.chunk_search import PluginSearch, TargetGroup
 from ragline.pipeline.query_expansion import expansion_variants, keywords
+from ragline.retrieval.config import RetrievalConfig
 from ragline.types import ChatManage, PipelineRequest, SearchResult, SearchTarget, SearchTargetType
 
 

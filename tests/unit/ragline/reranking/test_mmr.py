@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from ragline.reranking.mmr import jaccard, select_mmr, select_mmr_tokens
 from ragline.reranking.passages import enriched_passage
-from ragline.retrieval.text import tokenize_simple
+from ragline.text.segmentation import tokenize_simple
 from ragline.types import SearchResult
 
 WORDS = ["refund", "policy", "seven", "days", "shipping", "cost", "order", "return", "label", "store"]

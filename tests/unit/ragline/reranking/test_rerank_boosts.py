@@ -83,12 +83,12 @@ def test_sqlite_citation_history_counts_answers_per_document(db):
     answer(store, session, "r6", ["doc-e"])  # the tenant's default user
     answer(store, other_tenant, "r7", ["doc-a", "doc-b"], "user-1")
     store.create_turn(session, "r8", "pending question", user_id="user-1")  # pending answer: no references yet
-    history = SqliteCitationHistory(db)
-    assert history.cited_documents("t-1", "user-1") == {"doc-a": 3, "doc-b": 1, "doc-c": 1}
+    history = SqliteCitationHistory(db, max_messages=AFFINITY.max_messages)
+    assert history.cited_documents("t-1", "user-1", AFFINITY.max_doc_ids) == {"doc-a": 3, "doc-b": 1, "doc-c": 1}
     assert history.cited_documents("t-1", "user-1", limit=1) == {"doc-a": 3}
-    assert history.cited_documents("t-1", "user-2") == {"doc-d": 1}
-    assert history.cited_documents("t-1", "") == {"doc-e": 1}
-    assert history.cited_documents("t-3", "") == {}
+    assert history.cited_documents("t-1", "user-2", AFFINITY.max_doc_ids) == {"doc-d": 1}
+    assert history.cited_documents("t-1", "", AFFINITY.max_doc_ids) == {"doc-e": 1}
+    assert history.cited_documents("t-3", "", AFFINITY.max_doc_ids) == {}
 
 
 def test_sqlite_citation_history_reads_only_recent_answers(db):
@@ -96,7 +96,7 @@ def test_sqlite_citation_history_reads_only_recent_answers(db):
     session = store.create_session("t-1", [])
     for i in range(4):
         answer(store, session, f"r{i}", ["doc-a"])
-    assert SqliteCitationHistory(db, max_messages=2).cited_documents("t-1", "") == {"doc-a": 2}
+    assert SqliteCitationHistory(db, max_messages=2).cited_documents("t-1", "", AFFINITY.max_doc_ids) == {"doc-a": 2}
 
 
 def test_sqlite_citation_history_skips_unreadable_rows(db):
@@ -107,4 +107,6 @@ def test_sqlite_citation_history_skips_unreadable_rows(db):
     db.execute("UPDATE messages SET knowledge_references = ? WHERE id = ?", ("{oops", broken.id))
     _, odd = store.create_turn(session, "r3", "q")
     db.execute("UPDATE messages SET knowledge_references = ? WHERE id = ?", ('[1, {"knowledge_id": 7}]', odd.id))
-    assert SqliteCitationHistory(db).cited_documents("t-1", "") == {"doc-a": 1}
+    assert SqliteCitationHistory(db, max_messages=AFFINITY.max_messages).cited_documents(
+        "t-1", "", AFFINITY.max_doc_ids
+    ) == {"doc-a": 1}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragline.config import RetrievalConfig
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.hybrid import fuse, list_weights, query_language
 from ragline.types import MatchType, SearchResult
 

@@ -3,8 +3,8 @@ import threading
 import numpy as np
 import pytest
 
-from ragline.config import RetrievalConfig
 from ragline.retrieval.base import RetrieveParams
+from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.hybrid import fuse, hybrid_search, normalize_keyword_scores, pool_size
 from ragline.types import MatchType, SearchResult
 

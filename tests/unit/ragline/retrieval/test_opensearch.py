@@ -640,7 +640,7 @@ def test_keyword_search_with_nothing_to_match_sends_nothing(engine: OpenSearchEn
 
 # With hybrid search ------------------------------------------------------------------------------------
 def test_hybrid_search_fuses_the_engines_lists(engine: OpenSearchEngine, wire: Wire) -> None:
-    from ragline.config import RetrievalConfig
+    from ragline.retrieval.config import RetrievalConfig
     from ragline.retrieval.hybrid import hybrid_search
 
     engine.ensure_index(3)

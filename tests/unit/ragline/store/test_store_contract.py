@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from ragline.reranking.config import MemoryAffinityConfig
 from ragline.runtime.conversations import TurnRunning, UnknownMessage, fork_session, rewind_session, search_sessions
 from ragline.store.models import Chunk, Document, DocumentStatus, DuplicateName, Message, Session
 from tests.unit.ragline.store.adapters import Stores, dynamo_stores, sqlite_stores
@@ -966,14 +967,17 @@ def test_sessions_are_found_by_title_and_by_what_their_messages_say(stores):
 
 
 # Citation history (the memory-affinity boost's signal) ----------------------------------------------------
+LIMIT = MemoryAffinityConfig().max_doc_ids
+
+
 def _citation_history(stores: Stores):
     if stores.backend == "dynamodb":
         from ragline.store.dynamodb import DynamoCitationHistory
 
-        return DynamoCitationHistory(stores.sessions)
+        return DynamoCitationHistory(stores.sessions, max_sessions=MemoryAffinityConfig().max_sessions)
     from ragline.store.citations import SqliteCitationHistory
 
-    return SqliteCitationHistory(stores.sessions._db)
+    return SqliteCitationHistory(stores.sessions._db, max_messages=MemoryAffinityConfig().max_messages)
 
 
 def test_the_citation_history_counts_only_the_callers_answers(stores: Stores, two_tenants):
@@ -992,9 +996,9 @@ def test_the_citation_history_counts_only_the_callers_answers(stores: Stores, tw
         references = [{"id": f"{request_id}-{i}", "knowledge_id": d} for i, d in enumerate(documents)]
         stores.sessions.complete_assistant_message(target.id, assistant.id, "answer", references)
     history = _citation_history(stores)
-    assert history.cited_documents(a, "ann") == {"doc-a": 2, "doc-b": 1}
-    assert history.cited_documents(a, "bob") == {"doc-c": 1}
-    assert history.cited_documents(a, "") == {"doc-d": 1}
-    assert history.cited_documents(b, "ann") == {"doc-e": 1}
+    assert history.cited_documents(a, "ann", LIMIT) == {"doc-a": 2, "doc-b": 1}
+    assert history.cited_documents(a, "bob", LIMIT) == {"doc-c": 1}
+    assert history.cited_documents(a, "", LIMIT) == {"doc-d": 1}
+    assert history.cited_documents(b, "ann", LIMIT) == {"doc-e": 1}
     stored = stores.sessions.messages(a, session.id)
     assert {m.user_id for m in stored if m.request_id == "r3"} == {"bob"}

@@ -165,3 +165,18 @@ def test_a_step_writes_nothing_after_a_stop_took_its_offset(log):
     assert asyncio.run(scenario()) is None
     events = log.events_sync(KEY)
     assert [(e.seq, e.type.value) for e in events] == [(0, "agent_query"), (1, "answer"), (2, "stop")]
+
+
+def test_a_warm_writer_remembers_a_bounded_number_of_turns_and_continues_any_it_forgot(table, monkeypatch):
+    # A warm Lambda container writes turn after turn: the next offsets it keeps must not grow with them.
+    monkeypatch.setattr("ragline.stream.dynamodb.REMEMBERED_TURNS", 3)
+    log = DynamoDBStreamManager(table, TTL_SECONDS)
+    for turn in range(5):
+        log.append_sync(f"s#{turn}", event(0))
+    assert len(log._next_seq) == 3
+    # The first turn's offset was forgotten: its next event still lands right after its last one.
+    assert log.append_sync("s#0", event(1)).seq == 1
+    # A turn that ended is forgotten at once.
+    log.append_sync("s#4", event(1, ResponseType.COMPLETE, done=True))
+    assert "s#4" not in log._next_seq
+    assert [e.seq for e in log.events_sync("s#4")] == [0, 1]

@@ -4,7 +4,7 @@ from datetime import date, datetime
 import pytest
 from openpyxl import Workbook
 
-from ragline.ingest.extract import UnsupportedFile
+from ragline.files.reading import UnsupportedFile
 from ragline.tables import parse
 from ragline.tables.parse import (
     ColumnType,

@@ -1,3 +1,5 @@
+import pytest
+
 from ragline.types import EventType
 
 SEED_EVENTS = [
@@ -12,15 +14,17 @@ SEED_EVENTS = [
     "chunk_merge",
     "data_analysis",
     "into_chat_message",
-    "chat_completion",
     "chat_completion_stream",
     "filter_top_k",
 ]
 
 
-def test_exactly_the_seeds_fourteen_events():
-    assert len(EventType) == 14
+def test_exactly_the_seeds_events_but_its_blocking_completion():
+    assert len(EventType) == 13
     assert {event.value for event in EventType} == set(SEED_EVENTS)
+    # The seed's CHAT_COMPLETION (a blocking answer) has no stage here: every answer streams.
+    with pytest.raises(ValueError, match="chat_completion"):
+        EventType("chat_completion")
 
 
 def test_event_values_are_their_names_lowercased():

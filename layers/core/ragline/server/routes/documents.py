@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
-from ragline.ingest.extract import UnsupportedFile, UnsupportedFileType
+from ragline.files.reading import UnsupportedFile, UnsupportedFileType
 from ragline.ingest.faq import parse_entries, parse_faq_file
 from ragline.ingest.service import DocumentInput, IngestResult, TooManyChunks
 from ragline.ingest.uploads import ClientGone, UploadTooLarge, accept_off_loop, document_status_code, read_body

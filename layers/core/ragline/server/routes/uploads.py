@@ -1,4 +1,4 @@
-"""Large files through object storage (the AWS runtime's presigned uploads, ``ragline.serverless.uploads``).
+"""Large files through object storage (a :class:`~ragline.ingest.large_uploads.LargeUploadService`; AWS's presigned uploads).
 
 Ask for an upload URL, send the file there, say it is sent, read its status. Mounted where the runtime has a bucket
 (``create_app(..., uploads=...)``); the embedded server takes files directly, up to its limit.
@@ -11,25 +11,25 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragline.ingest.large_uploads import LargeUploadService, Upload, UploadError
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import ApiError
 from ragline.server.records import KnowledgeView
 from ragline.server.views import Envelope
-from ragline.serverless.uploads import LargeUploads, Upload, UploadError
 from ragline.types.text import PlainName
 
 router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}/uploads", tags=["knowledge"])
 
 
-def uploads_of(request: Request) -> LargeUploads:
+def uploads_of(request: Request) -> LargeUploadService:
     """The deployment's large-upload service (mounted only where there is a bucket)."""
-    uploads: LargeUploads | None = getattr(request.app.state, "uploads", None)
+    uploads: LargeUploadService | None = getattr(request.app.state, "uploads", None)
     if uploads is None:  # pragma: no cover - the router is only mounted with a bucket
         raise ApiError(404, "not_found", "this deployment takes files directly, not through uploads")
     return uploads
 
 
-UploadsDep = Annotated[LargeUploads, Depends(uploads_of)]
+UploadsDep = Annotated[LargeUploadService, Depends(uploads_of)]
 
 
 class UploadBody(BaseModel):

@@ -1,6 +1,6 @@
 import pytest
 
-from ragline.retrieval.text import (
+from ragline.text.segmentation import (
     content_signature,
     cut_for_search,
     has_han,

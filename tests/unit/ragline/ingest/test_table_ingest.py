@@ -3,13 +3,13 @@ import io
 import pytest
 from openpyxl import Workbook
 
-from ragline.ingest.extract import UnsupportedFile
+from ragline.files.reading import UnsupportedFile
+from ragline.ingest.tables import TableIngestor, table_document_input
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveParams
 from ragline.retrieval.embedded import EmbeddedEngine
 from ragline.store.knowledge import SqliteKnowledgeStore
 from ragline.store.tenants import SqliteTenantStore
-from ragline.tables.ingest import TableIngestor, table_document_input
 from ragline.tables.parse import load_stored_table
 from ragline.tables.store import InMemoryTableStore, TableNotFound
 from ragline.types import ChunkType
