@@ -24,6 +24,7 @@ from ragline.server.deps import tenant_of
 from ragline.server.errors import ERROR_REPLIES, install_error_handlers
 from ragline.server.request_id import RequestIdMiddleware
 from ragline.server.routes import (
+    auth,
     chat,
     chunks,
     documents,
@@ -43,6 +44,7 @@ from ragline.server.routes.memories import memory_router
 WEB_DIR = Path(__file__).with_name("web")
 
 ROUTERS = (
+    auth.router,
     knowledge_bases.router,
     knowledge.router,
     tags.router,
