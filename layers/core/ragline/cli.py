@@ -53,6 +53,9 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default 8000, or RAGLINE_PORT).")] = None,
     load_sample: Annotated[bool, typer.Option(help="Load the sample knowledge base first.")] = False,
+    web_app: Annotated[
+        Path | None, typer.Option(help="Serve this built WeKnora web app (its dist/) at / instead of ragline's page.")
+    ] = None,
 ) -> None:
     """Serve the HTTP API and the embedded runtime on one process."""
     from ragline.bootstrap import ensure_default_tenant, find_sample_dir
@@ -61,6 +64,8 @@ def serve(
     from ragline.server.embedded import serve_embedded
 
     settings = Settings()
+    if web_app is not None:
+        settings.web_app_dir = web_app
     configure_logging(settings.log_level)
     container = _container(settings)
     tenant, key = ensure_default_tenant(container)

@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAGLINE_", extra="ignore")
 
     data_dir: Path = Path(".ragline")
+    # A built WeKnora web app (its dist/ directory) served at / instead of ragline's own page (``--web-app``).
+    web_app_dir: Path | None = None
     config_dir: Path | None = None
     api_key: str | None = None
     host: str = "127.0.0.1"

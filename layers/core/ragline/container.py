@@ -67,6 +67,7 @@ from ragline.store.originals import FileOriginalStore, OriginalStore
 from ragline.store.sessions import SqliteSessionStore
 from ragline.store.tags import SqliteTagStore
 from ragline.store.tenants import SqliteTenantStore
+from ragline.store.users import SqliteUserStore, UserStore
 from ragline.stream.base import StreamManager
 from ragline.stream.sqlite import SqliteStreamManager
 from ragline.tables.store import FileTableStore, TableStore
@@ -396,6 +397,8 @@ class Container:
     # The files documents were made from (downloads, previews, parsing again); None: not kept.
     originals: OriginalStore | None = None
     db: Database | None = None
+    # The web app's accounts (users signing in with a password); None: only API keys authenticate.
+    users: UserStore | None = None
     # The embedded runtime's indexing thread (vectors off the request path); None elsewhere.
     indexer: BackgroundIndexer | None = None
     # The document's graph is extracted by whatever computes its vectors (AWS's indexing function: a Lambda
@@ -425,6 +428,7 @@ class Container:
         originals: OriginalStore | None = None,
         rerank_models: RerankModelRegistry | None = None,
         db: Database | None = None,
+        users: UserStore | None = None,
     ) -> Container:
         """The same pipeline over whichever adapters a runtime provides."""
         config = vision_config(settings, web_search_config(settings, config))
@@ -498,6 +502,7 @@ class Container:
             graph_indexer=GraphIndexer(GraphExtractor(models, templates), graph) if graph is not None else None,
             originals=originals,
             db=db,
+            users=users,
         )
 
     @classmethod
@@ -534,6 +539,7 @@ class Container:
             tables=FileTableStore(settings.data_dir / "tables"),
             originals=FileOriginalStore(settings.data_dir / "originals"),
             db=db,
+            users=SqliteUserStore(db),
         )
         container.indexer = BackgroundIndexer(container.ingest, container.knowledge)
         return container

@@ -22,9 +22,10 @@ from ragline.container import Container
 from ragline.runtime.turns import TurnLauncher
 from ragline.server.body_limit import RequestGuard
 from ragline.server.deps import authenticate, tenant_of
-from ragline.server.errors import ERROR_REPLIES, install_error_handlers
+from ragline.server.errors import ERROR_REPLIES, ApiError, install_error_handlers
 from ragline.server.request_id import RequestIdMiddleware
 from ragline.server.routes import (
+    auth,
     chat,
     chunks,
     documents,
@@ -44,6 +45,7 @@ from ragline.server.routes.memories import memory_router
 WEB_DIR = Path(__file__).with_name("web")
 
 ROUTERS = (
+    auth.router,
     knowledge_bases.router,
     knowledge.router,
     tags.router,
@@ -140,6 +142,10 @@ def create_app(
     # The chat page at / and its modules under /static/ (the page holds no key: it asks for one once).
     app.mount("/static", StaticFiles(directory=WEB_DIR), name="static")
 
+    if container.settings.web_app_dir is not None:
+        _web_app(app, container.settings.web_app_dir)
+        return app
+
     @app.get("/", include_in_schema=False)
     async def chat_page() -> FileResponse:
         return FileResponse(WEB_DIR / "index.html", headers={"Cache-Control": "no-cache"})
@@ -152,6 +158,27 @@ def create_app(
         )
 
     return app
+
+
+def _web_app(app: FastAPI, root: Path) -> None:
+    """A built single-page app at ``/`` (WeKnora's): its files as they are, any other path its ``index.html``.
+
+    What nginx does in front of WeKnora; the API stays under ``/api/`` on the same origin.
+    """
+    root = root.resolve()
+    index = root / "index.html"
+    if not index.is_file():
+        raise ValueError(f"{root} holds no index.html: not a built web app")
+
+    @app.get("/{path:path}", include_in_schema=False)
+    async def web_app(path: str) -> FileResponse:
+        if path.startswith("api/"):
+            raise ApiError(404, "not_found", "no such route")
+        candidate = (root / path).resolve()
+        if path and candidate.is_relative_to(root) and candidate.is_file():
+            cache = "max-age=31536000, immutable" if path.startswith("assets/") else "no-cache"
+            return FileResponse(candidate, headers={"Cache-Control": cache})
+        return FileResponse(index, headers={"Cache-Control": "no-cache"})
 
 
 def create_stream_app(container: Container, launcher: TurnLauncher) -> FastAPI:

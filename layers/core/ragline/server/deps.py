@@ -11,10 +11,12 @@ from starlette.datastructures import FormData
 
 from ragline.container import Container
 from ragline.runtime.turns import TurnLauncher
+from ragline.server.accounts import InvalidToken, looks_like_token, verify_token
 from ragline.server.body_limit import TENANT_STATE
 from ragline.server.errors import ApiError, not_found
 from ragline.server.wire import tenant_number
 from ragline.store.models import KnowledgeBase, Session, Tenant
+from ragline.store.users import User
 
 
 def container_of(request: Request) -> Container:
@@ -44,9 +46,9 @@ _BEARER = "bearer "
 
 
 def authenticate(request: Request) -> Tenant:
-    """The caller's tenant from its API key, read from the request's headers alone (never its body).
+    """The caller's tenant from its API key or its user's access token, read from the headers alone (never the body).
 
-    Sent as ``X-API-Key`` or ``Authorization: Bearer <key>`` (WeKnora's clients send either). ``X-Tenant-ID``, when
+    A web-app user's JWT, sent as ``Authorization: Bearer <token>``, is their own tenant's. Keys are sent as ``X-API-Key`` or ``Authorization: Bearer <key>`` (WeKnora's clients send either). ``X-Tenant-ID``, when
     sent, must name the key's own tenant (its number, or its id): the key alone decides the tenant, so the header can
     confirm it and never widen it.
 
@@ -59,7 +61,12 @@ def authenticate(request: Request) -> Tenant:
     key = (x_api_key or "").strip()
     if not key and authorization and authorization[: len(_BEARER)].lower() == _BEARER:
         key = authorization[len(_BEARER) :].strip()
-    tenant = container_of(request).tenants.for_key(key)
+    container = container_of(request)
+    if looks_like_token(key):
+        # A web-app user's access token: their own tenant.
+        tenant = container.tenants.by_id(account_of(container, key).tenant_id)
+    else:
+        tenant = container.tenants.for_key(key)
     if tenant is None:
         field = "X-API-Key" if x_api_key is not None or authorization is None else "Authorization"
         raise ApiError(401, "unauthorized", "a valid X-API-Key header (or Authorization: Bearer) is required", field)
@@ -82,6 +89,16 @@ def tenant_of(
     if isinstance(known, Tenant):
         return known
     return authenticate(request)
+
+
+def account_of(container: Container, token: str) -> User:
+    """The user of a valid access token; a 401 otherwise (which check failed is not said)."""
+    if container.users is None:
+        raise ApiError(401, "unauthorized", "accounts are not enabled on this deployment", "Authorization")
+    try:
+        return verify_token(container.users, token, "access")[1]
+    except InvalidToken:
+        raise ApiError(401, "unauthorized", "invalid or expired token", "Authorization") from None
 
 
 TenantDep = Annotated[Tenant, Depends(tenant_of)]

@@ -43,6 +43,7 @@ from ragline.store.dynamodb import (
 )
 from ragline.store.models import Chunk, Document
 from ragline.store.originals import S3OriginalStore
+from ragline.store.users import DynamoUserStore
 from ragline.stream.dynamodb import DynamoDBStreamManager
 from ragline.tables.s3 import S3TableStore
 from ragline.types import SearchResult
@@ -279,6 +280,7 @@ def build_aws_runtime(
         config,
         templates,
         tenants=DynamoTenantStore(dynamodb.Table(aws.tenants_table)),
+        users=DynamoUserStore(dynamodb.Table(aws.tenants_table)),
         knowledge=knowledge or DynamoKnowledgeStore(dynamodb.Table(aws.knowledge_table)),
         tags=DynamoTagStore(dynamodb.Table(aws.knowledge_table)),
         sessions=sessions,

@@ -34,6 +34,10 @@ class TenantStore(Protocol):
         """The tenant an API key belongs to, or None for an unknown or empty key."""
         ...
 
+    def by_id(self, tenant_id: str) -> Tenant | None:
+        """The tenant ``tenant_id``, or None."""
+        ...
+
     def by_name(self, name: str) -> Tenant | None:
         """The first tenant created under ``name``, or None (names are not unique)."""
         ...

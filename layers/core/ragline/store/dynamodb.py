@@ -127,6 +127,10 @@ class DynamoTenantStore:
         item = self._table.get_item(Key={"pk": f"key#{hash_key(api_key)}"}).get("Item")
         return self._tenant(str(item["tenant_id"])) if item else None
 
+    def by_id(self, tenant_id: str) -> Tenant | None:
+        """The tenant ``tenant_id``, or None."""
+        return self._tenant(tenant_id)
+
     def by_name(self, name: str) -> Tenant | None:
         """The first tenant created under ``name``, or None (names are not unique)."""
         item = self._table.get_item(Key={"pk": f"name#{name}"}).get("Item")

@@ -49,6 +49,11 @@ class SqliteTenantStore:
         )
         return Tenant(**dict(row)) if row else None
 
+    def by_id(self, tenant_id: str) -> Tenant | None:
+        """The tenant ``tenant_id``, or None."""
+        row = self._db.query_one("SELECT id, name, created_at FROM tenants WHERE id = ?", (tenant_id,))
+        return Tenant(**dict(row)) if row else None
+
     def by_name(self, name: str) -> Tenant | None:
         """The first tenant created under ``name``, or None (names are not unique)."""
         row = self._db.query_one("SELECT id, name, created_at FROM tenants WHERE name = ? ORDER BY created_at", (name,))
