@@ -142,8 +142,10 @@ def create_app(
     # The chat page at / and its modules under /static/ (the page holds no key: it asks for one once).
     app.mount("/static", StaticFiles(directory=WEB_DIR), name="static")
 
-    if container.settings.web_app_dir is not None:
-        _web_app(app, container.settings.web_app_dir)
+    # Without a container only the API's schema is built (its OpenAPI document): no page to serve.
+    web_app_dir = container.settings.web_app_dir if container is not None else None
+    if web_app_dir is not None:
+        _web_app(app, web_app_dir)
         return app
 
     @app.get("/", include_in_schema=False)
