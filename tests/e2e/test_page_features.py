@@ -600,6 +600,8 @@ def test_session_options_are_sent_and_remembered_the_model_shows_and_suggestions
     # Another session has its own (none).
     page.click("#new-session") if not phone(page) else (open_drawer(page), page.click("#new-session"))
     page.wait_for_function("() => location.hash === '#/' || location.hash === ''")
+    # The hash changes before the new session's options are drawn: wait for the button, not the address.
+    page.wait_for_function("() => document.querySelector('#options-button').innerText.trim() === 'Options'")
     assert page.locator("#options-button").inner_text() == "Options"
     assert session
     no_page_errors(page)
