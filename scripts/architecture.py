@@ -24,14 +24,14 @@ def tiers() -> list[list[str]]:
 
 def diagram() -> str:
     """A mermaid flowchart: one row per tier, each tier importing only the tiers below it."""
+    layered = tiers()
     lines = ["```mermaid", "flowchart TB"]
-    for number, tier in enumerate(tiers()):
+    for number, tier in enumerate(layered):
         lines.append(f'    subgraph T{number}["tier {number}"]')
         lines.append("        direction LR")
         lines.extend(f"        {name}[ragline.{name}]" for name in tier)
         lines.append("    end")
-    count = len(tiers())
-    lines.extend(f"    T{number} --> T{number + 1}" for number in range(count - 1))
+    lines.extend(f"    T{number} --> T{number + 1}" for number in range(len(layered) - 1))
     lines.append("```")
     return "\n".join(lines)
 
