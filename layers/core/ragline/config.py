@@ -143,6 +143,8 @@ class EnrichmentConfig(BaseModel):
     max_question_chunks: int = Field(default=500, ge=0)
     # Model calls that run side by side for one document.
     concurrency: int = Field(default=4, ge=1, le=32)
+    # Documents enriched side by side (the embedded runtime's enrichment worker): the others wait their turn.
+    documents_at_once: int = Field(default=1, ge=1, le=16)
     # A summary of the document (from its first characters) becomes its description when it has none.
     summary: bool = True
     summary_input_chars: int = Field(default=6000, ge=200)
@@ -163,6 +165,10 @@ class IngestionConfig(BaseModel):
     # ends with one model worker waiting for the other's last batch: in paired runs of the documents API, 512
     # indexed 8-13% faster than 128 (bench/ingestion.py); 256 keeps progress reports a few seconds apart.
     embed_window: int = 256
+    # Chunks the embedded runtime's indexing thread embeds for one set of documents before the queue's others get
+    # their turn: a document with more goes back to the end of the queue, so a small upload waits behind one slice
+    # of a large one, not all of it.
+    index_slice_chunks: int = Field(default=512, ge=1)
     # A document cut into more chunks is refused (a 20 MB text at 800 characters is ~26,000).
     max_chunks_per_document: int = 30_000
     # Model calls of the local embedding models that run side by side, one thread each (0: one per core, at

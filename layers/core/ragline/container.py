@@ -17,7 +17,7 @@ from ragline.config import AppConfig, PromptTemplates, Settings, load_config
 from ragline.graph.extract import GraphExtractor
 from ragline.graph.ingest import GraphIndexer
 from ragline.graph.store import GraphNamespace, GraphStore
-from ragline.ingest.background import BackgroundIndexer
+from ragline.ingest.background import AsyncWorker, BackgroundIndexer
 from ragline.ingest.chunk_edits import ChunkEditor
 from ragline.ingest.enrichment import DocumentEnricher, Enricher
 from ragline.ingest.faq_entries import FAQEntries
@@ -404,8 +404,12 @@ class Container:
     # The document's graph is extracted by whatever computes its vectors (AWS's indexing function: a Lambda
     # function is frozen once it has replied), not in the background of the upload's reply.
     graph_after_indexing: bool = False
-    # How long an upload with ``?wait=true`` waits for another process's indexing (AWS), in seconds.
+    # How long an upload with ``?wait=true`` waits for its vectors, in seconds (then it answers 202 pending).
     wait_indexed_s: float = 20.0
+    # Where a document's enrichment and graph run after its upload's reply: threads with event loops of their own
+    # (created on first use), never the server's loop or its thread pool.
+    enrichment_worker: AsyncWorker | None = None
+    graph_worker: AsyncWorker | None = None
 
     @classmethod
     def assemble(
@@ -541,7 +545,9 @@ class Container:
             db=db,
             users=SqliteUserStore(db),
         )
-        container.indexer = BackgroundIndexer(container.ingest, container.knowledge)
+        container.indexer = BackgroundIndexer(
+            container.ingest, container.knowledge, slice_chunks=config.ingestion.index_slice_chunks
+        )
         return container
 
     def start_indexing(self) -> None:
@@ -554,6 +560,82 @@ class Container:
             return
         self.ingest.set_scheduler(self.indexer.submit)
         self.indexer.start()
+
+    def after_accept(self, kb: KnowledgeBase, document: Document) -> Document:
+        """Schedules the graph and the enrichment of a stored document; returns it marked for enrichment.
+
+        Both are model calls per passage, so they run after the reply, each on its own worker: the graph at once, the
+        enrichment once the document's vectors are computed (the embedding model is not asked for both at once) —
+        told by the indexer, waited for by nobody. Where another process computes the vectors (AWS), it runs both.
+        """
+        if self.graph_after_indexing:
+            return document
+        if self.graph_indexer is not None and kb.graph_extraction_enabled:
+            self._graph_worker().submit(lambda: self.index_graph(kb, document))
+        if not self.enrichment.active:
+            return document
+        marked = self.enrichment.mark_pending(document)
+
+        def enrich(indexed: bool) -> None:
+            if indexed:
+                self._enrichment_worker().submit(lambda: self.enrich_document(kb, marked))
+            # else: the indexer stopped first; the document and its enrichment stay pending.
+
+        if self.indexer is not None and self.ingest.scheduler is not None:
+            self.indexer.when_settled([document.id], enrich)
+        else:
+            enrich(True)
+        return marked
+
+    def _graph_worker(self) -> AsyncWorker:
+        if self.graph_worker is None:
+            self.graph_worker = AsyncWorker("ragline-graph")
+        return self.graph_worker
+
+    def _enrichment_worker(self) -> AsyncWorker:
+        if self.enrichment_worker is None:
+            self.enrichment_worker = AsyncWorker(
+                "ragline-enrichment", concurrency=self.config.ingestion.enrichment.documents_at_once
+            )
+        return self.enrichment_worker
+
+    async def settled(self, documents: Sequence[Document], timeout: float | None = None) -> bool:
+        """Whether ``documents`` are done indexing within ``timeout`` (default ``wait_indexed_s``), holding no thread.
+
+        The embedded indexer says so when it is; where another process indexes them (AWS), their stored statuses are
+        read every quarter of a second. False past the deadline (they are still pending).
+        """
+        limit = self.wait_indexed_s if timeout is None else timeout
+        if self.ingest.scheduler is None:
+            return True
+        if self.indexer is not None:
+            loop = asyncio.get_running_loop()
+            done: asyncio.Future[bool] = loop.create_future()
+
+            def resolve(settled: bool) -> None:
+                if not done.done():
+                    done.set_result(settled)
+
+            def report(settled: bool) -> None:
+                loop.call_soon_threadsafe(resolve, settled)
+
+            self.indexer.when_settled([d.id for d in documents], report)
+            try:
+                return await asyncio.wait_for(done, limit)
+            except TimeoutError:
+                return False
+        deadline = time.monotonic() + limit
+        waiting = {(d.tenant_id, d.id) for d in documents}
+        while True:
+            for tenant_id, document_id in list(waiting):
+                stored = await asyncio.to_thread(self.knowledge.document, tenant_id, document_id)
+                if stored is None or stored.status != DocumentStatus.PENDING:
+                    waiting.discard((tenant_id, document_id))
+            if not waiting:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.25)
 
     def wait_indexed(self, documents: Sequence[Document], timeout: float | None = None) -> bool:
         """Blocks until the background thread is done with ``documents`` (at once without a scheduler).
@@ -599,20 +681,21 @@ class Container:
             GraphNamespace(knowledge_base_id=kb.id, knowledge_id=document.id), chunks
         )
 
-    async def enrich_document(self, kb: KnowledgeBase, document: Document, *, after_vectors: bool = False) -> None:
-        """Questions, summary and knowledge-base description of a new document.
-
-        See :mod:`ragline.ingest.enrichment`. With ``after_vectors``, once this process's indexing of its
-        vectors is done (the embedding model is not asked for both at once).
-        """
+    async def enrich_document(self, kb: KnowledgeBase, document: Document) -> None:
+        """Questions, summary and knowledge-base description of a new document (see :mod:`ragline.ingest.enrichment`)."""
         if not self.enrichment.active:
             return
-        if after_vectors:
-            await asyncio.to_thread(self.wait_indexed, [document])
         await self.enrichment.enrich(kb, document)
 
+    def stop_background(self, timeout: float = 5.0) -> None:
+        """Cancel the enrichment and graph work under way (their documents keep their vectors and statuses)."""
+        for worker in (self.enrichment_worker, self.graph_worker):
+            if worker is not None:
+                worker.stop(timeout)
+
     def close(self) -> None:
-        """Stop indexing and close the database."""
+        """Stop indexing and the background work, and close the database."""
         self.stop_indexing()
+        self.stop_background()
         if self.db is not None:
             self.db.close()

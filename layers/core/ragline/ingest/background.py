@@ -1,4 +1,7 @@
-"""The embedded runtime's indexing worker: one thread computes the vectors of accepted documents.
+"""The embedded runtime's background work: the vectors of accepted documents, then their graph and enrichment.
+
+None of it runs on the server's event loop or on its default thread pool (the loop's pool serves requests:
+six uploads each parking a pool thread to wait for their vectors once left no thread for a search).
 
 Uploads return once a document is stored and keyword-searchable; this thread then runs
 :meth:`IngestService.index_documents` on what was scheduled, several documents per call so short ones
@@ -7,25 +10,38 @@ share batches. On start it picks up documents left ``pending`` by a stopped proc
 on for a while. Stopping sets a flag the work checks between batches: the thread ends within one batch,
 and unfinished documents stay ``pending`` with their progress, resumed by the next start. Shutdown waits for
 that batch no longer than its grace period, counted from SIGTERM.
+
+A document's vectors are computed a slice at a time (``slice_chunks``), the unfinished document going back to
+the end of the queue: a 27,000-chunk document no longer holds a 91-byte one for fifteen minutes.
+
+What follows the vectors (a generative model's enrichment, the knowledge graph: model calls per passage) runs on
+an :class:`AsyncWorker`, a thread with its own event loop and its own small thread pool, told by
+:meth:`BackgroundIndexer.when_settled` when a document's vectors are done: nothing waits for them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ragline.ingest.service import IngestCancelled, IngestService
 from ragline.store.base import KnowledgeStore
-from ragline.store.models import Document
+from ragline.store.models import Document, DocumentStatus
 
 logger = logging.getLogger(__name__)
 
 # Documents handed to one indexing call (their chunks share embedding batches).
 _DOCUMENTS_PER_CALL = 64
+# Chunks one indexing call embeds at most before the queue's other documents get their turn.
+DEFAULT_SLICE_CHUNKS = 512
 
 
 def _iso(moment: datetime) -> str:
@@ -42,9 +58,13 @@ class BackgroundIndexer:
         *,
         idle_scan_s: float = 30.0,
         abandoned_after_s: float = 120.0,
+        slice_chunks: int = DEFAULT_SLICE_CHUNKS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """An indexer of ``ingest``'s pending documents; a pending document untouched for ``abandoned_after_s`` is taken up again."""
+        """An indexer of ``ingest``'s pending documents; a pending document untouched for ``abandoned_after_s`` is taken up again.
+
+        One call embeds at most ``slice_chunks`` chunks; a document with more left goes back to the end of the queue.
+        """
         self._ingest = ingest
         self._knowledge = knowledge
         self._idle_scan_s = idle_scan_s
@@ -58,6 +78,9 @@ class BackgroundIndexer:
         self._scan_all = True  # the first pass takes every pending document: the process that had them is gone
         self._clock = clock
         self._stop_requested_at: float | None = None
+        self._slice_chunks = max(1, slice_chunks)
+        # (documents, callback): called once none of the documents is queued or being indexed.
+        self._watchers: list[tuple[frozenset[str], Callable[[bool], None]]] = []
 
     # Control ----------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -92,10 +115,13 @@ class BackgroundIndexer:
         self.request_stop()
         assert self._stop_requested_at is not None
         thread, self._thread = self._thread, None
-        if thread is None:
-            return True
-        thread.join(max(0.0, self._stop_requested_at + timeout - self._clock()))
-        return not thread.is_alive()
+        if thread is not None:
+            thread.join(max(0.0, self._stop_requested_at + timeout - self._clock()))
+        with self._condition:
+            watchers, self._watchers = self._watchers, []
+        for _, callback in watchers:
+            _call(callback, False)  # their documents stay pending: the next start takes them up
+        return thread is None or not thread.is_alive()
 
     def submit(self, documents: Sequence[Document]) -> None:
         """Queue ``documents`` for their vectors (a document queued twice is indexed once) and wake the thread."""
@@ -123,6 +149,28 @@ class BackgroundIndexer:
         with self._condition:
             return self._condition.wait_for(settled, timeout)
 
+    def when_settled(self, document_ids: Sequence[str], callback: Callable[[bool], None]) -> None:
+        """Call ``callback(True)`` once none of ``document_ids`` is queued or being indexed (at once when so).
+
+        The call comes from the indexing thread and must be quick (hand the work on); ``callback(False)`` when the
+        indexer stops first. The documents' statuses say how their indexing went.
+        """
+        wanted = frozenset(document_ids)
+        with self._condition:
+            if wanted & (self._running | self._queue.keys()):
+                self._watchers.append((wanted, callback))
+                return
+        _call(callback, True)
+
+    def _settle_watchers(self) -> None:
+        """Calls the callbacks whose documents are all settled (the caller holds the condition)."""
+        busy = self._running | self._queue.keys()
+        settled = [w for w in self._watchers if not (w[0] & busy)]
+        if settled:
+            self._watchers = [w for w in self._watchers if w[0] & busy]
+            for _, callback in settled:
+                _call(callback, True)
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Blocks until nothing is queued or running (tests, ``--wait``); True when idle."""
         with self._condition:
@@ -134,16 +182,21 @@ class BackgroundIndexer:
             batch = self._next_batch()
             if not batch:
                 continue
+            unfinished: list[Document] = []
             try:
-                self._ingest.index_documents(batch, cancel=self._stopping)
+                indexed = self._ingest.index_documents(batch, cancel=self._stopping, max_chunks=self._slice_chunks)
+                unfinished = [d for d in indexed if d.status == DocumentStatus.PENDING]
             except IngestCancelled:
                 logger.info("indexing stopped; pending documents resume at the next start")
             except Exception:  # a failure is recorded on the documents; the worker goes on
                 logger.exception("indexing batch failed")
             finally:
                 with self._condition:
+                    for document in unfinished:  # their next slice after everything queued meanwhile
+                        self._queue.setdefault(document.id, document)
                     self._busy = False
                     self._running.clear()
+                    self._settle_watchers()
                     self._condition.notify_all()
 
     def _next_batch(self) -> list[Document]:
@@ -179,3 +232,95 @@ class BackgroundIndexer:
         except Exception:
             logger.exception("looking for pending documents failed")
             return []
+
+
+def _call(callback: Callable[[bool], None], settled: bool) -> None:
+    try:
+        callback(settled)
+    except Exception:  # one watcher's failure is not the indexer's
+        logger.exception("a callback on indexed documents failed")
+
+
+class AsyncWorker:
+    """A daemon thread running an event loop of its own, for background coroutines (enrichment, graph).
+
+    Their blocking calls (``asyncio.to_thread``: stores, embeddings) go to this loop's own pool of ``threads``, never
+    to the server's; at most ``concurrency`` of the submitted coroutines run at once, the others wait their turn.
+    """
+
+    def __init__(self, name: str, *, concurrency: int = 1, threads: int = 2) -> None:
+        """A worker named ``name`` (its thread's and its pool's name); started by the first :meth:`submit`."""
+        self._name = name
+        self._concurrency = max(1, concurrency)
+        self._threads = max(1, threads)
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._pending: set[concurrent.futures.Future[Any]] = set()
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                loop.set_default_executor(
+                    concurrent.futures.ThreadPoolExecutor(self._threads, thread_name_prefix=f"{self._name}-io")
+                )
+                ready = threading.Event()
+
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    self._semaphore = asyncio.Semaphore(self._concurrency)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                self._thread = threading.Thread(target=run, name=self._name, daemon=True)
+                self._thread.start()
+                ready.wait()
+                self._loop = loop
+            return self._loop
+
+    def submit(self, work: Callable[[], Coroutine[Any, Any, Any]]) -> concurrent.futures.Future[Any]:
+        """Run the coroutine ``work()`` makes on this worker's loop; the future holds its outcome."""
+        loop = self._start()
+
+        async def limited() -> Any:
+            assert self._semaphore is not None
+            async with self._semaphore:
+                return await work()
+
+        future = asyncio.run_coroutine_threadsafe(limited(), loop)
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            logger.error("background work failed", exc_info=future.exception(), extra={"worker": self._name})
+
+    @property
+    def idle(self) -> bool:
+        """True when nothing submitted is waiting or running."""
+        with self._lock:
+            return not self._pending
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Cancel what is running or waiting, then stop the loop; True once its thread ended within ``timeout``."""
+        with self._lock:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+            pending = list(self._pending)
+        if loop is None or thread is None:
+            return True
+        for future in pending:
+            future.cancel()  # cancels the task on its loop
+
+        def halt() -> None:
+            loop.stop()
+
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(halt)
+        thread.join(timeout)
+        return not thread.is_alive()

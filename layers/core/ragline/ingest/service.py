@@ -743,13 +743,15 @@ class IngestService:
         *,
         cancel: Cancel | None = None,
         progress: Callable[[int, int], None] | None = None,
+        max_chunks: int | None = None,
     ) -> list[Document]:
         """Compute and write the missing vectors of pending ``documents``, batching across them.
 
         Computes and writes the missing vectors of pending ``documents``, sharing batches across them (short documents
         fill a batch together), and records progress after every batch. Documents that are not pending are returned as
         they are. A failure marks the documents of the failed batch ``failed`` with the reason; a cancel leaves them
-        ``pending`` (raises :class:`IngestCancelled`).
+        ``pending`` (raises :class:`IngestCancelled`). With ``max_chunks``, at most that many chunks are embedded: the
+        documents left unfinished come back ``pending`` with their progress, for a later call.
         """
         # The stored record, not the caller's copy: another worker may have moved it on meanwhile.
         out: dict[str, Document] = {
@@ -774,9 +776,11 @@ class IngestService:
             work.extend((document, kb, chunk, vector_text(document, chunk)) for chunk in chunks[start:])
             if not chunks[start:]:
                 out[document.id] = self._finish(document, kb, start)
-        total = len(work)
         per_document = Counter(w[0].id for w in work)
         remaining = {d: per_document[d] for d in done}
+        if max_chunks is not None:
+            work = work[: max(1, max_chunks)]
+        total = len(work)
         window = max(1, self._config.embed_window)
         written = 0
         for begin in range(0, total, window):

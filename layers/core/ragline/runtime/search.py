@@ -16,6 +16,7 @@ from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, EventManager, PluginErro
 from ragline.runtime.turns import Query, UnknownKnowledgeBase, tag_targets
 from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, EventType, PipelineRequest, SearchResult, SearchTarget, SearchTargetType
+from ragline.types.text import Identifier, IdList
 
 # The stages of a chat turn that decide which passages it sees, in order; absent ones are skipped.
 SEARCH_STAGES = (EventType.CHUNK_SEARCH_PARALLEL, EventType.CHUNK_RERANK, EventType.FILTER_TOP_K)
@@ -27,14 +28,14 @@ class SearchBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: Query
-    knowledge_base_ids: list[str] = Field(min_length=1)
-    knowledge_ids: list[str] | None = None
-    tags: list[str] | None = Field(default=None, max_length=50)
+    knowledge_base_ids: IdList = Field(min_length=1)
+    knowledge_ids: IdList | None = None
+    tags: list[Identifier] | None = Field(default=None, max_length=50)
     top_k: int = Field(default=10, ge=1, le=200)
     retrievers: Literal["hybrid", "vector", "keyword"] = "hybrid"
     vector_threshold: float | None = Field(default=None, ge=0, le=1)
     keyword_threshold: float | None = Field(default=None, ge=0, le=1)
-    rerank_model_id: str | None = None
+    rerank_model_id: Identifier | None = None
     enable_query_expansion: bool | None = None
 
 

@@ -36,7 +36,7 @@ from ragline.types import (
 )
 from ragline.types.chat_manage import SummaryConfig
 from ragline.types.intent import QueryIntent
-from ragline.types.text import PlainText
+from ragline.types.text import MAX_DOCUMENT_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS, Identifier, IdList, PlainText
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +61,9 @@ class MentionedItem(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     id: str = Field(min_length=1, max_length=200)
-    name: str = ""
+    name: str = Field(default="", max_length=MAX_NAME_CHARS)
     type: Literal["kb", "file", "tag"] = "kb"
-    kb_type: str = ""
+    kb_type: Identifier = ""
 
 
 class ImageAttachment(BaseModel):
@@ -71,9 +71,10 @@ class ImageAttachment(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    data: str = ""
-    url: str = ""
-    caption: str = ""
+    # Base64 of at most the upload limit (a third more characters than bytes).
+    data: str = Field(default="", max_length=MAX_DOCUMENT_CHARS * 4 // 3 + 64)
+    url: str = Field(default="", max_length=8192)
+    caption: str = Field(default="", max_length=MAX_TEXT_CHARS)
 
 
 def mentioned_scope(
@@ -115,9 +116,9 @@ class QuestionBody(BaseModel):
     images: list[ImageAttachment] | None = Field(default=None, max_length=MAX_QUESTION_IMAGES)
     # At least one character that is not whitespace, unless the question carries images ("" then).
     query: PlainText = Field(default=None, validate_default=True)
-    knowledge_base_ids: list[str] | None = None
-    knowledge_ids: list[str] | None = None
-    tags: list[str] | None = Field(default=None, max_length=50)
+    knowledge_base_ids: IdList | None = None
+    knowledge_ids: IdList | None = None
+    tags: list[Identifier] | None = Field(default=None, max_length=50)
     web_search_enabled: bool = False
     web_search_provider_id: str | None = Field(default=None, max_length=100)
     web_fetch_enabled: bool | None = None
@@ -156,12 +157,12 @@ class QuestionBody(BaseModel):
     # as alternatives of one another and a model's history holds the newest alone.
     alternative_of: str | None = Field(default=None, min_length=1, max_length=200)
     # WeKnora's tag filter (ids, numbers or names): the same as ``tags``.
-    tag_ids: list[str] | None = Field(default=None, max_length=50)
-    agent_source_tenant_id: int | str | None = None
-    mcp_service_ids: list[str] | None = Field(default=None, max_length=100)
-    skill_names: list[str] | None = Field(default=None, max_length=100)
+    tag_ids: list[Identifier] | None = Field(default=None, max_length=50)
+    agent_source_tenant_id: int | Identifier | None = None
+    mcp_service_ids: list[Identifier] | None = Field(default=None, max_length=100)
+    skill_names: list[Identifier] | None = Field(default=None, max_length=100)
     attachment_uploads: list[dict[str, Any]] | None = Field(default=None, max_length=20)
-    attachment_ids: list[str] | None = Field(default=None, max_length=20)
+    attachment_ids: list[Identifier] | None = Field(default=None, max_length=20)
 
     @field_validator("query", mode="before")
     @classmethod

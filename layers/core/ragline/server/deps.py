@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Header, Request
 from starlette.datastructures import FormData
@@ -139,13 +137,3 @@ def check_query_length(container: Container, query: str) -> None:
     limit = container.config.limits.max_query_chars
     if len(query) > limit:
         raise ApiError(422, "query_too_long", f"query exceeds {limit} characters", "query")
-
-
-_background: set[asyncio.Task[None]] = set()
-
-
-def in_background(work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work`` after the reply, keeping a reference until it ends (the loop holds only weak ones)."""
-    task = asyncio.ensure_future(work)
-    _background.add(task)
-    task.add_done_callback(_background.discard)

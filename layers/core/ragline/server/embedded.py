@@ -84,6 +84,7 @@ def build_embedded_app(container: Container) -> FastAPI:
         await runner.shutdown()
         # Told to stop when the drain began: waits for what is left of the grace period since then.
         await asyncio.to_thread(container.stop_indexing, shutdown_grace_s(container))
+        await asyncio.to_thread(container.stop_background)
 
     app = create_app(container, runner, on_shutdown=shutdown)
     inner = app.router.lifespan_context

@@ -90,3 +90,43 @@ def test_the_routes_of_the_api_are_all_there(openapi: dict[str, Any]) -> None:
         ("POST", "/api/v1/sessions/{session_id}/stop"),
         ("GET", "/api/v1/memories"),
     } <= routes
+
+
+def _unbounded(openapi: dict[str, Any], schema: dict[str, Any], path: str, seen: frozenset[str]) -> list[str]:
+    """Strings without a maxLength and arrays without a maxItems anywhere under ``schema``."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        return [] if name in seen else _unbounded(openapi, _schema(openapi, schema["$ref"]), path, seen | {name})
+    found = [
+        hit
+        for key in ("anyOf", "oneOf", "allOf")
+        for sub in schema.get(key, [])
+        for hit in _unbounded(openapi, sub, path, seen)
+    ]
+    kind = schema.get("type")
+    if kind == "string" and not {"maxLength", "enum", "const"} & schema.keys() and schema.get("format") != "binary":
+        found.append(path)
+    if kind == "array":
+        if "maxItems" not in schema:
+            found.append(f"{path}[] (no maxItems)")
+        found += _unbounded(openapi, schema.get("items", {}), f"{path}[]", seen)
+    for name, sub in schema.get("properties", {}).items():
+        found += _unbounded(openapi, sub, f"{path}.{name}", seen)
+    if isinstance(schema.get("additionalProperties"), dict):
+        found += _unbounded(openapi, schema["additionalProperties"], f"{path}.*", seen)
+    return found
+
+
+def test_every_string_and_list_a_body_or_query_carries_is_bounded(openapi: dict[str, Any]) -> None:
+    # The length is checked before the content (pydantic's maxLength runs before any validator that reads
+    # the characters): a 19 MB value in a field without one kept the event loop busy for 15-42 s.
+    unbounded = []
+    for method, path, operation in _operations(openapi):
+        for kind, media in operation.get("requestBody", {}).get("content", {}).items():
+            unbounded += _unbounded(openapi, media.get("schema", {}), f"{method} {path} {kind}", frozenset())
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "query":
+                unbounded += _unbounded(
+                    openapi, parameter.get("schema", {}), f"{method} {path} ?{parameter['name']}", frozenset()
+                )
+    assert not unbounded, "\n".join(unbounded)

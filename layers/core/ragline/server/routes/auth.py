@@ -54,7 +54,7 @@ class RegisterBody(BaseModel):
     model_config = ConfigDict(extra="ignore")
     username: str = Field(min_length=2, max_length=50)
     email: str = Field(min_length=3, max_length=254)
-    password: str = Field(min_length=6)
+    password: str = Field(min_length=6, max_length=1000)
 
     @field_validator("email")
     @classmethod

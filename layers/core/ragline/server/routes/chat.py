@@ -34,6 +34,7 @@ from ragline.server.views import Envelope
 from ragline.store.models import Session, Tenant
 from ragline.stream.base import stream_key
 from ragline.stream.replay import MAX_SEQ, StreamPosition, start_offset, stream_position
+from ragline.types.text import MAX_ID_CHARS
 from ragline.understanding.prompt import REWRITE_TEMPLATES_FILE
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class StopBody(BaseModel):
     """Which answer to stop: the assistant message's id."""
 
     model_config = ConfigDict(extra="forbid")
-    message_id: str = Field(min_length=1)
+    message_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
 
 class AcceptedQuestion(BaseModel):
@@ -259,7 +260,7 @@ async def continue_stream(
     session_id: str,
     tenant: TenantDep,
     container: ContainerDep,
-    message_id: Annotated[str, Query(min_length=1)],
+    message_id: Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS)],
     offset: EventOffset = None,
     last_event_id: LastEventId = None,
 ) -> Response:

@@ -15,6 +15,10 @@ from ragline.server.records import ChunkView
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.server.wire import log_ignored
 from ragline.store.models import Chunk, Document, Tenant
+from ragline.types.text import MAX_TEXT_CHARS, Identifier
+
+# A vector a client sends with a chunk (the largest embedding models have 4,096 dimensions).
+MAX_EMBEDDING_DIMENSIONS = 8192
 
 router = APIRouter(prefix="/api/v1", tags=["chunks"])
 
@@ -46,7 +50,7 @@ async def list_knowledge_chunks(
     container: ContainerDep,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = CHUNK_PAGE_SIZE,
-    chunk_type: Annotated[list[str] | None, Query(max_length=20)] = None,
+    chunk_type: Annotated[list[Identifier] | None, Query(max_length=20)] = None,
 ) -> Page[ChunkView]:
     """A document's chunks in order, one page at a time; ``chunk_type`` (repeatable) keeps those types."""
     document = document_of(container, tenant, knowledge_id)
@@ -90,8 +94,8 @@ class ChunkUpdateBody(BaseModel):
     chunk_index: int | None = None
     start_at: int | None = None
     end_at: int | None = None
-    image_info: str | None = None
-    embedding: list[float] | None = None
+    image_info: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    embedding: list[float] | None = Field(default=None, max_length=MAX_EMBEDDING_DIMENSIONS)
     expected_revision: int | None = None
 
 

@@ -19,16 +19,18 @@ from ragline.ingest.faq import parse_entries, parse_faq_file
 from ragline.ingest.service import DocumentInput, IngestResult, TooManyChunks
 from ragline.ingest.uploads import ClientGone, UploadTooLarge, accept_off_loop, document_status_code, read_body
 from ragline.server.body_limit import upload_body
-from ragline.server.deps import ContainerDep, TenantDep, in_background, knowledge_base_of, read_upload
+from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read_upload
 from ragline.server.errors import UPLOAD_REPLIES, ApiError, not_found, parse_body
 from ragline.server.records import KnowledgeView
 from ragline.server.views import Envelope
 from ragline.store.models import KnowledgeBase
 from ragline.types import ChunkType
-from ragline.types.text import PlainName, PlainText, forbidden_characters, safe_filename
+from ragline.types.text import MAX_DOCUMENT_CHARS, PlainName, PlainText, forbidden_characters, safe_filename
 
 # The largest offset a store takes (SQLite's INTEGER): 2^63 overflowed it (a plain-text 500).
 MAX_OFFSET = 2**63 - 1
+# FAQ entries one import takes.
+MAX_FAQ_ENTRIES = 5000
 
 router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}", tags=["knowledge"])
 
@@ -38,8 +40,8 @@ class DocumentBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     title: PlainName = Field(default="", max_length=500)
-    content: str = Field(min_length=1)
-    file_type: str = Field(default="markdown", pattern="^(markdown|text)$")
+    content: str = Field(min_length=1, max_length=MAX_DOCUMENT_CHARS)
+    file_type: Literal["markdown", "text"] = "markdown"
     description: PlainText = Field(default="", max_length=2000)
     tags: list[PlainName] = Field(default_factory=list, max_length=50)
     kind: Literal["document", "wiki"] = "document"
@@ -49,7 +51,7 @@ class FAQBody(BaseModel):
     """ragline's FAQ import body: the entries, the document's title and tags."""
 
     model_config = ConfigDict(extra="forbid")
-    entries: list[dict[str, Any]] = Field(min_length=1)
+    entries: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_FAQ_ENTRIES)
     title: PlainName = Field(default="FAQ", max_length=500)
     tags: list[PlainName] = Field(default_factory=list, max_length=50)
 
@@ -84,14 +86,6 @@ def knowledge_view(result: IngestResult) -> KnowledgeView:
     return KnowledgeView.of(document, duplicate=result.duplicate)
 
 
-def _graph_and_enrichment_later(container: Container, kb: KnowledgeBase, result: IngestResult) -> None:
-    if not result.duplicate and not container.graph_after_indexing:
-        # A model call per chunk: the document is searchable now, its graph and enrichment follow.
-        in_background(container.index_graph(kb, result.document))
-        result.document = container.enrichment.mark_pending(result.document)
-        in_background(container.enrich_document(kb, result.document, after_vectors=True))
-
-
 async def _accept(
     container: Container,
     kb: KnowledgeBase,
@@ -117,10 +111,12 @@ async def _accept(
         # Nobody reads this reply (nginx's "client closed request"); nothing was stored.
         raise ApiError(499, "client_closed_request", "the client went away before the upload was stored") from None
     await asyncio.to_thread(container.ingest.schedule, [result])
-    if wait:
-        await asyncio.to_thread(container.wait_indexed, [result.document])
-        result.document = container.knowledge.document(kb.tenant_id, result.document.id) or result.document
-    _graph_and_enrichment_later(container, kb, result)
+    if wait and await container.settled([result.document]):
+        stored = await asyncio.to_thread(container.knowledge.document, kb.tenant_id, result.document.id)
+        result.document = stored or result.document
+    if not result.duplicate:
+        # A model call per chunk: the document is searchable now, its graph and enrichment follow.
+        result.document = await asyncio.to_thread(container.after_accept, kb, result.document)
     return result
 
 

@@ -38,6 +38,8 @@ router = APIRouter(prefix="/api/v1", tags=["faq"])
 FAQ_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 1000
 MAX_BATCH = 5000
+# Similar questions, negative questions or answers of one entry.
+MAX_QUESTIONS_PER_ENTRY = 200
 DEFAULT_MATCH_COUNT = 10
 MAX_MATCH_COUNT = 200
 _TASK = re.compile(r"^faq-(append|replace)-(run|dry)-(\d+)-(\d+)-[0-9a-f]{8}$")
@@ -115,9 +117,11 @@ class FAQEntryPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: int | None = None
     standard_question: PlainText = Field(min_length=1, max_length=2000)
-    similar_questions: list[Question] = Field(default_factory=list)
-    negative_questions: list[Question] = Field(default_factory=list)
-    answers: list[Annotated[str, Field(min_length=1, max_length=20_000)]] = Field(min_length=1)
+    similar_questions: list[Question] = Field(default_factory=list, max_length=MAX_QUESTIONS_PER_ENTRY)
+    negative_questions: list[Question] = Field(default_factory=list, max_length=MAX_QUESTIONS_PER_ENTRY)
+    answers: list[Annotated[str, Field(min_length=1, max_length=20_000)]] = Field(
+        min_length=1, max_length=MAX_QUESTIONS_PER_ENTRY
+    )
     answer_strategy: Literal["all", "random"] | None = None
     tag_id: int | None = None
     tag_name: PlainName | None = Field(default=None, max_length=100)
@@ -277,7 +281,7 @@ class FieldsBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
     by_id: dict[int, FieldsUpdate] | None = None
     by_tag: dict[int, FieldsUpdate] | None = None
-    exclude_ids: list[int] = Field(default_factory=list)
+    exclude_ids: list[int] = Field(default_factory=list, max_length=MAX_BATCH)
 
 
 class Success(BaseModel):
@@ -383,7 +387,7 @@ class SimilarQuestions(BaseModel):
     """Questions to add to an entry as similar questions."""
 
     model_config = ConfigDict(extra="forbid")
-    similar_questions: list[Question] = Field(min_length=1)
+    similar_questions: list[Question] = Field(min_length=1, max_length=MAX_QUESTIONS_PER_ENTRY)
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/entries/{entry_id}/similar-questions")

@@ -29,7 +29,7 @@ from ragline.ingest.service import (
     UnsupportedFile,
 )
 from ragline.server.body_limit import upload_body
-from ragline.server.deps import ContainerDep, TenantDep, in_background, knowledge_base_of, read_upload
+from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read_upload
 from ragline.server.errors import UPLOAD_REPLIES, ApiError, ErrorReply
 from ragline.server.records import KnowledgeView, knowledge_type
 from ragline.server.routes.documents import ingest_text, ingest_upload, knowledge_view
@@ -37,7 +37,7 @@ from ragline.server.routes.tags import tag_filter, tag_value
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.store.models import Document, DocumentStatus, KnowledgeBase
 from ragline.store.originals import FileOriginalStore, content_disposition
-from ragline.types.text import PlainName, PlainText
+from ragline.types.text import MAX_DOCUMENT_CHARS, Identifier, PlainName, PlainText
 from ragline.web.fetch import FetchError, FetchFailure, fetch_document
 
 logger = logging.getLogger(__name__)
@@ -116,12 +116,12 @@ def _form_text(form: Any, name: str, limit: int = 1000) -> str:
                         "required": ["file"],
                         "properties": {
                             "file": {"type": "string", "format": "binary"},
-                            "fileName": {"type": "string"},
-                            "tag_id": {"type": "string"},
-                            "metadata": {"type": "string"},
-                            "enable_multimodel": {"type": "string"},
-                            "process_config": {"type": "string"},
-                            "channel": {"type": "string"},
+                            "fileName": {"type": "string", "maxLength": 500},
+                            "tag_id": {"type": "string", "maxLength": 200},
+                            "metadata": {"type": "string", "maxLength": 20_000},
+                            "enable_multimodel": {"type": "string", "maxLength": 1000},
+                            "process_config": {"type": "string", "maxLength": 1000},
+                            "channel": {"type": "string", "maxLength": 1000},
                         },
                     }
                 }
@@ -150,7 +150,7 @@ async def create_knowledge_from_file(
             json.loads(metadata)
         except ValueError:
             raise ApiError(422, "invalid_field", "metadata must be a JSON object", "metadata") from None
-    ignored = [name for name in IGNORED_FORM_FIELDS if form.get(name) is not None]
+    ignored = [name for name in IGNORED_FORM_FIELDS if name == "metadata" or _form_text(form, name)]
     if ignored:
         logger.debug("knowledge file upload: ignoring WeKnora fields %s", ", ".join(ignored))
     tags = _tags(container, kb, _form_text(form, "tag_id", 200))
@@ -243,7 +243,7 @@ class ManualKnowledgeBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     title: PlainName = Field(min_length=1, max_length=500)
-    content: str = Field(min_length=1)
+    content: str = Field(min_length=1, max_length=MAX_DOCUMENT_CHARS)
     tag_id: PlainName | None = Field(default=None, max_length=200)
     # Accepted and not acted on: a document is published (searchable) once stored.
     status: str | None = Field(default=None, max_length=40)
@@ -316,7 +316,7 @@ async def list_knowledge(
 async def get_knowledge_batch(
     tenant: TenantDep,
     container: ContainerDep,
-    ids: Annotated[list[str], Query(min_length=1, max_length=MAX_BATCH_IDS)],
+    ids: Annotated[list[Identifier], Query(min_length=1, max_length=MAX_BATCH_IDS)],
     kb_id: Annotated[str, Query(max_length=200)] = "",
 ) -> Envelope[list[KnowledgeView]]:
     """The documents named (repeat ``ids``), in that order; unknown ids are left out."""
@@ -535,16 +535,13 @@ async def _reparse(container: Container, document: Document, **changes: Any) -> 
         reparsed = await asyncio.to_thread(container.ingest.reparse, document, **changes)
     except (NoOriginal, StillIndexing, TooManyChunks, UnsupportedFile, LookupError) as exc:
         raise _reparse_error(exc) from None
-    kb = container.knowledge.knowledge_base(document.tenant_id, document.knowledge_base_id)
-    if kb is not None and kb.graph_extraction_enabled:
+    kb = await asyncio.to_thread(container.knowledge.knowledge_base, document.tenant_id, document.knowledge_base_id)
+    if kb is None:
+        return reparsed
+    if kb.graph_extraction_enabled:
         await asyncio.to_thread(container.removal.forget_graph, document)
-        if not container.graph_after_indexing:
-            in_background(container.index_graph(kb, reparsed))
-    if kb is not None and not container.graph_after_indexing:
-        # New chunks: their questions are asked again (the description, kept, is not rewritten).
-        reparsed = container.enrichment.mark_pending(reparsed)
-        in_background(container.enrich_document(kb, reparsed, after_vectors=True))
-    return reparsed
+    # New chunks: their graph is built and their questions asked again (the description, kept, is not rewritten).
+    return await asyncio.to_thread(container.after_accept, kb, reparsed)
 
 
 @router.post("/knowledge/{knowledge_id}/reparse", responses={409: {"model": ErrorReply}})
@@ -563,7 +560,7 @@ class BatchReparseBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kb_id: str = Field(min_length=1, max_length=200)
-    ids: list[str] = Field(min_length=1, max_length=MAX_BATCH_IDS)
+    ids: list[Identifier] = Field(min_length=1, max_length=MAX_BATCH_IDS)
     # Accepted and not acted on: ragline parses every document the same way.
     process_config: dict[str, Any] | None = None
 
@@ -618,7 +615,7 @@ class ManualUpdateBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     title: PlainName | None = Field(default=None, min_length=1, max_length=500)
-    content: str | None = Field(default=None, min_length=1)
+    content: str | None = Field(default=None, min_length=1, max_length=MAX_DOCUMENT_CHARS)
     tag_id: PlainName | None = Field(default=None, max_length=200)
     status: str | None = Field(default=None, max_length=40)
     channel: str | None = Field(default=None, max_length=40)
@@ -674,7 +671,7 @@ class BatchDeleteBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kb_id: str = Field(min_length=1, max_length=200)
-    ids: list[str] = Field(min_length=1, max_length=MAX_BATCH_IDS)
+    ids: list[Identifier] = Field(min_length=1, max_length=MAX_BATCH_IDS)
 
 
 class BatchDeleted(BaseModel):

@@ -26,7 +26,7 @@ from ragline.server.routes.tags import tag_filter
 from ragline.server.views import Done, Envelope
 from ragline.server.wire import log_ignored
 from ragline.store.models import DuplicateName, KnowledgeBase, Tenant
-from ragline.types.text import PlainName, PlainText
+from ragline.types.text import Identifier, IdList, PlainName, PlainText
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/knowledge-bases", tags=["knowledge bases"])
@@ -56,7 +56,7 @@ class KnowledgeBaseBody(BaseModel):
     is_temporary: bool = False
     chunking_config: Config = None
     image_processing_config: Config = None
-    summary_model_id: str = ""
+    summary_model_id: Identifier = ""
     vlm_config: Config = None
     asr_config: Config = None
     storage_provider_config: Config = None
@@ -65,13 +65,13 @@ class KnowledgeBaseBody(BaseModel):
     faq_config: Config = None
     question_generation_config: Config = None
     auto_tag_config: Config = None
-    vector_store_id: str | None = None
+    vector_store_id: Identifier | None = None
     # Read-only fields of the object WeKnora's Go client sends back: never taken from a request.
-    id: str = ""
-    tenant_id: int | str | None = None
+    id: Identifier = ""
+    tenant_id: int | Identifier | None = None
     is_pinned: bool = False
-    created_at: str | None = None
-    updated_at: str | None = None
+    created_at: Identifier | None = None
+    updated_at: Identifier | None = None
     knowledge_count: int = 0
     chunk_count: int = 0
     is_processing: bool = False
@@ -330,9 +330,9 @@ class HybridSearchBody(BaseModel):
     match_count: int | None = Field(default=None, ge=0, le=200)
     disable_keywords_match: bool = False
     disable_vector_match: bool = False
-    knowledge_ids: list[str] | None = None
-    tag_ids: list[str] | None = Field(default=None, max_length=50)
-    knowledge_base_ids: list[str] | None = None
+    knowledge_ids: IdList | None = None
+    tag_ids: list[Identifier] | None = Field(default=None, max_length=50)
+    knowledge_base_ids: IdList | None = None
     # Accepted and not acted on.
     only_recommended: bool = False
     skip_context_enrichment: bool = False

@@ -13,6 +13,7 @@ from ragline.server.errors import ApiError, not_found
 from ragline.server.records import SearchResultView
 from ragline.server.routes.tags import tag_filter
 from ragline.server.views import Envelope
+from ragline.types.text import MAX_TEXT_CHARS, Identifier, IdList
 
 router = APIRouter(prefix="/api/v1", tags=["search"])
 
@@ -23,10 +24,10 @@ class KnowledgeSearchBody(SearchBody):
     One knowledge base, several, or documents only, and mentions.
     """
 
-    knowledge_base_ids: list[str] | None = None  # type: ignore[assignment]
-    knowledge_base_id: str | None = None
+    knowledge_base_ids: IdList | None = None  # type: ignore[assignment]
+    knowledge_base_id: Identifier | None = None
     mentioned_items: list[MentionedItem] | None = Field(default=None, max_length=100)
-    tag_ids: list[str] | None = Field(default=None, max_length=50)
+    tag_ids: list[Identifier] | None = Field(default=None, max_length=50)
 
 
 async def run_search(container: Container, tenant_id: str, body: SearchBody) -> list[SearchResultView]:
@@ -86,7 +87,7 @@ async def knowledge_search(
 class KeywordsBody(BaseModel):
     """A question to extract search keywords from."""
 
-    query: str = Field(min_length=1)
+    query: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
 
 
 class KeywordsView(BaseModel):

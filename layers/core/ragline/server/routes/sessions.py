@@ -21,7 +21,7 @@ from ragline.server.records import MessageView, SessionView
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.server.wire import log_ignored
 from ragline.store.models import Session, Tenant
-from ragline.types.text import PlainName, PlainText
+from ragline.types.text import MAX_TEXT_CHARS, Identifier, IdList, PlainName, PlainText
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/sessions", tags=["sessions"])
@@ -46,7 +46,7 @@ class SessionBody(BaseModel):
     """WeKnora's session (a title and a description) and the knowledge bases ragline searches by default."""
 
     model_config = ConfigDict(extra="forbid")
-    knowledge_base_ids: list[str] = Field(default_factory=list)
+    knowledge_base_ids: IdList = Field(default_factory=list)
     title: PlainName = Field(default="", max_length=200)
     description: PlainText = Field(default="", max_length=2000)
 
@@ -162,18 +162,18 @@ class SessionUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: PlainName | None = Field(default=None, max_length=200)
     description: PlainText | None = Field(default=None, max_length=2000)
-    id: str | None = None
-    tenant_id: int | str | None = None
-    user_id: str | None = None
+    id: Identifier | None = None
+    tenant_id: int | Identifier | None = None
+    user_id: Identifier | None = None
     is_pinned: bool | None = None
-    pinned_at: str | None = None
-    created_at: str | None = None
-    updated_at: str | None = None
-    deleted_at: str | None = None
-    knowledge_base_ids: list[str] | None = None
+    pinned_at: Identifier | None = None
+    created_at: Identifier | None = None
+    updated_at: Identifier | None = None
+    deleted_at: Identifier | None = None
+    knowledge_base_ids: IdList | None = None
     options: dict[str, Any] | None = None
     title_provisional: bool | None = None
-    matched_content: str | None = None
+    matched_content: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
 
 
 READ_ONLY_SESSION_FIELDS = tuple(name for name in SessionUpdate.model_fields if name not in {"title", "description"})
