@@ -310,7 +310,7 @@ def embedded_target(scripted: Any, work: Path) -> tuple[Target, Callable[[], Non
         from ragline.store.db import Database
         from ragline.stream.sqlite import SqliteStreamManager
 
-        db = Database(work / "data" / "ragline.db")
+        db = Database(work / "data" / "events.db", event_log=True)
         try:
             return asyncio.run(SqliteStreamManager(db).get_events(key))
         finally:

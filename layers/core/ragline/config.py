@@ -81,6 +81,11 @@ class Settings(BaseSettings):
         """The embedded SQLite database's path, in ``data_dir``."""
         return self.data_dir / "ragline.db"
 
+    @property
+    def events_db_path(self) -> Path:
+        """The turns' event logs' SQLite database, in ``data_dir`` beside the other (see ``store.db``)."""
+        return self.data_dir / "events.db"
+
 
 def _request_default(model: type[BaseModel], name: str) -> Any:
     """A request field's default: the one source of the chat defaults config.yaml may change."""
@@ -217,6 +222,10 @@ class RecoveryConfig(BaseModel):
     sweep_interval_s: float = 30.0
     # A turn whose runner is not recorded yet is being accepted: left alone for this long.
     unclaimed_grace_s: float = 60.0
+    # A kept original without a document that is older than this was left by an upload whose process died
+    # between keeping the file and storing the document (the embedded server removes it at start and every
+    # ten minutes); younger ones may belong to an upload still being stored by another process.
+    orphaned_original_age_s: float = 600.0
 
 
 class LimitsConfig(BaseModel):

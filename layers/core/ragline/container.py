@@ -22,7 +22,7 @@ from ragline.ingest.chunk_edits import ChunkEditor
 from ragline.ingest.enrichment import DocumentEnricher, Enricher
 from ragline.ingest.faq_entries import FAQEntries
 from ragline.ingest.images import ImageReader, load_image
-from ragline.ingest.removal import KnowledgeRemoval
+from ragline.ingest.removal import KnowledgeRemoval, sweep_orphaned_originals
 from ragline.ingest.service import IngestService
 from ragline.ingest.tables import TableIngestor
 from ragline.memory.extract import MemoryExtractor
@@ -397,6 +397,8 @@ class Container:
     # The files documents were made from (downloads, previews, parsing again); None: not kept.
     originals: OriginalStore | None = None
     db: Database | None = None
+    # The turns' event logs (the embedded runtime keeps them in a database of their own).
+    log_db: Database | None = None
     # The web app's accounts (users signing in with a password); None: only API keys authenticate.
     users: UserStore | None = None
     # The embedded runtime's indexing thread (vectors off the request path); None elsewhere.
@@ -526,6 +528,8 @@ class Container:
         settings = settings or Settings()
         config, templates = load_config(config_dir or settings.config_dir)
         db = Database(settings.db_path)
+        log_db = Database(settings.events_db_path, event_log=True)
+        log_db.adopt_event_logs(settings.db_path)
         container = cls.assemble(
             settings,
             config,
@@ -534,7 +538,7 @@ class Container:
             knowledge=SqliteKnowledgeStore(db),
             tags=SqliteTagStore(db),
             sessions=SqliteSessionStore(db),
-            stream=SqliteStreamManager(db),
+            stream=SqliteStreamManager(log_db),
             engine=engine if engine is not None else EmbeddedEngine(db),
             models=models or build_models(settings, config),
             citations=SqliteCitationHistory(db, max_messages=config.rerank.memory_affinity.max_messages),
@@ -545,6 +549,7 @@ class Container:
             db=db,
             users=SqliteUserStore(db),
         )
+        container.log_db = log_db
         container.indexer = BackgroundIndexer(
             container.ingest, container.knowledge, slice_chunks=config.ingestion.index_slice_chunks
         )
@@ -687,6 +692,12 @@ class Container:
             return
         await self.enrichment.enrich(kb, document)
 
+    def sweep_orphaned_originals(self) -> int:
+        """Removes the kept files no document owns (an upload killed mid-way); how many went (files on disk only)."""
+        if not isinstance(self.originals, FileOriginalStore):
+            return 0
+        return sweep_orphaned_originals(self.originals, self.knowledge, self.config.recovery.orphaned_original_age_s)
+
     def stop_background(self, timeout: float = 5.0) -> None:
         """Cancel the enrichment and graph work under way (their documents keep their vectors and statuses)."""
         for worker in (self.enrichment_worker, self.graph_worker):
@@ -697,5 +708,6 @@ class Container:
         """Stop indexing and the background work, and close the database."""
         self.stop_indexing()
         self.stop_background()
-        if self.db is not None:
-            self.db.close()
+        for db in (self.db, self.log_db):
+            if db is not None:
+                db.close()

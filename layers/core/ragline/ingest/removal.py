@@ -7,16 +7,41 @@ place.
 from __future__ import annotations
 
 import logging
+import re
 
 from ragline.graph.store import GraphNamespace, GraphStore
 from ragline.ingest.images import delete_images
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Document
-from ragline.store.originals import OriginalStore
+from ragline.store.originals import FileOriginalStore, OriginalStore
 from ragline.tables.store import TableStore
 
 logger = logging.getLogger(__name__)
+
+# How a kept image's name ends (``<owner>-image-<n>``); a question's images belong to ``q<hex>`` owners.
+_IMAGE_SUFFIX = re.compile(r"-image-\d+$")
+_QUESTION_OWNER = re.compile(r"q[0-9a-f]{32}")
+
+
+def sweep_orphaned_originals(originals: FileOriginalStore, knowledge: KnowledgeStore, min_age_s: float) -> int:
+    """Removes the kept files no document owns, older than ``min_age_s``; how many went.
+
+    An upload keeps its original (and its images) before it stores the document, in one transaction that a
+    kill -9 can cut: the file stays with no document. Half-written files (``.tmp-``) go too; a question's images
+    (kept for its message) are left alone.
+    """
+    removed = 0
+    for tenant_id, name in originals.entries_older_than(min_age_s):
+        if not name.startswith(".tmp-"):
+            owner = _IMAGE_SUFFIX.sub("", name)
+            if _QUESTION_OWNER.fullmatch(owner) or knowledge.document(tenant_id, owner) is not None:
+                continue
+        originals.remove_entry(tenant_id, name)
+        removed += 1
+    if removed:
+        logger.info("removed %d kept files that no document owns", removed)
+    return removed
 
 
 class KnowledgeRemoval:

@@ -61,6 +61,10 @@ def build_recovery(container: Container, runner: LocalRunner) -> TurnRecovery:
     return TurnRecovery(container.sessions, container.stream, container.turns, runner.leases)
 
 
+# How often the server looks for kept files that no document owns (an upload killed mid-way); also at start.
+_ORPHANS_SWEEP_INTERVAL_S = 600.0
+
+
 async def _sweep_every(recovery: TurnRecovery, interval_s: float) -> None:
     while True:
         await asyncio.sleep(interval_s)
@@ -68,6 +72,15 @@ async def _sweep_every(recovery: TurnRecovery, interval_s: float) -> None:
             await recovery.sweep()
         except Exception:
             logger.warning("recovery sweep failed", exc_info=True)
+
+
+async def _sweep_orphans_every(container: Container, interval_s: float) -> None:
+    while True:
+        try:
+            await asyncio.to_thread(container.sweep_orphaned_originals)
+        except Exception:
+            logger.warning("sweeping orphaned originals failed", exc_info=True)
+        await asyncio.sleep(interval_s)
 
 
 def build_embedded_app(container: Container) -> FastAPI:
@@ -93,14 +106,18 @@ def build_embedded_app(container: Container) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
         # Before the first request: turns a crash left open end now, and their readers close.
         await recovery.sweep(cause="restart")
-        sweeper = asyncio.create_task(_sweep_every(recovery, container.config.recovery.sweep_interval_s))
+        sweepers = [
+            asyncio.create_task(_sweep_every(recovery, container.config.recovery.sweep_interval_s)),
+            asyncio.create_task(_sweep_orphans_every(container, _ORPHANS_SWEEP_INTERVAL_S)),
+        ]
         try:
             async with inner(app) as state:
                 yield state
         finally:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            for sweeper in sweepers:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
 
     app.router.lifespan_context = lifespan
     app.state.runner = runner

@@ -10,6 +10,7 @@ from ragline.store.models import (
     Chunk,
     Document,
     DocumentStatus,
+    DocumentTotals,
     KnowledgeBase,
     Message,
     Session,
@@ -184,6 +185,10 @@ class KnowledgeStore(Protocol):
 
     def documents(self, tenant_id: str, kb_id: str, limit: int = 1000, offset: int = 0) -> list[Document]:
         """One page of a knowledge base's documents, oldest first."""
+        ...
+
+    def document_totals(self, tenant_id: str, kb_id: str) -> DocumentTotals:
+        """Every document of the knowledge base counted, however many (not one page of them)."""
         ...
 
     def documents_by_hash(self, tenant_id: str, kb_id: str, content_hash: str) -> Document | None:

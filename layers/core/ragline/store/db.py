@@ -139,13 +139,7 @@ CREATE TABLE IF NOT EXISTS keyword_changes (
     first_rowid INTEGER NOT NULL DEFAULT 0,
     rowids BLOB NOT NULL DEFAULT x''
 );
-CREATE TABLE IF NOT EXISTS stream_events (
-    stream_key TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    event TEXT NOT NULL,
-    PRIMARY KEY (stream_key, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS turn_runners (
+{stream_events}CREATE TABLE IF NOT EXISTS turn_runners (
     id TEXT PRIMARY KEY,
     host TEXT NOT NULL,
     pid INTEGER NOT NULL,
@@ -157,7 +151,19 @@ CREATE TABLE IF NOT EXISTS turn_leases (
     runner_id TEXT NOT NULL,
     acquired_at REAL NOT NULL
 );
-""".replace("{tokenizer}", FTS_TOKENIZER)
+"""
+
+# The turns' event logs. In a database of their own (``events.db``): an append never waits for a write of the
+# knowledge stores (a 20 MB upload's chunks are one transaction of seconds), so no stream pauses for one.
+_STREAM_EVENTS = """
+CREATE TABLE IF NOT EXISTS stream_events (
+    stream_key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (stream_key, seq)
+) WITHOUT ROWID;
+"""
+_SCHEMA = _SCHEMA.replace("{tokenizer}", FTS_TOKENIZER).replace("{stream_events}", _STREAM_EVENTS)
 
 
 # (table, column, definition) added since the first schema, applied to older databases on open.
@@ -200,8 +206,11 @@ _ADDED_INDEXES = (
 class Database:
     """A shared SQLite connection (WAL) guarded by a lock; short statements only."""
 
-    def __init__(self, path: str | Path) -> None:
-        """Open (or create) the database at ``path`` in WAL mode and bring its schema up to date."""
+    def __init__(self, path: str | Path, *, event_log: bool = False) -> None:
+        """Open (or create) the database at ``path`` in WAL mode and bring its schema up to date.
+
+        With ``event_log``, the database holds the turns' event logs alone.
+        """
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -214,6 +223,9 @@ class Database:
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.execute("PRAGMA busy_timeout=10000")
         with self._lock:
+            if event_log:
+                self._conn.executescript(_STREAM_EVENTS)
+                return
             # executescript commits on its own; the statements are all idempotent.
             self._conn.executescript(_SCHEMA)
             for table, column, definition in _ADDED_COLUMNS:
@@ -287,6 +299,31 @@ class Database:
         """One statement in its own transaction; returns the affected row count."""
         with self.transaction() as conn:
             return conn.execute(sql, params).rowcount
+
+    def adopt_event_logs(self, older: str | Path) -> int:
+        """Copies the event logs an older database at ``older`` holds into this one, once (when this one has none).
+
+        A data directory from before the logs had their own database keeps its turns' logs. The number copied.
+        """
+        if not Path(older).exists():
+            return 0
+        with self._lock:
+            if self._conn.execute("SELECT 1 FROM stream_events LIMIT 1").fetchone() is not None:
+                return 0
+            self._conn.execute("ATTACH DATABASE ? AS older", (str(older),))
+            try:
+                if not self._conn.execute(
+                    "SELECT 1 FROM older.sqlite_master WHERE type = 'table' AND name = 'stream_events'"
+                ).fetchone():
+                    return 0
+                self._conn.execute("BEGIN IMMEDIATE")
+                copied = self._conn.execute(
+                    "INSERT OR IGNORE INTO stream_events SELECT stream_key, seq, event FROM older.stream_events"
+                ).rowcount
+                self._conn.execute("COMMIT")
+                return int(copied)
+            finally:
+                self._conn.execute("DETACH DATABASE older")
 
     def close(self) -> None:
         """Close the connection; the object is unusable after."""

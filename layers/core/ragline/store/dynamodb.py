@@ -23,6 +23,7 @@ from ragline.store.models import (
     Chunk,
     Document,
     DocumentStatus,
+    DocumentTotals,
     DuplicateName,
     KnowledgeBase,
     Message,
@@ -587,6 +588,21 @@ class DynamoKnowledgeStore:
             FilterExpression=Attr("tenant_id").eq(tenant_id),
         )
         return [Document(**_plain(i, "pk", "sk")) for i in items[offset : offset + limit]]
+
+    def document_totals(self, tenant_id: str, kb_id: str) -> DocumentTotals:
+        """Every document of the knowledge base counted, however many (not one page of them)."""
+        items = _query_all(
+            self._table,
+            KeyConditionExpression=Key("pk").eq(f"kb#{kb_id}") & Key("sk").begins_with("doc#"),
+            FilterExpression=Attr("tenant_id").eq(tenant_id),
+            ProjectionExpression="chunk_count, #status",
+            ExpressionAttributeNames={"#status": "status"},
+        )
+        return DocumentTotals(
+            documents=len(items),
+            chunks=sum(int(i.get("chunk_count", 0)) for i in items),
+            processing=sum(1 for i in items if i.get("status") == DocumentStatus.PENDING),
+        )
 
     @staticmethod
     def _pending_marker(document: Document) -> dict[str, Any]:

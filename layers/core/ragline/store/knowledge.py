@@ -13,6 +13,7 @@ from ragline.store.models import (
     Chunk,
     Document,
     DocumentStatus,
+    DocumentTotals,
     DuplicateName,
     KnowledgeBase,
     SummaryStatus,
@@ -234,6 +235,16 @@ class SqliteKnowledgeStore:
             (tenant_id, kb_id, limit, offset),
         )
         return [_document(r) for r in rows]
+
+    def document_totals(self, tenant_id: str, kb_id: str) -> DocumentTotals:
+        """Every document of the knowledge base counted, however many (not one page of them)."""
+        row = self._db.query_one(
+            "SELECT COUNT(*) AS documents, COALESCE(SUM(chunk_count), 0) AS chunks,"
+            " COALESCE(SUM(status = 'pending'), 0) AS processing"
+            " FROM documents WHERE tenant_id = ? AND knowledge_base_id = ?",
+            (tenant_id, kb_id),
+        )
+        return DocumentTotals() if row is None else DocumentTotals(**dict(row))
 
     def set_document_status(
         self,

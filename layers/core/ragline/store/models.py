@@ -133,6 +133,14 @@ def document_changes(
     return changes
 
 
+class DocumentTotals(BaseModel):
+    """A knowledge base's documents counted whole: how many, their chunks, how many are still indexing."""
+
+    documents: int = 0
+    chunks: int = 0
+    processing: int = 0
+
+
 class Tag(BaseModel):
     """A tag registered in a knowledge base: documents given its id carry it."""
 

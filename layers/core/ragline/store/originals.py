@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -103,6 +104,31 @@ class FileOriginalStore:
         """The file itself, for a server that streams it; None when none is kept."""
         path = self._path(tenant_id, document_id)
         return path if path.is_file() else None
+
+    def entries_older_than(self, age_s: float) -> list[tuple[str, str]]:
+        """(tenant, name) of every file last written more than ``age_s`` seconds ago, half-written ones included.
+
+        A half-written file's name starts with ``.tmp-`` (:meth:`save` writes there, then renames).
+        """
+        before = time.time() - age_s
+        found = []
+        for tenant in sorted(self._root.iterdir()) if self._root.is_dir() else []:
+            if not tenant.is_dir() or not _SAFE_ID.fullmatch(tenant.name):
+                continue
+            for entry in sorted(tenant.iterdir()):
+                try:
+                    if entry.is_file() and entry.stat().st_mtime < before:
+                        found.append((tenant.name, entry.name))
+                except FileNotFoundError:
+                    continue  # removed meanwhile
+        return found
+
+    def remove_entry(self, tenant_id: str, name: str) -> None:
+        """Remove one file :meth:`entries_older_than` listed (a half-written one too)."""
+        if name.startswith(".tmp-") and _SAFE_ID.fullmatch(name[len(".tmp-") :]):
+            (self._root / _checked(tenant_id) / name).unlink(missing_ok=True)
+        else:
+            self._path(tenant_id, name).unlink(missing_ok=True)
 
 
 class S3OriginalStore:

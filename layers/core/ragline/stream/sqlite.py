@@ -1,14 +1,27 @@
-"""The embedded runtime's event log: a SQLite table, with in-process wake-ups for live readers."""
+"""The embedded runtime's event log: a SQLite table, with in-process wake-ups for live readers.
+
+Every statement runs on the log's own thread, never on the event loop that serves the streams: a reader's loop
+never waits for SQLite, and the log's database is its own (``events.db``), so an append never waits for a write
+of the knowledge stores.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
 import sqlite3
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ragline.store.db import Database
 from ragline.stream.base import AppendNotifier, StreamManager
 from ragline.types import StreamEvent
 from ragline.types.stream import TERMINAL_TYPES
+
+_T = TypeVar("_T")
 
 
 class SqliteStreamManager(StreamManager):
@@ -20,9 +33,20 @@ class SqliteStreamManager(StreamManager):
         self._notifier = AppendNotifier()
         self._next_seq: dict[str, int] = {}
         self._seq_lock = threading.Lock()
+        # One thread: the log's statements keep their order, and none runs on an event loop.
+        self._io = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragline-log")
+
+    async def _off_loop(self, call: Callable[..., _T], *args: Any) -> _T:
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._io, functools.partial(context.run, call, *args))
 
     async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
         """Insert at the next offset; when another process took it, continue after that process's last event."""
+        stored = await self._off_loop(self._append, key, event)
+        self._notifier.notify(key, stored.seq)
+        return stored
+
+    def _append(self, key: str, event: StreamEvent) -> StreamEvent:
         with self._seq_lock:
             seq = self._next_seq.get(key)
             if seq is None:
@@ -41,11 +65,16 @@ class SqliteStreamManager(StreamManager):
             self._next_seq[key] = seq + 1
             if len(self._next_seq) > 10_000:
                 self._next_seq.clear()
-        self._notifier.notify(key, seq)
         return stored
 
     async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
         """Check for a terminal event and insert in one write transaction; None when the log has ended."""
+        stored = await self._off_loop(self._append_if_open, key, event)
+        if stored is not None:
+            self._notifier.notify(key, stored.seq)
+        return stored
+
+    def _append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
         # One write transaction (BEGIN IMMEDIATE) for the check and the insert: no writer of this process
         # or another can append between them.
         with self._seq_lock, self._db.transaction() as conn:
@@ -61,11 +90,13 @@ class SqliteStreamManager(StreamManager):
                 (key, seq, stored.model_dump_json(exclude={"seq"})),
             )
             self._next_seq[key] = seq + 1
-        self._notifier.notify(key, seq)
         return stored
 
     async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
         """Events with ``seq >= from_offset`` in order."""
+        return await self._off_loop(self._get_events, key, from_offset)
+
+    def _get_events(self, key: str, from_offset: int) -> list[StreamEvent]:
         rows = self._db.query(
             "SELECT seq, event FROM stream_events WHERE stream_key = ? AND seq >= ? ORDER BY seq",
             (key, max(0, from_offset)),
@@ -74,6 +105,9 @@ class SqliteStreamManager(StreamManager):
 
     async def last_event(self, key: str) -> StreamEvent | None:
         """The log's last event, or None for an empty log."""
+        return await self._off_loop(self._last_event, key)
+
+    def _last_event(self, key: str) -> StreamEvent | None:
         row = self._db.query_one(
             "SELECT seq, event FROM stream_events WHERE stream_key = ? ORDER BY seq DESC LIMIT 1", (key,)
         )
@@ -83,10 +117,16 @@ class SqliteStreamManager(StreamManager):
 
     async def has_events(self, key: str) -> bool:
         """Whether the log holds any event (one row read)."""
-        return self._db.query_one("SELECT 1 FROM stream_events WHERE stream_key = ? LIMIT 1", (key,)) is not None
+        row = await self._off_loop(
+            self._db.query_one, "SELECT 1 FROM stream_events WHERE stream_key = ? LIMIT 1", (key,)
+        )
+        return row is not None
 
     async def unended_keys(self, limit: int = 1000) -> list[str] | None:
         """Keys of logs whose last event is not terminal, at most ``limit``: the turns recovery looks at."""
+        return await self._off_loop(self._unended_keys, limit)
+
+    def _unended_keys(self, limit: int) -> list[str]:
         terminal = ", ".join(f"'{t.value}'" for t in sorted(TERMINAL_TYPES))
         rows = self._db.query(
             "SELECT e.stream_key FROM stream_events AS e JOIN"

@@ -304,6 +304,21 @@ def test_document_counts(stores, two_tenants):
     assert stores.knowledge.document_counts([]) == {}
 
 
+def test_totals_count_every_document_past_one_page(stores, two_tenants):
+    # A knowledge base of 1,043 documents said chunk_count 1000: the view summed one page of documents().
+    a, b = two_tenants
+    kb = stores.knowledge.create_knowledge_base(a, "big", "m")
+    for n in range(1043):
+        document, chunks = make_document(a, kb.id, title=f"d{n:04}", n_chunks=1)
+        stores.knowledge.insert_document(document, chunks)
+    stores.knowledge.set_document_status(a, "d0007-" + a, DocumentStatus.PENDING)
+    stores.knowledge.set_document_status(a, "d1042-" + a, DocumentStatus.PENDING)
+    assert len(stores.knowledge.documents(a, kb.id)) == 1000  # one page
+    totals = stores.knowledge.document_totals(a, kb.id)
+    assert (totals.documents, totals.chunks, totals.processing) == (1043, 1043, 2)
+    assert stores.knowledge.document_totals(b, kb.id).documents == 0
+
+
 def test_documents_in_creation_order_with_limit_and_offset(stores, two_tenants):
     a, b = two_tenants
     kb = stores.knowledge.create_knowledge_base(a, "kb", "m")

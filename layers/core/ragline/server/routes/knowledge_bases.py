@@ -25,7 +25,7 @@ from ragline.server.routes.search import run_search
 from ragline.server.routes.tags import tag_filter
 from ragline.server.views import Done, Envelope
 from ragline.server.wire import log_ignored
-from ragline.store.models import DuplicateName, KnowledgeBase, Tenant
+from ragline.store.models import DocumentTotals, DuplicateName, KnowledgeBase, Tenant
 from ragline.types.text import Identifier, IdList, PlainName, PlainText
 
 logger = logging.getLogger(__name__)
@@ -116,14 +116,14 @@ def chunking_of(container: Container) -> ChunkingConfigView:
 
 
 def knowledge_base_view(container: Container, kb: KnowledgeBase, knowledge_count: int) -> KnowledgeBaseView:
-    """The view of ``kb`` with ``knowledge_count`` documents."""
-    documents = container.knowledge.documents(kb.tenant_id, kb.id) if knowledge_count else []
+    """The view of ``kb``, its documents counted whole (none to count when ``knowledge_count`` is 0)."""
+    totals = container.knowledge.document_totals(kb.tenant_id, kb.id) if knowledge_count else DocumentTotals()
     return KnowledgeBaseView.of(
         kb,
         chunking_of(container),
-        knowledge_count=knowledge_count,
-        chunk_count=sum(d.chunk_count for d in documents),
-        processing_count=sum(1 for d in documents if str(getattr(d, "status", "indexed")) == "pending"),
+        knowledge_count=totals.documents,
+        chunk_count=totals.chunks,
+        processing_count=totals.processing,
     )
 
 
