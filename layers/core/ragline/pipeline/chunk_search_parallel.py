@@ -146,7 +146,8 @@ class PluginSearchParallel:
         """Run every branch on its own clone of the state, then reduce their results into this one."""
         if not cm.needs_retrieval():
             return await next()
-        branches = self.plan_branches(cm)
+        # The plan reads the knowledge bases (a store): off the event loop.
+        branches = await asyncio.to_thread(self.plan_branches, cm)
         # Each branch gets its own clone, so no branch can see or race on another's lists.
         outcomes = await asyncio.gather(*(self.run_branch(cm.clone(), b) for b in branches))
         error = self.reduce(cm, list(outcomes))

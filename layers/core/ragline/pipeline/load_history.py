@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -99,7 +100,9 @@ class PluginLoadHistory:
         if max_rounds <= 0:
             return await next()
         try:
-            messages = self._sessions.recent_messages(cm.request.session_id, max_rounds * 2 + _EXTRA_MESSAGES)
+            messages = await asyncio.to_thread(
+                self._sessions.recent_messages, cm.request.session_id, max_rounds * 2 + _EXTRA_MESSAGES
+            )
         except Exception:
             # History is an enhancement: a failed read must not fail the answer.
             logger.warning("history read failed", exc_info=True, extra={"stage": event_type.value})

@@ -128,7 +128,7 @@ class PluginQueryUnderstand:
         if not model_writes(model):
             logger.debug("the chat model does not write text; keeping the question", extra=log)
             return await next()
-        history = self._history(cm, log)
+        history = await asyncio.to_thread(self._history, cm, log)
         try:
             messages = understanding_messages(
                 self._templates,

@@ -115,14 +115,20 @@ class SessionTitler:
 
     def start(self, cm: ChatManage) -> None:
         """Begin generating while the turn runs (embedded runtime: one process for the whole turn)."""
-        if self.needs_title(cm):
-            cm.context.extras[_TASK_KEY] = asyncio.ensure_future(self.generate(cm))
+        if cm.request.title_enabled:
+            cm.context.extras[_TASK_KEY] = asyncio.ensure_future(self._generate_if_needed(cm))
+
+    async def _generate_if_needed(self, cm: ChatManage) -> str:
+        """A title when the session needs one ("" when it does not), the session read off the event loop."""
+        if not await asyncio.to_thread(self.needs_title, cm):
+            return ""
+        return await self.generate(cm)
 
     async def finish(self, cm: ChatManage) -> None:
         """Wait (bounded) for the title, store it and send it; a slow or failed title never delays much."""
         task = cm.context.extras.pop(_TASK_KEY, None)
         if task is None:
-            if not self.needs_title(cm):
+            if not await asyncio.to_thread(self.needs_title, cm):
                 return
             task = asyncio.ensure_future(self.generate(cm))
         try:
@@ -134,7 +140,7 @@ class SessionTitler:
             return
         if not title:
             return
-        self._sessions.set_title(cm.request.tenant_id, cm.request.session_id, title)
+        await asyncio.to_thread(self._sessions.set_title, cm.request.tenant_id, cm.request.session_id, title)
         await emit(
             cm,
             BusEventType.SESSION_TITLE,

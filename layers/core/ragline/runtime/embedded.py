@@ -82,14 +82,14 @@ class LocalRunner:
         """True when the turn runs here, or another runner holds its lease."""
         if turn.assistant_message.id in self._running:
             return True
-        return self._leases is not None and self._leases.claimed(turn.key)
+        return self._leases is not None and await asyncio.to_thread(self._leases.claimed, turn.key)
 
     async def launch(self, turn: AcceptedTurn) -> None:
         """Start the turn as a task (once: a turn asked again while it runs is left alone)."""
         if turn.assistant_message.id in self._running:
             return  # the same turn, asked again while it runs
         if self._leases is not None:
-            self._leases.acquire(turn.key)
+            await asyncio.to_thread(self._leases.acquire, turn.key)
             self._start_heartbeat()
         cancel = CancelToken()
         handler = StreamHandler(
@@ -144,7 +144,7 @@ class LocalRunner:
             finally:
                 self._running.pop(turn.assistant_message.id, None)
                 if self._leases is not None:
-                    self._leases.release(turn.key)
+                    await asyncio.to_thread(self._leases.release, turn.key)
 
     async def _end(self, turn: AcceptedTurn, handler: StreamHandler, cancel: CancelToken | None) -> None:
         """The turn's task is over: make sure its log has ended, then save the message from it."""
@@ -214,7 +214,7 @@ class LocalRunner:
                 await self._heartbeat
             self._heartbeat = None
         if self._leases is not None and not self._running:
-            self._leases.close()
+            await asyncio.to_thread(self._leases.close)
 
     def _start_heartbeat(self) -> None:
         if self._heartbeat is None or self._heartbeat.done():
@@ -225,6 +225,6 @@ class LocalRunner:
         while True:
             await asyncio.sleep(self._heartbeat_interval)
             try:
-                self._leases.heartbeat()
+                await asyncio.to_thread(self._leases.heartbeat)
             except Exception:
                 logger.warning("runner heartbeat failed", exc_info=True)

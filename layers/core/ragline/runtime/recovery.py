@@ -15,6 +15,7 @@ execution's status.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -103,7 +104,7 @@ class TurnRecovery:
         completed without one is what an older version left after SIGTERM).
         """
         found: dict[str, OpenTurn] = {}
-        for message in self._sessions.incomplete_assistant_messages(self._batch):
+        for message in await asyncio.to_thread(self._sessions.incomplete_assistant_messages, self._batch):
             turn = OpenTurn(message.session_id, message.id, message.request_id, _epoch(message.created_at))
             found[turn.key] = turn
         for key in await self._stream.unended_keys(self._batch) or []:

@@ -6,6 +6,7 @@ The same search → rerank → MMR → top-k path a chat turn takes, without gen
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any, Literal
 
@@ -169,7 +170,8 @@ class SearchService:
 
     async def search(self, tenant_id: str, body: SearchBody) -> list[SearchResult]:
         """The ranked results for ``body``; :class:`UnknownKnowledgeBase` for a knowledge base not the tenant's."""
-        found = {kb.id for kb in self._knowledge.knowledge_bases(tenant_id, body.knowledge_base_ids)}
+        bases = await asyncio.to_thread(self._knowledge.knowledge_bases, tenant_id, body.knowledge_base_ids)
+        found = {kb.id for kb in bases}
         for kb_id in body.knowledge_base_ids:
             if kb_id not in found:
                 raise UnknownKnowledgeBase("knowledge_base_ids", kb_id)

@@ -6,6 +6,7 @@ plugs in as a :class:`TurnLauncher`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -381,6 +382,29 @@ class TurnService:
         """
         if self._closed:
             raise TurnsClosed("the server is shutting down; ask again once it is back")
+        # The stores and the images (decoded, kept) off the event loop that serves the streams.
+        turn = await asyncio.to_thread(self._store_turn, session, body, user_id)
+        if turn.duplicate:
+            return turn
+        await self._stream.append_event(
+            turn.key,
+            StreamEvent(
+                id=turn.request.request_id,
+                type=ResponseType.AGENT_QUERY,
+                content=body.query,
+                done=True,
+                data={
+                    "session_id": session.id,
+                    "assistant_message_id": turn.assistant_message.id,
+                    "request_id": turn.request.request_id,
+                    **(AGENT_MODE_OFF if agent_requested or body.agent_enabled else {}),
+                },
+            ),
+        )
+        return turn
+
+    def _store_turn(self, session: Session, body: QuestionBody, user_id: str) -> AcceptedTurn:
+        """The turn's two messages stored (or the earlier turn of a repeated request id, ``duplicate``)."""
         self.validate_scope(session, body)
         images = read_question_images(body.images or [], session.tenant_id, self._originals)
         ignored = sorted(set(IGNORED_QUESTION_FIELDS) & body.model_fields_set)
@@ -406,23 +430,7 @@ class TurnService:
             )
         handles = [image["url"] for image in kept]
         request = self.build_request(session, body, request_id, user.id, assistant.id, user_id, handles)
-        turn = AcceptedTurn(session, request, build_plan(request), user, assistant)
-        await self._stream.append_event(
-            turn.key,
-            StreamEvent(
-                id=request_id,
-                type=ResponseType.AGENT_QUERY,
-                content=body.query,
-                done=True,
-                data={
-                    "session_id": session.id,
-                    "assistant_message_id": assistant.id,
-                    "request_id": request_id,
-                    **(AGENT_MODE_OFF if agent_requested or body.agent_enabled else {}),
-                },
-            ),
-        )
-        return turn
+        return AcceptedTurn(session, request, build_plan(request), user, assistant)
 
     async def never_started(self, turn: AcceptedTurn, launcher: TurnLauncher) -> bool:
         """A repeated request whose turn was stored (its ``agent_query`` written) but never started.
@@ -448,8 +456,13 @@ class TurnService:
         the stream says (text up to the terminal event; ``stopped``, ``error`` or ``interrupted``).
         """
         summary = summarize_answer(await self._stream.get_events(stream_key(session_id, message_id)))
-        return self._sessions.complete_assistant_message(
-            session_id, message_id, summary.content, summary.references, summary.stop_reason
+        return await asyncio.to_thread(
+            self._sessions.complete_assistant_message,
+            session_id,
+            message_id,
+            summary.content,
+            summary.references,
+            summary.stop_reason,
         )
 
     async def interrupt(self, session_id: str, message_id: str, request_id: str = "", cause: str = "restart") -> bool:
@@ -475,7 +488,7 @@ class TurnService:
         ``"already_stopped"``, ``"already_failed"`` or ``"already_interrupted"`` (see :data:`STOP_REPLIES`);
         raises ``LookupError`` for an unknown message.
         """
-        message = self._sessions.message(tenant_id, session_id, message_id)
+        message = await asyncio.to_thread(self._sessions.message, tenant_id, session_id, message_id)
         if message is None or message.role != "assistant":
             raise LookupError(message_id)
         if message.is_completed:

@@ -40,10 +40,12 @@ def shutdown_grace_s(container: Container) -> float:
 
 def build_runner(container: Container) -> LocalRunner:
     """A runner whose turns are leased in the embedded database, so any process can tell they are alive."""
-    if container.db is None:
+    # The leases live beside the event logs (events.db): a heartbeat never waits for a knowledge-store write.
+    db = container.log_db or container.db
+    if db is None:
         raise ValueError("the embedded runner needs the embedded database")
     recovery = container.config.recovery
-    leases = SqliteTurnLeases(container.db, ttl_s=recovery.runner_ttl_s, unclaimed_grace_s=recovery.unclaimed_grace_s)
+    leases = SqliteTurnLeases(db, ttl_s=recovery.runner_ttl_s, unclaimed_grace_s=recovery.unclaimed_grace_s)
     return LocalRunner(
         container.orchestrator,
         container.stream,

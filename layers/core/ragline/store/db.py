@@ -139,7 +139,19 @@ CREATE TABLE IF NOT EXISTS keyword_changes (
     first_rowid INTEGER NOT NULL DEFAULT 0,
     rowids BLOB NOT NULL DEFAULT x''
 );
-{stream_events}CREATE TABLE IF NOT EXISTS turn_runners (
+{stream_events}"""
+
+# The turns' event logs and the leases of the processes running them. In a database of their own
+# (``events.db``): an append or a heartbeat never waits for a write of the knowledge stores (a 20 MB upload's
+# chunks are one transaction of seconds), so no stream pauses for one.
+_STREAM_EVENTS = """
+CREATE TABLE IF NOT EXISTS stream_events (
+    stream_key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (stream_key, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS turn_runners (
     id TEXT PRIMARY KEY,
     host TEXT NOT NULL,
     pid INTEGER NOT NULL,
@@ -151,17 +163,6 @@ CREATE TABLE IF NOT EXISTS turn_leases (
     runner_id TEXT NOT NULL,
     acquired_at REAL NOT NULL
 );
-"""
-
-# The turns' event logs. In a database of their own (``events.db``): an append never waits for a write of the
-# knowledge stores (a 20 MB upload's chunks are one transaction of seconds), so no stream pauses for one.
-_STREAM_EVENTS = """
-CREATE TABLE IF NOT EXISTS stream_events (
-    stream_key TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    event TEXT NOT NULL,
-    PRIMARY KEY (stream_key, seq)
-) WITHOUT ROWID;
 """
 _SCHEMA = _SCHEMA.replace("{tokenizer}", FTS_TOKENIZER).replace("{stream_events}", _STREAM_EVENTS)
 

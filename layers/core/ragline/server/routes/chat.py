@@ -7,6 +7,7 @@ accepts the question (202) and names the stream to follow, which in AWS another 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Annotated, Any, Literal
 
@@ -115,7 +116,11 @@ async def _accept(
         )
     if body.tags or body.tag_ids:
         refs = [*(body.tags or []), *(body.tag_ids or [])]
-        body = body.model_copy(update={"tags": tag_filter(container, session.tenant_id, body.scope(session)[0], refs)})
+        body = body.model_copy(
+            update={
+                "tags": await asyncio.to_thread(tag_filter, container, session.tenant_id, body.scope(session)[0], refs)
+            }
+        )
     try:
         turn = await container.turns.accept(session, body, user_id, agent_requested=agent_requested)
     except UnknownKnowledgeBase as exc:
@@ -140,7 +145,7 @@ async def ask(
     x_user_id: UserIdHeader = "",
 ) -> Envelope[AcceptedQuestion]:
     """Ask a question in the session: the turn starts, and the reply says where to follow its answer."""
-    session = session_of(container, tenant, session_id)
+    session = await asyncio.to_thread(session_of, container, tenant, session_id)
     turn = await _accept(container, launcher, session, body, x_user_id)
     ids = turn.ids()
     ids["stream_url"] = stream_base_url + ids["stream_url"]
@@ -160,7 +165,7 @@ async def knowledge_chat(
     x_user_id: UserIdHeader = "",
 ) -> EventSourceResponse:
     """Ask and stream in one call (WeKnora's knowledge chat)."""
-    session = session_of(container, tenant, session_id)
+    session = await asyncio.to_thread(session_of, container, tenant, session_id)
     turn = await _accept(container, launcher, session, body, x_user_id)
     return _answer_stream(container, session.id, turn.assistant_message.id, turn.request.request_id, 0)
 
@@ -180,7 +185,7 @@ async def agent_chat(
     Agent mode is not implemented: the question runs the knowledge-chat pipeline, and the first event (``agent_query``)
     says so: ``data.agent_mode`` is ``"off"``.
     """
-    session = session_of(container, tenant, session_id)
+    session = await asyncio.to_thread(session_of, container, tenant, session_id)
     turn = await _accept(container, launcher, session, body, x_user_id, agent_requested=True)
     return _answer_stream(container, session.id, turn.assistant_message.id, turn.request.request_id, 0)
 
@@ -216,8 +221,8 @@ async def _stream_message(
     A replay and the live rest, 204 for a reader already past the terminal event, 416 for an offset the answer never
     reached.
     """
-    session = session_of(container, tenant, session_id)
-    message = container.sessions.message(tenant.id, session.id, message_id)
+    session = await asyncio.to_thread(session_of, container, tenant, session_id)
+    message = await asyncio.to_thread(container.sessions.message, tenant.id, session.id, message_id)
     if message is None or message.role != "assistant":
         raise ApiError(404, "not_found", "message not found", "message_id")
     key = stream_key(session.id, message.id)
@@ -273,7 +278,7 @@ async def stop(
     session_id: str, body: StopBody, tenant: TenantDep, container: ContainerDep, launcher: LauncherDep
 ) -> StopReply:
     """Stop the answer of ``message_id``; the reply says whether it was running, already ended, or stopped now."""
-    session = session_of(container, tenant, session_id)
+    session = await asyncio.to_thread(session_of, container, tenant, session_id)
     try:
         status = await container.turns.stop(launcher, tenant.id, session.id, body.message_id)
     except LookupError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -35,7 +34,7 @@ def document_of(container: Container, tenant: Tenant, knowledge_id: str, field: 
 
 
 @router.get("/chunks/by-id/{chunk_id}")
-async def get_chunk(chunk_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[ChunkView]:
+def get_chunk(chunk_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[ChunkView]:
     """One chunk by id."""
     chunks = container.knowledge.chunks(tenant.id, [chunk_id])
     if not chunks:
@@ -44,7 +43,7 @@ async def get_chunk(chunk_id: str, tenant: TenantDep, container: ContainerDep) -
 
 
 @router.get("/chunks/{knowledge_id}")
-async def list_knowledge_chunks(
+def list_knowledge_chunks(
     knowledge_id: str,
     tenant: TenantDep,
     container: ContainerDep,
@@ -61,9 +60,7 @@ async def list_knowledge_chunks(
 
 
 @router.get("/knowledge-bases/{kb_id}/documents/{document_id}/chunks")
-async def list_chunks(
-    kb_id: str, document_id: str, tenant: TenantDep, container: ContainerDep
-) -> Envelope[list[ChunkView]]:
+def list_chunks(kb_id: str, document_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[ChunkView]]:
     """Every chunk of a document of this knowledge base, in order (parents included)."""
     kb = knowledge_base_of(container, tenant, kb_id)
     document = document_of(container, tenant, document_id, "document_id")
@@ -100,7 +97,7 @@ class ChunkUpdateBody(BaseModel):
 
 
 @router.put("/chunks/{knowledge_id}/{chunk_id}")
-async def update_chunk(
+def update_chunk(
     knowledge_id: str, chunk_id: str, body: ChunkUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[ChunkView]:
     """A chunk's text (embedded and indexed again) or its enabled flag (a disabled chunk is not searched)."""
@@ -108,27 +105,25 @@ async def update_chunk(
     log_ignored(body, ("chunk_index", "start_at", "end_at", "image_info", "embedding", "expected_revision"), "chunk")
     # An empty text is what WeKnora's Go client sends when only the flag changes: it means "unchanged".
     content = body.content if body.content and body.content.strip() else None
-    chunk = await asyncio.to_thread(
-        container.chunk_edits.update, tenant.id, chunk_id, content=content, enabled=body.is_enabled
-    )
+    chunk = container.chunk_edits.update(tenant.id, chunk_id, content=content, enabled=body.is_enabled)
     if chunk is None:
         raise not_found("chunk", "id")
     return Envelope(data=ChunkView.of(chunk))
 
 
 @router.delete("/chunks/{knowledge_id}/{chunk_id}")
-async def delete_chunk(knowledge_id: str, chunk_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+def delete_chunk(knowledge_id: str, chunk_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
     """Delete a chunk of a document; its neighbours are relinked and the index forgets it."""
     _chunk_of(container, tenant, knowledge_id, chunk_id)
-    if not await asyncio.to_thread(container.removal.delete_chunk, tenant.id, chunk_id):
+    if not container.removal.delete_chunk(tenant.id, chunk_id):
         raise not_found("chunk", "id")
     return Done(message="Chunk deleted")
 
 
 @router.delete("/chunks/{knowledge_id}")
-async def delete_knowledge_chunks(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+def delete_knowledge_chunks(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
     """Every chunk of the document (the document stays, with nothing to find in it)."""
     document = document_of(container, tenant, knowledge_id)
     for chunk in container.knowledge.chunks_of_document(tenant.id, document.id):
-        await asyncio.to_thread(container.removal.delete_chunk, tenant.id, chunk.id)
+        container.removal.delete_chunk(tenant.id, chunk.id)
     return Done(message="All chunks under knowledge deleted")

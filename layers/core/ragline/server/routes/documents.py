@@ -191,7 +191,7 @@ async def upload_document(
     Keyword-searchable once the reply is sent; its vectors follow in the background (``status`` pending → indexed |
     failed), unless ``wait``.
     """
-    kb = knowledge_base_of(container, tenant, kb_id)
+    kb = await asyncio.to_thread(knowledge_base_of, container, tenant, kb_id)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         form = await request.form(max_files=1)
         filename, raw = await read_upload(container, form, "upload.txt")
@@ -221,9 +221,7 @@ async def upload_document(
 
 
 @router.get("/documents/{document_id}")
-async def get_document(
-    kb_id: str, document_id: str, tenant: TenantDep, container: ContainerDep
-) -> Envelope[KnowledgeView]:
+def get_document(kb_id: str, document_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeView]:
     """One document with its status, failure reason, progress (``embedded_count`` of ``chunk_count``), size and pages."""
     kb = knowledge_base_of(container, tenant, kb_id)
     document = container.knowledge.document(tenant.id, document_id)
@@ -246,7 +244,7 @@ async def import_faq(
     kb_id: str, request: Request, response: Response, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:
     """FAQ entries (standard question, similar and negative questions, answers) as JSON, or a JSON/CSV file."""
-    kb = knowledge_base_of(container, tenant, kb_id)
+    kb = await asyncio.to_thread(knowledge_base_of, container, tenant, kb_id)
     try:
         if request.headers.get("content-type", "").startswith("multipart/form-data"):
             form = await request.form(max_files=1)
@@ -269,7 +267,7 @@ async def import_faq(
 
 
 @router.get("/documents")
-async def list_documents(
+def list_documents(
     kb_id: str,
     tenant: TenantDep,
     container: ContainerDep,

@@ -183,7 +183,7 @@ def _duplicate(exc: DuplicateQuestion) -> ApiError:
 
 
 @router.get("/knowledge-bases/{kb_id}/faq/entries")
-async def list_faq_entries(
+def list_faq_entries(
     kb_id: str,
     tenant: TenantDep,
     container: ContainerDep,
@@ -227,7 +227,7 @@ def _searchable(entry: FAQEntry, field: str) -> str:
     response_class=Response,
     responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}}},
 )
-async def export_faq_entries(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Response:
+def export_faq_entries(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Response:
     """Every entry as CSV (UTF-8 with a byte order mark, as Excel reads it).
 
     ragline's FAQ import reads it back (lists joined with ``|``).
@@ -290,20 +290,18 @@ class Success(BaseModel):
     success: bool = True
 
 
-async def _apply(context: _Context, stored: StoredEntry, update: FieldsUpdate) -> None:
+def _apply(context: _Context, stored: StoredEntry, update: FieldsUpdate) -> None:
     entry = stored.entry
     changes: dict[str, Any] = {}
     if update.is_recommended is not None:
         changes["is_recommended"] = update.is_recommended
     if update.tag_id is not None:
         changes["tag_id"] = context.tag_of(update.tag_id, None) if update.tag_id else ""
-    await asyncio.to_thread(
-        context.container.faq.update, context.tenant.id, stored, entry.model_copy(update=changes), update.is_enabled
-    )
+    context.container.faq.update(context.tenant.id, stored, entry.model_copy(update=changes), update.is_enabled)
 
 
 @router.put("/knowledge-bases/{kb_id}/faq/entries/fields")
-async def update_faq_fields(kb_id: str, body: FieldsBatch, tenant: TenantDep, container: ContainerDep) -> Success:
+def update_faq_fields(kb_id: str, body: FieldsBatch, tenant: TenantDep, container: ContainerDep) -> Success:
     """Set enabled, recommended and tag on FAQ entries.
 
     Enabled, recommended and tag, by entry number (``by_id``) or for every entry of a tag (``by_tag``, less ``exclude_ids``).
@@ -312,7 +310,7 @@ async def update_faq_fields(kb_id: str, body: FieldsBatch, tenant: TenantDep, co
         raise ApiError(422, "missing_field", "by_id or by_tag is required", "by_id")
     context = _Context(container, tenant, kb_id)
     for number, update in (body.by_id or {}).items():
-        await _apply(context, context.by_number(number, "by_id"), update)
+        _apply(context, context.by_number(number, "by_id"), update)
     excluded = set(body.exclude_ids)
     for tag_number, update in (body.by_tag or {}).items():
         tag = context.tags.find(str(tag_number))
@@ -320,7 +318,7 @@ async def update_faq_fields(kb_id: str, body: FieldsBatch, tenant: TenantDep, co
             raise ApiError(404, "not_found", f"tag {tag_number} not found", "by_tag")
         for stored in context.entries:
             if stored.entry.tag_id in tag.stored and entry_number(stored) not in excluded:
-                await _apply(context, stored, update)
+                _apply(context, stored, update)
     return Success()
 
 
@@ -332,25 +330,23 @@ class TagsBatch(BaseModel):
 
 
 @router.put("/knowledge-bases/{kb_id}/faq/entries/tags")
-async def update_faq_tags(kb_id: str, body: TagsBatch, tenant: TenantDep, container: ContainerDep) -> Success:
+def update_faq_tags(kb_id: str, body: TagsBatch, tenant: TenantDep, container: ContainerDep) -> Success:
     """Entry number → tag number (``null``: no tag)."""
     context = _Context(container, tenant, kb_id)
     for number, tag_number in body.updates.items():
-        await _apply(context, context.by_number(number, "updates"), FieldsUpdate(tag_id=tag_number or 0))
+        _apply(context, context.by_number(number, "updates"), FieldsUpdate(tag_id=tag_number or 0))
     return Success()
 
 
 @router.get("/knowledge-bases/{kb_id}/faq/entries/{entry_id}")
-async def get_faq_entry(
-    kb_id: str, entry_id: int, tenant: TenantDep, container: ContainerDep
-) -> Envelope[FAQEntryView]:
+def get_faq_entry(kb_id: str, entry_id: int, tenant: TenantDep, container: ContainerDep) -> Envelope[FAQEntryView]:
     """One FAQ entry by number."""
     context = _Context(container, tenant, kb_id)
     return Envelope(data=context.view(context.by_number(entry_id)))
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/entry")
-async def create_faq_entry(
+def create_faq_entry(
     kb_id: str, body: FAQEntryPayload, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[FAQEntryView]:
     """One entry, indexed before the reply; a question another entry already asks is refused (409)."""
@@ -360,14 +356,14 @@ async def create_faq_entry(
         container.faq.check_new(context.entries, [entry])
     except DuplicateQuestion as exc:
         raise _duplicate(exc) from None
-    [stored] = await asyncio.to_thread(container.faq.add, context.kb, [entry], entry.standard_question)
+    [stored] = container.faq.add(context.kb, [entry], entry.standard_question)
     if body.is_enabled is False:
-        stored = await asyncio.to_thread(container.faq.update, tenant.id, stored, stored.entry, False)
+        stored = container.faq.update(tenant.id, stored, stored.entry, False)
     return Envelope(data=context.view(stored))
 
 
 @router.put("/knowledge-bases/{kb_id}/faq/entries/{entry_id}")
-async def update_faq_entry(
+def update_faq_entry(
     kb_id: str, entry_id: int, body: FAQEntryPayload, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[FAQEntryView]:
     """Replace an entry's questions, answers and tag; a question another entry asks is refused."""
@@ -379,7 +375,7 @@ async def update_faq_entry(
         container.faq.check_new(context.entries, [entry], skip=stored.chunk.id)
     except DuplicateQuestion as exc:
         raise _duplicate(exc) from None
-    updated = await asyncio.to_thread(container.faq.update, tenant.id, stored, entry, body.is_enabled)
+    updated = container.faq.update(tenant.id, stored, entry, body.is_enabled)
     return Envelope(data=context.view(updated))
 
 
@@ -391,7 +387,7 @@ class SimilarQuestions(BaseModel):
 
 
 @router.post("/knowledge-bases/{kb_id}/faq/entries/{entry_id}/similar-questions")
-async def add_similar_questions(
+def add_similar_questions(
     kb_id: str, entry_id: int, body: SimilarQuestions, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[FAQEntryView]:
     """Add similar questions to an entry; a question another entry asks is refused."""
@@ -406,7 +402,7 @@ async def add_similar_questions(
         container.faq.check_new(context.entries, [entry], skip=stored.chunk.id)
     except DuplicateQuestion as exc:
         raise _duplicate(exc) from None
-    updated = await asyncio.to_thread(container.faq.update, tenant.id, stored, entry)
+    updated = container.faq.update(tenant.id, stored, entry)
     return Envelope(data=context.view(updated))
 
 
@@ -418,12 +414,12 @@ class DeleteEntries(BaseModel):
 
 
 @router.delete("/knowledge-bases/{kb_id}/faq/entries")
-async def delete_faq_entries(kb_id: str, body: DeleteEntries, tenant: TenantDep, container: ContainerDep) -> Success:
+def delete_faq_entries(kb_id: str, body: DeleteEntries, tenant: TenantDep, container: ContainerDep) -> Success:
     """The entries named by number, all or none (an unknown number refuses the batch)."""
     context = _Context(container, tenant, kb_id)
     doomed = [context.by_number(number, "ids") for number in dict.fromkeys(body.ids)]
     for stored in doomed:
-        await asyncio.to_thread(container.faq.delete, tenant.id, stored)
+        container.faq.delete(tenant.id, stored)
     return Success()
 
 
@@ -446,9 +442,7 @@ class TaskRef(BaseModel):
 
 @router.post("/knowledge-bases/{kb_id}/faq/entries")
 @upload_body
-async def upsert_faq_entries(
-    kb_id: str, body: UpsertBody, tenant: TenantDep, container: ContainerDep
-) -> Envelope[TaskRef]:
+def upsert_faq_entries(kb_id: str, body: UpsertBody, tenant: TenantDep, container: ContainerDep) -> Envelope[TaskRef]:
     """Entries imported as one FAQ document before the reply.
 
     ``append`` skips an entry whose questions another entry already asks, ``replace`` deletes the knowledge base's
@@ -478,9 +472,9 @@ async def upsert_faq_entries(
     if not body.dry_run:
         if body.mode == "replace":
             for stored in replaced:
-                await asyncio.to_thread(container.faq.delete, tenant.id, stored)
+                container.faq.delete(tenant.id, stored)
         if kept:
-            await asyncio.to_thread(container.faq.add, context.kb, kept, "FAQ")
+            container.faq.add(context.kb, kept, "FAQ")
     run = "dry" if body.dry_run else "run"
     return Envelope(data=TaskRef(task_id=f"faq-{body.mode}-{run}-{len(kept)}-{skipped}-{uuid.uuid4().hex[:8]}"))
 
@@ -507,7 +501,7 @@ class ImportProgress(BaseModel):
 
 
 @router.get("/faq/import/progress/{task_id}")
-async def faq_import_progress(task_id: str, tenant: TenantDep) -> Envelope[ImportProgress]:
+def faq_import_progress(task_id: str, tenant: TenantDep) -> Envelope[ImportProgress]:
     """An import's outcome (imports finish before their reply here: every task is completed)."""
     match = _TASK.match(task_id)
     if match is None:
@@ -534,7 +528,7 @@ class DisplayBody(BaseModel):
 
 
 @router.put("/knowledge-bases/{kb_id}/faq/import/last-result/display")
-async def set_import_display(kb_id: str, body: DisplayBody, tenant: TenantDep, container: ContainerDep) -> Success:
+def set_import_display(kb_id: str, body: DisplayBody, tenant: TenantDep, container: ContainerDep) -> Success:
     """WeKnora's result card of the last import: ragline shows none, so there is nothing to hide."""
     knowledge_base_of(container, tenant, kb_id)
     return Success()
@@ -566,7 +560,7 @@ async def search_faq(
 
     With priority tags, only entries of those tags, the first priority's before the second's.
     """
-    context = _Context(container, tenant, kb_id)
+    context = await asyncio.to_thread(_Context, container, tenant, kb_id)
     by_chunk = {e.chunk.id: e for e in context.entries if e.chunk.enabled}
     if body.only_recommended:
         by_chunk = {k: e for k, e in by_chunk.items() if e.entry.is_recommended}

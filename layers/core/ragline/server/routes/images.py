@@ -13,7 +13,6 @@ non-text media type), which grows it by a third; an image whose encoded size wou
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -47,7 +46,7 @@ def _encoded_size(size: int) -> int:
 
 
 @router.get("/images", response_class=Response, responses=_IMAGE_REPLIES)
-async def get_image(
+def get_image(
     tenant: TenantDep,
     container: ContainerDep,
     url: Annotated[str, Query(max_length=300, description="the image's handle: resource://images/<owner>/<n>")],
@@ -58,7 +57,7 @@ async def get_image(
         raise ApiError(422, "invalid_field", _MALFORMED, "url")
     store = container.originals
     try:
-        data = await asyncio.to_thread(store.load, tenant.id, storage_id) if store is not None else None
+        data = store.load(tenant.id, storage_id) if store is not None else None
     except ValueError:  # an owner the store refuses as an id: it cannot name a stored image
         raise ApiError(422, "invalid_field", _MALFORMED, "url") from None
     if store is None or data is None:

@@ -135,7 +135,7 @@ async def create_knowledge_from_file(
     kb_id: str, request: Request, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:
     """A file (multipart ``file``), extracted, chunked and indexed before the reply."""
-    kb = knowledge_base_of(container, tenant, kb_id)
+    kb = await asyncio.to_thread(knowledge_base_of, container, tenant, kb_id)
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise ApiError(415, "unsupported_media_type", "send the file as multipart/form-data", "file")
     form = await request.form(max_files=1)
@@ -153,7 +153,7 @@ async def create_knowledge_from_file(
     ignored = [name for name in IGNORED_FORM_FIELDS if name == "metadata" or _form_text(form, name)]
     if ignored:
         logger.debug("knowledge file upload: ignoring WeKnora fields %s", ", ".join(ignored))
-    tags = _tags(container, kb, _form_text(form, "tag_id", 200))
+    tags = await asyncio.to_thread(_tags, container, kb, _form_text(form, "tag_id", 200))
     result = await ingest_upload(container, kb, filename, raw, title="", tags=tags, kind="document")
     if result.duplicate:
         return _duplicate_reply(result, "file")  # type: ignore[return-value]
@@ -213,11 +213,11 @@ async def create_knowledge_from_url(
     refused unless ``web_fetch.allow_private`` / ``allowed_endpoints`` say otherwise, every redirect checked), then
     extracted, chunked and indexed as an upload. Its ``source`` is the URL.
     """
-    kb = knowledge_base_of(container, tenant, kb_id)
+    kb = await asyncio.to_thread(knowledge_base_of, container, tenant, kb_id)
     ignored = sorted(set(IGNORED_URL_FIELDS) & body.model_fields_set)
     if ignored:
         logger.debug("knowledge from URL: ignoring WeKnora fields %s", ", ".join(ignored))
-    tags = _tags(container, kb, body.tag_id)
+    tags = await asyncio.to_thread(_tags, container, kb, body.tag_id)
     try:
         fetched = await fetch_document(
             body.url.strip(), container.config.web_fetch, max_bytes=container.config.limits.max_upload_bytes
@@ -259,11 +259,14 @@ async def create_manual_knowledge(
     kb_id: str, body: ManualKnowledgeBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeView]:
     """Markdown written by hand, chunked and indexed before the reply."""
-    kb = knowledge_base_of(container, tenant, kb_id)
+    kb = await asyncio.to_thread(knowledge_base_of, container, tenant, kb_id)
     if body.status or body.channel:
         logger.debug("manual knowledge: ignoring WeKnora fields status, channel")
     item = DocumentInput(
-        content=body.content, title=body.title.strip(), file_type="md", tags=_tags(container, kb, body.tag_id)
+        content=body.content,
+        title=body.title.strip(),
+        file_type="md",
+        tags=await asyncio.to_thread(_tags, container, kb, body.tag_id),
     )
     result = await ingest_text(container, kb, item)
     if result.duplicate:
@@ -287,7 +290,7 @@ def _matches(
 
 
 @router.get("/knowledge-bases/{kb_id}/knowledge")
-async def list_knowledge(
+def list_knowledge(
     kb_id: str,
     tenant: TenantDep,
     container: ContainerDep,
@@ -313,7 +316,7 @@ async def list_knowledge(
 
 
 @router.get("/knowledge/batch")
-async def get_knowledge_batch(
+def get_knowledge_batch(
     tenant: TenantDep,
     container: ContainerDep,
     ids: Annotated[list[Identifier], Query(min_length=1, max_length=MAX_BATCH_IDS)],
@@ -335,7 +338,7 @@ class KnowledgeSearchPage(BaseModel):
 
 
 @router.get("/knowledge/search")
-async def search_knowledge(
+def search_knowledge(
     tenant: TenantDep,
     container: ContainerDep,
     keyword: Annotated[str, Query(max_length=200)] = "",
@@ -383,7 +386,7 @@ class Success(BaseModel):
 
 
 @router.put("/knowledge/tags")
-async def update_knowledge_tags(body: TagUpdatesBody, tenant: TenantDep, container: ContainerDep) -> Success:
+def update_knowledge_tags(body: TagUpdatesBody, tenant: TenantDep, container: ContainerDep) -> Success:
     """Each document named carries the tag given (a tag's id or number, or a new name), or none.
 
     All or nothing: a document that is not the tenant's (or not in ``kb_id``) refuses the whole batch.
@@ -420,7 +423,7 @@ class KnowledgeUpdated(Done):
 
 
 @router.put("/knowledge/{knowledge_id}")
-async def update_knowledge(
+def update_knowledge(
     knowledge_id: str, body: KnowledgeUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> KnowledgeUpdated:
     """A new title or description (``""`` clears it).
@@ -436,7 +439,7 @@ async def update_knowledge(
     if updated is None:
         raise ApiError(404, "not_found", "knowledge not found", "id")
     if (updated.title, updated.description) != (document.title, document.description):
-        updated = await asyncio.to_thread(container.ingest.reindex, updated)
+        updated = container.ingest.reindex(updated)
     return KnowledgeUpdated(message="Knowledge updated successfully", data=KnowledgeView.of(updated))
 
 
@@ -477,7 +480,7 @@ _ORIGINAL_REPLIES: dict[int | str, dict[str, Any]] = {
 
 
 async def _original(container: Container, tenant_id: str, knowledge_id: str, *, inline: bool) -> Response:
-    document = document_or_404(container, tenant_id, knowledge_id)
+    document = await asyncio.to_thread(document_or_404, container, tenant_id, knowledge_id)
     store = container.originals
     size = await asyncio.to_thread(store.size, tenant_id, document.id) if store is not None else None
     if store is None or size is None:
@@ -550,7 +553,7 @@ async def reparse_knowledge(knowledge_id: str, tenant: TenantDep, container: Con
 
     Searchable by keyword at the reply, ``processing`` until its new vectors are in.
     """
-    document = document_or_404(container, tenant.id, knowledge_id)
+    document = await asyncio.to_thread(document_or_404, container, tenant.id, knowledge_id)
     reparsed = await _reparse(container, document)
     return Reparsed(message="Knowledge reparse task submitted", data=KnowledgeView.of(reparsed))
 
@@ -587,12 +590,12 @@ async def batch_reparse_knowledge(
     An id that is not one of its documents, or one with nothing to parse again, refuses the whole batch before any is
     touched.
     """
-    kb = knowledge_base_of(container, tenant, body.kb_id)
+    kb = await asyncio.to_thread(knowledge_base_of, container, tenant, body.kb_id)
     if body.process_config is not None:
         logger.debug("batch reparse: ignoring process_config")
     documents: list[Document] = []
     for knowledge_id in dict.fromkeys(body.ids):
-        document = container.knowledge.document(tenant.id, knowledge_id)
+        document = await asyncio.to_thread(container.knowledge.document, tenant.id, knowledge_id)
         if document is None or document.knowledge_base_id != kb.id:
             raise ApiError(422, "invalid_field", f"{knowledge_id} is not a document of knowledge base {kb.id}", "ids")
         if document.file_type == "faq" or container.originals is None:
@@ -631,37 +634,39 @@ async def update_manual_knowledge(
     New Markdown for a manual document (parsed again under the same id: ``processing`` until its vectors are in), a new
     title, or a new tag. Only documents written by hand take it.
     """
-    document = document_or_404(container, tenant.id, knowledge_id)
+    document = await asyncio.to_thread(document_or_404, container, tenant.id, knowledge_id)
     if knowledge_type(document) != "manual":
         raise ApiError(409, "not_manual", "only manual knowledge is edited here: upload a file again", "id")
     if body.status or body.channel:
         logger.debug("manual knowledge update: ignoring status, channel")
     if body.tag_id is not None:
-        kb = knowledge_base_of(container, tenant, document.knowledge_base_id)
-        document = (
-            container.knowledge.update_document(tenant.id, document.id, tags=_tags(container, kb, body.tag_id))
-            or document
-        )
+        kb = await asyncio.to_thread(knowledge_base_of, container, tenant, document.knowledge_base_id)
+        tags = await asyncio.to_thread(_tags, container, kb, body.tag_id)
+        retagged = await asyncio.to_thread(container.knowledge.update_document, tenant.id, document.id, tags=tags)
+        document = retagged or document
     title = body.title.strip() if body.title is not None else None
     if body.content is not None:
         document = await _reparse(container, document, content=body.content, title=title)
     elif title is not None and title != document.title:
-        updated = container.knowledge.update_document(tenant.id, document.id, title=title) or document
+        updated = (
+            await asyncio.to_thread(container.knowledge.update_document, tenant.id, document.id, title=title)
+            or document
+        )
         document = await asyncio.to_thread(container.ingest.reindex, updated)
     return Envelope(data=KnowledgeView.of(document))
 
 
 @router.get("/knowledge/{knowledge_id}")
-async def get_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeView]:
+def get_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeView]:
     """One document by id."""
     return Envelope(data=KnowledgeView.of(document_or_404(container, tenant.id, knowledge_id)))
 
 
 @router.delete("/knowledge/{knowledge_id}")
-async def delete_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+def delete_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
     """The document, its chunks, index entries, graph and table."""
     document_or_404(container, tenant.id, knowledge_id)
-    if await asyncio.to_thread(container.removal.delete_document, tenant.id, knowledge_id) is None:
+    if container.removal.delete_document(tenant.id, knowledge_id) is None:
         raise ApiError(404, "not_found", "knowledge not found", "id")
     return Done(message="Deleted successfully")
 
@@ -688,7 +693,7 @@ class BatchDeleteReply(Done):
 
 
 @router.post("/knowledge/batch-delete")
-async def batch_delete_knowledge(body: BatchDeleteBody, tenant: TenantDep, container: ContainerDep) -> BatchDeleteReply:
+def batch_delete_knowledge(body: BatchDeleteBody, tenant: TenantDep, container: ContainerDep) -> BatchDeleteReply:
     """Several documents of one knowledge base, all or none.
 
     An id that is not one of its documents refuses the whole batch. Done before the reply (WeKnora queues a task; the
@@ -700,7 +705,7 @@ async def batch_delete_knowledge(body: BatchDeleteBody, tenant: TenantDep, conta
         document = container.knowledge.document(tenant.id, knowledge_id)
         if document is None or document.knowledge_base_id != kb.id:
             raise ApiError(422, "invalid_field", f"{knowledge_id} is not a document of knowledge base {kb.id}", "ids")
-    deleted = [i for i in ids if await asyncio.to_thread(container.removal.delete_document, tenant.id, i)]
+    deleted = [i for i in ids if container.removal.delete_document(tenant.id, i)]
     return BatchDeleteReply(
         message="Batch delete task submitted",
         data=BatchDeleted(task_id=f"kg_delete_{uuid.uuid4().hex}", deleted_count=len(deleted)),

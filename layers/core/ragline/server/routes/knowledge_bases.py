@@ -128,7 +128,7 @@ def knowledge_base_view(container: Container, kb: KnowledgeBase, knowledge_count
 
 
 @router.post("", status_code=201)
-async def create_knowledge_base(
+def create_knowledge_base(
     body: KnowledgeBaseBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
     """Create a knowledge base; its embedding model is chosen by its documents' language unless named."""
@@ -168,7 +168,7 @@ def _embedding_model(container: Container, name: str) -> str:
 
 
 @router.put("/{kb_id}/embedding-model")
-async def set_embedding_model(
+def set_embedding_model(
     kb_id: str, body: EmbeddingModelBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
     """Choose the knowledge base's embedding model.
@@ -178,7 +178,7 @@ async def set_embedding_model(
     """
     kb = knowledge_base_of(container, tenant, kb_id)
     model = _embedding_model(container, body.embedding_model)
-    updated = await asyncio.to_thread(container.ingest.change_embedding_model, kb, model)
+    updated = container.ingest.change_embedding_model(kb, model)
     count = container.knowledge.document_counts([kb.id]).get(kb.id, 0)
     return Envelope(data=knowledge_base_view(container, updated, count))
 
@@ -195,7 +195,7 @@ def _views(container: Container, bases: list[KnowledgeBase]) -> list[KnowledgeBa
 
 
 @router.get("")
-async def list_knowledge_bases(
+def list_knowledge_bases(
     tenant: TenantDep, container: ContainerDep, agent_id: Annotated[str, QueryParam(max_length=200)] = ""
 ) -> Envelope[list[KnowledgeBaseView]]:
     """The tenant's knowledge bases, pinned ones first.
@@ -208,7 +208,7 @@ async def list_knowledge_bases(
 
 
 @router.put("/{kb_id}/pin")
-async def toggle_pin(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeBaseView]:
+def toggle_pin(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeBaseView]:
     """Pins the knowledge base to the top of the list, or unpins it when it is pinned (no body, as WeKnora)."""
     kb = knowledge_base_of(container, tenant, kb_id)
     updated = container.knowledge.update_knowledge_base(tenant.id, kb.id, pinned=kb.pinned_at is None)
@@ -236,7 +236,7 @@ def copy_name(container: Container, tenant_id: str, name: str, suffix: str) -> s
 
 
 @router.post("/{kb_id}/duplicate", status_code=201)
-async def duplicate_knowledge_base(
+def duplicate_knowledge_base(
     kb_id: str, request: Request, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[Duplicated]:
     """A new, empty knowledge base with the settings of this one.
@@ -276,7 +276,7 @@ async def duplicate_knowledge_base(
 
 
 @router.get("/{kb_id}/move-targets")
-async def move_targets(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[KnowledgeBaseView]]:
+def move_targets(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[KnowledgeBaseView]]:
     """The knowledge bases this one's documents can move to.
 
     The tenant's others with the same embedding model (their vectors are in the same space).
@@ -300,7 +300,7 @@ class SuggestedQuestion(BaseModel):
 
 
 @router.get("/{kb_id}/suggested-questions")
-async def suggested_questions_of(
+def suggested_questions_of(
     kb_id: str,
     tenant: TenantDep,
     container: ContainerDep,
@@ -313,7 +313,7 @@ async def suggested_questions_of(
 
 
 @router.get("/{kb_id}")
-async def get_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeBaseView]:
+def get_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[KnowledgeBaseView]:
     """One knowledge base, with its document count."""
     kb = knowledge_base_of(container, tenant, kb_id)
     count = container.knowledge.document_counts([kb.id]).get(kb.id, 0)
@@ -378,13 +378,13 @@ async def hybrid_search_get(
 async def _hybrid_search(kb_id: str, request: Request, tenant: Tenant, container: Container) -> list[SearchResultView]:
     body = parse_body(HybridSearchBody, await request.body())
     log_ignored(body, ("only_recommended", "skip_context_enrichment"), "hybrid search")
-    kb = knowledge_base_of(container, tenant, kb_id)
+    kb = await asyncio.to_thread(knowledge_base_of, container, tenant, kb_id)
     kb_ids = body.knowledge_base_ids or [kb.id]
     search = SearchBody(
         query=body.query_text,
         knowledge_base_ids=kb_ids,
         knowledge_ids=body.knowledge_ids,
-        tags=tag_filter(container, tenant.id, kb_ids, body.tag_ids),
+        tags=await asyncio.to_thread(tag_filter, container, tenant.id, kb_ids, body.tag_ids),
         top_k=body.match_count or DEFAULT_MATCH_COUNT,
         retrievers=_retrievers(body),
         vector_threshold=body.vector_threshold,
@@ -407,7 +407,7 @@ class KnowledgeBaseUpdateBody(BaseModel):
 
 
 @router.put("/{kb_id}")
-async def update_knowledge_base(
+def update_knowledge_base(
     kb_id: str, body: KnowledgeBaseUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
     """Rename or re-describe a knowledge base; a name the tenant already uses is refused (409)."""
@@ -426,10 +426,10 @@ async def update_knowledge_base(
 
 
 @router.delete("/{kb_id}")
-async def delete_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+def delete_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
     """The knowledge base, its documents, chunks, index entries and graph."""
     knowledge_base_of(container, tenant, kb_id)
-    if not await asyncio.to_thread(container.removal.delete_knowledge_base, tenant.id, kb_id):
+    if not container.removal.delete_knowledge_base(tenant.id, kb_id):
         raise not_found("knowledge base", "kb_id")
     return Done(message="Knowledge base deleted successfully")
 
@@ -447,9 +447,9 @@ class Cleared(Done):
 
 
 @router.delete("/{kb_id}/knowledge")
-async def clear_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Cleared:
+def clear_knowledge_base(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Cleared:
     """Every document of the knowledge base deleted, the knowledge base kept (done before the reply; WeKnora queues it)."""
     knowledge_base_of(container, tenant, kb_id)
-    deleted = await asyncio.to_thread(container.removal.clear_knowledge_base, tenant.id, kb_id)
+    deleted = container.removal.clear_knowledge_base(tenant.id, kb_id)
     message = "Knowledge base contents cleared" if deleted else "Knowledge base is already empty"
     return Cleared(message=message, data=DeletedCount(deleted_count=deleted))

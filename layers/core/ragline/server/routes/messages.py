@@ -48,7 +48,7 @@ def page_before(messages: list[Message], before: datetime | None, limit: int) ->
 
 
 @router.get("/{session_id}/load")
-async def load_messages(
+def load_messages(
     session_id: str,
     tenant: TenantDep,
     container: ContainerDep,
@@ -67,7 +67,7 @@ async def load_messages(
 
 
 @router.delete("/{session_id}/{message_id}")
-async def delete_message(session_id: str, message_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+def delete_message(session_id: str, message_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
     """One message of the session. An answer still being written is refused (409): stop it first."""
     session = session_of(container, tenant, session_id)
     message = container.sessions.message(tenant.id, session.id, message_id)

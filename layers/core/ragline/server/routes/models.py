@@ -36,7 +36,7 @@ class ModelView(BaseModel):
 
 
 @router.get("/models")
-async def list_models(tenant: TenantDep, container: ContainerDep) -> Envelope[list[ModelView]]:
+def list_models(tenant: TenantDep, container: ContainerDep) -> Envelope[list[ModelView]]:
     """The chat models (the default one answers unless a question names another) and the embedding models."""
     del tenant  # any tenant's key: the models are the deployment's
     models = container.models

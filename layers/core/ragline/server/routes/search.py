@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
@@ -81,7 +83,8 @@ async def knowledge_search(
     body: KnowledgeSearchBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[list[SearchResultView]]:
     """Ranked passages through the chat pipeline's search → rerank → MMR path, with their scores."""
-    return Envelope(data=await run_search(container, tenant.id, search_body(container, tenant.id, body)))
+    search = await asyncio.to_thread(search_body, container, tenant.id, body)
+    return Envelope(data=await run_search(container, tenant.id, search))
 
 
 class KeywordsBody(BaseModel):

@@ -5,6 +5,7 @@ A session whose answer is still being written is not deleted or cleared (409): s
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Annotated, Any, Literal
 
@@ -52,7 +53,7 @@ class SessionBody(BaseModel):
 
 
 @router.post("", status_code=201)
-async def create_session(body: SessionBody, tenant: TenantDep, container: ContainerDep) -> Envelope[SessionView]:
+def create_session(body: SessionBody, tenant: TenantDep, container: ContainerDep) -> Envelope[SessionView]:
     """Create a session over the tenant's knowledge bases (an unknown one is a 404)."""
     ids = list(dict.fromkeys(body.knowledge_base_ids))
     found = {kb.id for kb in container.knowledge.knowledge_bases(tenant.id, ids)}
@@ -87,7 +88,7 @@ def _check_idle(container: Container, tenant: Tenant, sessions: list[Session], f
 
 
 @router.delete("/batch")
-async def delete_sessions(body: BatchDeleteBody, tenant: TenantDep, container: ContainerDep) -> Done:
+def delete_sessions(body: BatchDeleteBody, tenant: TenantDep, container: ContainerDep) -> Done:
     """The sessions named in ``ids`` with their messages, all or none: an unknown id is a 404 and deletes nothing.
 
     ``delete_all`` deletes every session of the tenant and ignores ``ids``.
@@ -112,7 +113,7 @@ async def delete_sessions(body: BatchDeleteBody, tenant: TenantDep, container: C
 
 
 @router.get("")
-async def list_sessions(
+def list_sessions(
     tenant: TenantDep,
     container: ContainerDep,
     page: PageNumber = 1,
@@ -141,13 +142,13 @@ async def list_sessions(
 
 
 @router.get("/{session_id}")
-async def get_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[SessionView]:
+def get_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[SessionView]:
     """One session."""
     return Envelope(data=SessionView.of(session_of(container, tenant, session_id)))
 
 
 @router.get("/{session_id}/messages")
-async def list_messages(session_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[MessageView]]:
+def list_messages(session_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[MessageView]]:
     """Every message of the session, oldest first."""
     session = session_of(container, tenant, session_id)
     return Envelope(data=[MessageView.of(m) for m in container.sessions.messages(tenant.id, session.id)])
@@ -180,7 +181,7 @@ READ_ONLY_SESSION_FIELDS = tuple(name for name in SessionUpdate.model_fields if 
 
 
 @router.put("/{session_id}")
-async def update_session(
+def update_session(
     session_id: str, body: SessionUpdate, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[SessionView]:
     """Change a session's title or description."""
@@ -193,7 +194,7 @@ async def update_session(
 
 
 @router.delete("/{session_id}")
-async def delete_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+def delete_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
     """Delete a session and its messages; 409 while one of its turns is still being written."""
     session = session_of(container, tenant, session_id)
     _check_idle(container, tenant, [session], "session_id")
@@ -203,7 +204,7 @@ async def delete_session(session_id: str, tenant: TenantDep, container: Containe
 
 
 @router.delete("/{session_id}/messages")
-async def clear_messages(session_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
+def clear_messages(session_id: str, tenant: TenantDep, container: ContainerDep) -> Done:
     """Every message of the session; the session stays (with its title)."""
     session = session_of(container, tenant, session_id)
     _check_idle(container, tenant, [session], "session_id")
@@ -219,7 +220,7 @@ class PinReply(BaseModel):
 
 
 @router.post("/{session_id}/pin")
-async def pin_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> PinReply:
+def pin_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> PinReply:
     """Pins the session to the top of the list (pinning again keeps it pinned, on top)."""
     session_of(container, tenant, session_id)
     if container.sessions.update_session(tenant.id, session_id, pinned=True) is None:
@@ -228,7 +229,7 @@ async def pin_session(session_id: str, tenant: TenantDep, container: ContainerDe
 
 
 @router.delete("/{session_id}/pin")
-async def unpin_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> PinReply:
+def unpin_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> PinReply:
     """Unpin a session."""
     session_of(container, tenant, session_id)
     if container.sessions.update_session(tenant.id, session_id, pinned=False) is None:
@@ -272,7 +273,7 @@ async def generate_title(
     A title from the conversation's first question (the chat model's, or the question's first words with the extractive
     default), stored as the session's title and returned.
     """
-    session = session_of(container, tenant, session_id)
+    session = await asyncio.to_thread(session_of, container, tenant, session_id)
     question = next((m.content for m in body.messages if m.role == "user" and m.content.strip()), "")
     if not question:
         raise ApiError(422, "invalid_field", "messages must hold a user message with content", "messages")
@@ -280,7 +281,7 @@ async def generate_title(
     title = await titler.title_for(question, container.config.conversation.language, session_id=session.id)
     if not title:
         raise ApiError(422, "invalid_field", "the user message holds no text to title", "messages")
-    container.sessions.update_session(tenant.id, session.id, title=title)
+    await asyncio.to_thread(container.sessions.update_session, tenant.id, session.id, title=title)
     return TitleReply(data=title)
 
 
@@ -300,7 +301,7 @@ class ForkReply(BaseModel):
 
 
 @router.post("/{session_id}/fork", status_code=201, responses={409: {"model": ErrorReply}})
-async def fork(session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep) -> ForkReply:
+def fork(session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep) -> ForkReply:
     """A new session holding copies of the turns up to and including ``message_id``'s.
 
     A new session (same knowledge bases and options) holding copies of the turns up to and including ``message_id``'s;
@@ -326,9 +327,7 @@ class RewindResult(BaseModel):
 
 
 @router.post("/{session_id}/rewind", responses={409: {"model": ErrorReply}})
-async def rewind(
-    session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep
-) -> Envelope[RewindResult]:
+def rewind(session_id: str, body: AtMessage, tenant: TenantDep, container: ContainerDep) -> Envelope[RewindResult]:
     """Deletes the turns after ``message_id``'s (that turn stays).
 
     409 when one of them is still being written: stop it first.
@@ -357,7 +356,7 @@ class FeedbackBody(BaseModel):
 
 
 @router.put("/{session_id}/messages/{message_id}/feedback")
-async def set_feedback(
+def set_feedback(
     session_id: str, message_id: str, body: FeedbackBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[MessageView]:
     """Stores the rating and comment on the answer (replacing any earlier ones)."""

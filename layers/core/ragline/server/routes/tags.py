@@ -7,7 +7,6 @@ documents given its id (``tag_id`` on upload) carry that id. Tags documents carr
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -105,7 +104,7 @@ def _entry_or_404(index: TagIndex, tag_id: str) -> TagEntry:
 
 
 @router.get("")
-async def list_tags(
+def list_tags(
     kb_id: str,
     tenant: TenantDep,
     container: ContainerDep,
@@ -149,7 +148,7 @@ def _duplicate(name: str) -> ApiError:
 
 
 @router.post("")
-async def create_tag(kb_id: str, body: TagBody, tenant: TenantDep, container: ContainerDep) -> Envelope[TagView]:
+def create_tag(kb_id: str, body: TagBody, tenant: TenantDep, container: ContainerDep) -> Envelope[TagView]:
     """Register a tag in a knowledge base; a name a tag already has (registered or carried) is refused (409)."""
     kb = knowledge_base_of(container, tenant, kb_id)
     name = body.name.strip()
@@ -165,7 +164,7 @@ async def create_tag(kb_id: str, body: TagBody, tenant: TenantDep, container: Co
 
 
 @router.put("/{tag_id}")
-async def update_tag(
+def update_tag(
     kb_id: str, tag_id: str, body: TagUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[TagView]:
     """A registered tag's name, colour or order.
@@ -208,7 +207,7 @@ class Success(BaseModel):
 
 
 @router.delete("/{tag_id}")
-async def delete_tag(
+def delete_tag(
     kb_id: str,
     tag_id: str,
     tenant: TenantDep,
@@ -230,7 +229,7 @@ async def delete_tag(
             "tag_id",
         )
     for value in entry.stored:
-        await asyncio.to_thread(container.knowledge.replace_document_tag, tenant.id, kb.id, value, None)
+        container.knowledge.replace_document_tag(tenant.id, kb.id, value, None)
     if entry.registered:
         container.tags.delete_tag(tenant.id, kb.id, entry.id)
     return Success()

@@ -91,7 +91,7 @@ def _refused(exc: UploadError) -> ApiError:
 
 
 @router.post("", status_code=201, responses={413: {}, 415: {}})
-async def create_upload(
+def create_upload(
     kb_id: str, body: UploadBody, tenant: TenantDep, container: ContainerDep, uploads: UploadsDep
 ) -> Envelope[UploadView]:
     """An upload URL for a file too large for a request (up to ``max_bytes``).
@@ -109,7 +109,7 @@ async def create_upload(
 
 
 @router.post("/{upload_id}/complete", status_code=202, responses={404: {}, 409: {}, 413: {}})
-async def complete_upload(
+def complete_upload(
     kb_id: str, upload_id: str, tenant: TenantDep, container: ContainerDep, uploads: UploadsDep
 ) -> Envelope[UploadView]:
     """The file is sent: it is read, accepted and indexed asynchronously (follow it with GET)."""
@@ -122,7 +122,7 @@ async def complete_upload(
 
 
 @router.get("/{upload_id}", responses={404: {}})
-async def get_upload(
+def get_upload(
     kb_id: str, upload_id: str, tenant: TenantDep, container: ContainerDep, uploads: UploadsDep
 ) -> Envelope[UploadView]:
     """An upload's status, with its document once accepted."""
