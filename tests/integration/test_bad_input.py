@@ -55,14 +55,49 @@ def test_exactly_8000_characters_is_accepted(ragline, session):
     assert reply.status_code == 202, reply.text
 
 
-@pytest.mark.parametrize("raw", ['{"query": "unterminated', "not json", '{"query": "a",}'])
+@pytest.mark.parametrize("raw", ['{"query": "unterminated', "not json", '{"query": "a",}', "[" * 1000 + "]" * 1000])
 def test_malformed_json(ragline, session, raw):
     reply = ragline.client.post(
         f"/api/v1/sessions/{session}/questions", content=raw, headers={"Content-Type": "application/json"}
     )
     assert reply.status_code == 400, reply.text
     assert reply.json()["error"]["type"] == "invalid_json"
+    assert reply.json()["error"]["field"] == "body"
     _no_messages(ragline, session)
+
+
+def test_a_file_name_past_the_multipart_parsers_limits_is_refused_naming_the_file(ragline):
+    kb = ragline.create_kb("names")
+    reply = ragline.client.post(
+        f"/api/v1/knowledge-bases/{kb}/knowledge/file", files={"file": ("a" * 5000 + ".md", b"# Note\n\nA note.")}
+    )
+    assert reply.status_code == 400, reply.text
+    assert (reply.json()["error"]["type"], reply.json()["error"]["field"]) == ("invalid_multipart", "file")
+    assert ragline.client.get(f"/api/v1/knowledge-bases/{kb}/knowledge").json()["data"] == []
+
+
+def test_a_byte_order_mark_is_refused_in_names_and_dropped_from_file_names(ragline):
+    named = ragline.client.post("/api/v1/knowledge-bases", json={"name": "\ufeffhandbook"})
+    assert named.status_code == 422, named.text
+    assert named.json()["error"]["field"] == "name"
+    kb = ragline.create_kb("handbook")
+    uploaded = ragline.client.post(
+        f"/api/v1/knowledge-bases/{kb}/knowledge/file", files={"file": ("\ufeffnotes.md", b"# Notes\n\nSome notes.")}
+    )
+    assert uploaded.status_code in (200, 202), uploaded.text
+    assert uploaded.json()["data"]["file_name"] == "notes.md"
+
+
+def test_an_offset_is_digits_as_last_event_id_is(ragline, session):
+    asked = ragline.ask(session, "Apples?")
+    url = f"/api/v1/sessions/{session}/messages/{asked['assistant_message_id']}/events"
+    for reply, field in (
+        (ragline.client.get(f"{url}?offset=+3"), "offset"),
+        (ragline.client.get(f"{url}?offset=3.0"), "offset"),
+        (ragline.client.get(url, headers={"Last-Event-ID": "+3"}), "Last-Event-ID"),
+    ):
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["error"]["field"] == field
 
 
 def test_json_array_body_is_rejected(ragline, session):

@@ -108,7 +108,7 @@ def validation_error(errors: Sequence[Any]) -> ApiError:
     """
     first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
     if first.get("type") == "json_invalid":
-        return ApiError(400, "invalid_json", "request body is not valid JSON")
+        return ApiError(400, "invalid_json", "request body is not valid JSON", "body")
     field = _field_of(first.get("loc", ()))
     kind = first.get("type", "")
     if kind == "missing":
@@ -191,6 +191,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:
+            # The framework could not read the body: a multipart part over the parser's limits (a 5,000-character
+            # file name), JSON nested past the parser's depth. Still a named field, as every other refusal.
+            if request.headers.get("content-type", "").lower().startswith("multipart/"):
+                message = f"{exc.detail} (a part's headers, such as its file name, may be too long)"
+                return await _api_error(request, ApiError(400, "invalid_multipart", message, "file"))
+            message = f"{exc.detail}: not valid JSON, or nested too deeply"
+            return await _api_error(request, ApiError(400, "invalid_json", message, "body"))
         code = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(exc.status_code, code, str(exc.detail)), status_code=exc.status_code)
 

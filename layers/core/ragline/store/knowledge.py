@@ -436,7 +436,10 @@ class SqliteKnowledgeStore:
                     conn, [row[0] for row in conn.execute("SELECT rowid FROM chunks WHERE id = ?", (chunk_id,))]
                 )
                 bump_index_version(conn, found[0].knowledge_base_id)
-        return self.chunks(tenant_id, [chunk_id])[0]
+            # Read back in the same transaction: a delete right after the commit (the document parsed again while
+            # enrichment stored its questions) made the read after it an IndexError.
+            updated = self.chunks(tenant_id, [chunk_id])
+        return updated[0] if updated else None
 
     def delete_chunk(self, tenant_id: str, chunk_id: str) -> bool:
         """Remove one chunk, relinking its neighbours; False when it is not this tenant's."""

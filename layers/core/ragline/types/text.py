@@ -1,7 +1,7 @@
 """Text a client sends: what is refused in names and questions, and what an uploaded file may be called.
 
 - NUL and the other control characters (except tab and line breaks in free text) break stores, logs and
-  terminals; the bidirectional embedding, override and isolate controls (U+202A–U+202E, U+2066–U+2069)
+  terminals; a byte order mark (U+FEFF) is invisible and makes two equal-looking names differ (names only); the bidirectional embedding, override and isolate controls (U+202A–U+202E, U+2066–U+2069)
   make a name display as something else ("Trojan Source"). Both are refused, naming the field (422).
   Right-to-left text itself, and the invisible left/right marks it may need, are accepted.
 - An uploaded file keeps only a safe base name: no directories (``../../etc/passwd`` → ``passwd``), no
@@ -22,7 +22,7 @@ from pydantic import AfterValidator, Field
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # Unicode's control characters (category Cc: U+0000-U+001F, U+007F-U+009F) and the bidi controls, with and
 # without the tab and line breaks that free text may hold.
-_REFUSED_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_REFUSED_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
 _REFUSED_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 # The longest values fields of each kind take (a request is refused 422 naming the field past them). The
@@ -44,6 +44,8 @@ def forbidden_characters(value: str, *, allow_line_breaks: bool) -> str | None:
     char = found.group()
     if char in BIDI_CONTROLS:
         return f"a bidirectional control character (U+{ord(char):04X})"
+    if char == "\ufeff":
+        return "a byte order mark (U+FEFF)"
     return "a NUL character" if char == "\x00" else f"a control character (U+{ord(char):04X})"
 
 

@@ -1,3 +1,5 @@
+import contextlib
+
 import pytest
 
 from ragline.store.knowledge import SqliteKnowledgeStore as KnowledgeStore
@@ -116,3 +118,32 @@ def test_insert_document_is_atomic(db, tenants):
     with pytest.raises(Exception, match="UNIQUE"):
         store.insert_document(document, duplicate_chunks)
     assert store.document(a, "doc") is None
+
+
+def test_a_chunk_deleted_right_after_its_update_commits_reads_as_gone_not_an_index_error(db, tenants, monkeypatch):
+    # Enrichment stores a chunk's questions while the document is parsed again: the chunk was deleted between the
+    # update's commit and its read back, an IndexError.
+    a, _ = tenants
+    store = KnowledgeStore(db)
+    kb = store.create_knowledge_base(a, "handbook", "minilm")
+    _, chunks = add_document(store, a, kb.id)
+    transaction = type(db).transaction
+
+    def then_deleted(self):
+        outer = not self._depth
+
+        @contextlib.contextmanager
+        def scope():
+            with transaction(self) as conn:
+                yield conn
+            if outer:
+                monkeypatch.setattr(type(db), "transaction", transaction)
+                store.delete_chunk(a, chunks[0].id)
+
+        return scope()
+
+    monkeypatch.setattr(type(db), "transaction", then_deleted)
+    updated = store.update_chunk(a, chunks[0].id, content="edited")
+    assert updated is not None
+    assert updated.content == "edited"  # as it was when the update committed
+    assert store.chunks(a, [chunks[0].id]) == []

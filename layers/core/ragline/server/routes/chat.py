@@ -12,7 +12,7 @@ import logging
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from sse_starlette.sse import EventSourceResponse
 
 from ragline.container import Container
@@ -51,8 +51,17 @@ SSE_REPLY: dict[int | str, dict[str, Any]] = {
     }
 }
 LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", max_length=32)]
+
+
+def _digits_only(value: object) -> object:
+    """An offset is written in digits alone, as ``Last-Event-ID`` is: ``+3`` or ``3.0`` is refused (422), not read as 3."""
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise ValueError("must be a whole number written in digits")
+    return value
+
+
 # An event's offset in its answer's log: ``?offset=N`` replays from event N on.
-EventOffset = Annotated[int | None, Query(ge=0, le=MAX_SEQ)]
+EventOffset = Annotated[int | None, BeforeValidator(_digits_only), Query(ge=0, le=MAX_SEQ)]
 # The replies of a resumable stream besides its events.
 STREAM_REPLIES: dict[int | str, dict[str, Any]] = {
     **SSE_REPLY,
