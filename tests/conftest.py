@@ -12,6 +12,7 @@ import httpx
 import pytest
 from hypothesis import settings
 
+from tests.support.polling import CLIENT_TIMEOUT
 from tests.support.scripted_model import ScriptedModel
 from tests.support.servers import ServerThread
 from tests.support.sse import Frame, read_frames
@@ -110,7 +111,7 @@ def start_ragline(data_dir: Path, models: Any, **settings: Any) -> tuple[ServerT
     container = Container.embedded(Settings(data_dir=data_dir, **settings), models=models)
     _, key = ensure_default_tenant(container)
     server = ServerThread(build_embedded_app(container)).start()
-    client = httpx.Client(base_url=server.url, headers={"X-API-Key": key}, timeout=httpx.Timeout(30.0))
+    client = httpx.Client(base_url=server.url, headers={"X-API-Key": key}, timeout=CLIENT_TIMEOUT)
     return server, Ragline(server.url, key, container, client)
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.e2e.conftest import CHROMIUM, screenshot
 from tests.support.documents import DRINKS as DOCS
-from tests.support.polling import wait_until
+from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Piece, Script
 
 pytestmark = pytest.mark.skipif(
@@ -374,7 +374,7 @@ def test_the_key_is_asked_once_kept_in_local_storage_and_never_in_the_page(ragli
     other.close()
 
     # The page works with the CLI tenant's key: its own knowledge base, a question, an answer.
-    tenant = httpx.Client(base_url=ragline.url, headers={"X-API-Key": key}, timeout=30)
+    tenant = httpx.Client(base_url=ragline.url, headers={"X-API-Key": key}, timeout=CLIENT_TIMEOUT)
     own_kb = tenant.post("/api/v1/knowledge-bases", json={"name": "own"}).json()["data"]["id"]
     tenant.post(f"/api/v1/knowledge-bases/{own_kb}/documents", json={"title": "Tea", "content": DOCS["Tea basics"]})
     page.reload()
@@ -389,7 +389,7 @@ def test_the_key_is_asked_once_kept_in_local_storage_and_never_in_the_page(ragli
     screenshot(page, "5b-api-key-stored-tenant-answer")
 
     # Nothing secret in what the server sends for the page, and no key in any URL the page requested.
-    anonymous = httpx.Client(base_url=ragline.url, timeout=30)
+    anonymous = httpx.Client(base_url=ragline.url, timeout=CLIENT_TIMEOUT)
     sources = [anonymous.get("/")]
     sources += [anonymous.get(f"/static/{p.name}") for p in (Path(__file__).parents[2] / WEB).iterdir()]
     for reply in sources:

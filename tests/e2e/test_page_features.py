@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.conftest import CHROMIUM, check_accessibility, no_horizontal_scroll, shot
 from tests.support.documents import DRINKS
-from tests.support.polling import wait_until
+from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Piece, Script
 
 pytestmark = pytest.mark.skipif(
@@ -610,7 +610,7 @@ def test_session_options_are_sent_and_remembered_the_model_shows_and_suggestions
 # 6. Errors that say what to do, the favicon ------------------------------------------------------------------------------
 def test_unreachable_api_points_to_settings_and_a_wrong_key_reopens_the_key_dialog(ragline, screen, axe_source):
     page = screen
-    anonymous = httpx.Client(base_url=ragline.url, timeout=10)
+    anonymous = httpx.Client(base_url=ragline.url, timeout=CLIENT_TIMEOUT)
     icon = anonymous.get("/favicon.ico")
     assert icon.status_code == 200
     assert icon.headers["content-type"].startswith("image/svg+xml")

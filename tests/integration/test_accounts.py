@@ -14,6 +14,7 @@ import jwt
 import pytest
 
 from tests.conftest import Ragline, start_ragline
+from tests.support.polling import CLIENT_TIMEOUT
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, shared_models: Any) -> Iter
 
 
 def _anonymous(server: Ragline) -> httpx.Client:
-    return httpx.Client(base_url=server.url, timeout=30)
+    return httpx.Client(base_url=server.url, timeout=CLIENT_TIMEOUT)
 
 
 def _bearer(token: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 
 from tests.support.lambdas import Result
-from tests.support.polling import wait_until
+from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Script
 from tests.support.sse import answer_text
 
@@ -236,7 +236,7 @@ def test_a_file_sent_through_a_presigned_upload_url_is_read_and_indexed_by_the_i
     role = Policy(aws.stack.resolver.role_statements("IngestTurnFunctionRole"))
     bucket_arn = f"arn:aws:s3:::{bucket}"
     assert role.allows(IamRequest("s3:PutObject", f"{bucket_arn}/{key}"))
-    with httpx.Client(timeout=60) as plain:  # what curl -T does: no API key, the URL's signature alone
+    with httpx.Client(timeout=CLIENT_TIMEOUT) as plain:  # what curl -T does: no API key, the URL's signature alone
         sent = plain.request(target["method"], target["url"], content=text, headers=target["headers"])
     assert sent.status_code == 200, sent.text
     done = aws.api.post(f"/api/v1/knowledge-bases/{kb}/uploads/{upload['id']}/complete")
@@ -266,7 +266,7 @@ def test_a_file_sent_through_a_presigned_upload_url_is_read_and_indexed_by_the_i
     assert [d["id"] for d in listed] == [document["id"]]
     # Another tenant cannot see it.
     _, other_key = aws.stack.create_tenant(f"someone-else-{upload['id'][:8]}")
-    with httpx.Client(base_url=aws.stack.api_url, headers={"X-API-Key": other_key}, timeout=60) as api:
+    with httpx.Client(base_url=aws.stack.api_url, headers={"X-API-Key": other_key}, timeout=CLIENT_TIMEOUT) as api:
         assert api.get(f"/api/v1/knowledge-bases/{kb}/uploads/{upload['id']}").status_code == 404
 
 

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from tests.support.polling import wait_until
+from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Script
 from tests.support.serverless import CHAT_KEY_PARAMETER, StackClient, deployed_stack, opensearch_target
 
@@ -51,7 +51,7 @@ def test_the_indexing_function_extracts_the_graph_into_neo4j_and_pipeline_step_s
         ' {"name": "Analytical Engine", "type": "machine", "description": "a computer design"}],'
         ' "relations": [{"source": "Ada Lovelace", "target": "Analytical Engine", "relation": "wrote notes on"}]}'
     )
-    with httpx.Client(base_url=graph_stack.api_url, headers={"X-API-Key": key}, timeout=120) as api:
+    with httpx.Client(base_url=graph_stack.api_url, headers={"X-API-Key": key}, timeout=CLIENT_TIMEOUT) as api:
         kb = api.post("/api/v1/knowledge-bases", json={"name": "history", "graph_extraction_enabled": True}).json()
         kb_id = kb["data"]["id"]
         text = "She published the first algorithm meant for a machine in 1843."
@@ -69,7 +69,7 @@ def test_the_indexing_function_extracts_the_graph_into_neo4j_and_pipeline_step_s
         ).json()["data"]
         arn = graph_stack.execution_of(ids["session_id"], ids["assistant_message_id"])
         assert graph_stack.wait_for_execution(arn)["status"] == "SUCCEEDED"
-    with httpx.Client(base_url=graph_stack.stream_url, headers={"X-API-Key": key}, timeout=60) as stream:
+    with httpx.Client(base_url=graph_stack.stream_url, headers={"X-API-Key": key}, timeout=CLIENT_TIMEOUT) as stream:
         frames = StackClient(graph_stack, None, key, None, stream).frames(ids)  # type: ignore[arg-type]
     assert frames[-1].type == "complete", [f.type for f in frames]
     references = next(f for f in frames if f.type == "references").data["knowledge_references"]

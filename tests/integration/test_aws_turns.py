@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.support.lambdas import Result, ServiceError
-from tests.support.polling import wait_until
+from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Script
 from tests.support.serverless import failing_steps
 from tests.support.sse import answer_text
@@ -213,7 +213,7 @@ def test_denied_calls_are_reported_with_function_action_and_resource(aws_stack, 
     _, key = aws_stack.create_tenant("denied")
     with (
         aws_stack.role_statements("PipelineStepFunction", without_title),
-        httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key}, timeout=60) as api,
+        httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key}, timeout=CLIENT_TIMEOUT) as api,
     ):
         session = api.post("/api/v1/sessions", json={"knowledge_base_ids": []}).json()["data"]["id"]
         ids = api.post(f"/api/v1/sessions/{session}/questions", json={"query": "Title this?"}).json()["data"]
@@ -292,11 +292,11 @@ def test_a_tenant_created_with_the_cli_reaches_the_deployed_api(aws_stack, tmp_p
     )
     key = done.stdout.strip().splitlines()[-1]
     assert not (tmp_path / "ragline.db").exists()  # nothing written locally
-    with httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key}, timeout=60) as api:
+    with httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key}, timeout=CLIENT_TIMEOUT) as api:
         created = api.post("/api/v1/knowledge-bases", json={"name": "ops"})
         assert created.status_code == 201, created.text
         assert api.get("/api/v1/knowledge-bases").json()["data"][0]["name"] == "ops"
-    with httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key + "x"}, timeout=60) as api:
+    with httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key + "x"}, timeout=CLIENT_TIMEOUT) as api:
         assert api.get("/api/v1/knowledge-bases").status_code == 401
 
 

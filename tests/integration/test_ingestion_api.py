@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.polling import wait_until
+from tests.support.polling import CLIENT_TIMEOUT, wait_until
 
 NOTE = "# Heavy water\n\nHeavy water is deuterium oxide; reactors use it as a moderator."
 
@@ -111,7 +111,7 @@ def test_the_api_answers_while_a_document_is_being_accepted(ragline, monkeypatch
     replies: list[int] = []
 
     def upload() -> None:
-        with httpx.Client(base_url=ragline.url, headers={"X-API-Key": ragline.key}, timeout=60) as client:
+        with httpx.Client(base_url=ragline.url, headers={"X-API-Key": ragline.key}, timeout=CLIENT_TIMEOUT) as client:
             replies.append(
                 client.post(f"/api/v1/knowledge-bases/{kb}/documents", json={"title": "L", "content": NOTE}).status_code
             )

@@ -25,6 +25,7 @@ import pytest
 from fastapi.routing import APIRoute
 
 from tests.conftest import Ragline, start_ragline
+from tests.support.polling import CLIENT_TIMEOUT
 from tests.support.scripted_model import Script
 from tests.support.sse import read_frames
 
@@ -83,8 +84,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, shared_models: Any, scripted
     data_dir = tmp_path_factory.mktemp("isolation") / "data"
     server, a = start_ragline(data_dir, shared_models)
     b_key = _tenant_from_cli(data_dir, "tenant-b")
-    b = httpx.Client(base_url=a.url, headers={"X-API-Key": b_key}, timeout=30)
-    anonymous = httpx.Client(base_url=a.url, timeout=30)
+    b = httpx.Client(base_url=a.url, headers={"X-API-Key": b_key}, timeout=CLIENT_TIMEOUT)
+    anonymous = httpx.Client(base_url=a.url, timeout=CLIENT_TIMEOUT)
     try:
         kb = a.create_kb("guide", DOCS)
         document = a.client.get(f"/api/v1/knowledge-bases/{kb}/documents").json()["data"][0]["id"]

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import start_ragline
+from tests.support.polling import CLIENT_TIMEOUT
 
 
 def test_a_built_app_is_served_at_root_with_spa_fallback_and_the_api_beside_it(
@@ -20,7 +21,7 @@ def test_a_built_app_is_served_at_root_with_spa_fallback_and_the_api_beside_it(
     (tmp_path / "secret.txt").write_text("outside")
     server, handle = start_ragline(tmp_path / "data", shared_models, web_app_dir=dist)
     try:
-        with httpx.Client(base_url=handle.url, timeout=30) as client:
+        with httpx.Client(base_url=handle.url, timeout=CLIENT_TIMEOUT) as client:
             assert client.get("/").text == "<html>the app</html>"
             assert client.get("/platform/knowledge-bases").text == "<html>the app</html>"
             asset = client.get("/assets/app.js")

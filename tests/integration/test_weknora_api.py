@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tests.conftest import Ragline
 from tests.support.documents import DRINKS, make_pdf
-from tests.support.polling import wait_until
+from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.runtimes import Api
 from tests.support.scripted_model import Script
 from tests.support.servers import ServerThread
@@ -681,7 +681,7 @@ def test_knowledge_search_bodies_as_documented(api: Api, kb: str) -> None:
 
 # Auth, tenant and request id (README.md, client/client.go) ---------------------------------------------------
 def test_bearer_key_and_request_id(api: Api) -> None:
-    bare = httpx.Client(base_url=api.url, timeout=30)
+    bare = httpx.Client(base_url=api.url, timeout=CLIENT_TIMEOUT)
     try:
         reply = bare.get(
             "/api/v1/knowledge-bases", headers={"Authorization": f"Bearer {api.key}", "X-Request-ID": "req-123"}
@@ -703,7 +703,7 @@ def test_the_tenant_header_confirms_the_key_and_never_widens_it(api: Api, kb: st
     own = ok(api.client.get(f"/api/v1/knowledge-bases/{kb}"))["tenant_id"]
     assert api.client.get("/api/v1/knowledge-bases", headers={"X-Tenant-ID": str(own)}).status_code == 200
     other_key = api.new_tenant("other")
-    with httpx.Client(base_url=api.url, headers={"X-API-Key": other_key}, timeout=30) as other:
+    with httpx.Client(base_url=api.url, headers={"X-API-Key": other_key}, timeout=CLIENT_TIMEOUT) as other:
         # The other tenant names this tenant's number: refused, whatever the route.
         for method, url in (
             ("GET", "/api/v1/knowledge-bases"),

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import Ragline
-from tests.support.polling import wait_until
+from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Script
 from tests.support.weknora_go import STREAM_RESPONSE, APIError, GoClient, decode, go_client
 
@@ -253,7 +253,7 @@ def test_the_web_pages_agent_chat_body_and_headers(ragline: Ragline, scripted: A
         "channel": "web",
     }
     with (
-        httpx.Client(base_url=ragline.url, timeout=60) as page,
+        httpx.Client(base_url=ragline.url, timeout=CLIENT_TIMEOUT) as page,
         page.stream("POST", f"/api/v1/agent-chat/{session}", json=body, headers=headers) as reply,
     ):
         assert reply.status_code == 200, reply.read()

@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import httpx
+
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.03) -> Any:
     """``predicate()``'s first truthy value, polled every ``interval`` s; fails the test after ``timeout`` s."""
@@ -16,3 +18,9 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, interval: fl
             return value
         time.sleep(interval)
     raise AssertionError("condition not met in time")
+
+
+# The tests' HTTP clients wait for a reply as long as it takes (a request under a loaded machine's OCR or indexing
+# may take minutes): only connecting is bounded, and pytest-timeout is the safety net against a hang. A fixed read
+# timeout stood in for "the server answered" and failed the suite under load (ReadTimeouts while OCR ran).
+CLIENT_TIMEOUT = httpx.Timeout(None, connect=60.0)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.polling import CLIENT_TIMEOUT
 from tests.support.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,9 +65,7 @@ class RaglineProcess:
         raise RuntimeError(f"ragline serve did not start:\n{self.log()}")
 
     def client(self, **kwargs: object) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.url, headers={"X-API-Key": self.api_key}, timeout=httpx.Timeout(30.0), **kwargs
-        )
+        return httpx.Client(base_url=self.url, headers={"X-API-Key": self.api_key}, timeout=CLIENT_TIMEOUT, **kwargs)
 
     def kill(self) -> None:
         """kill -9: no handler runs, nothing is flushed or ended."""

@@ -52,6 +52,7 @@ from tests.support.cfn import ACCOUNT_ID, REGION, ROOT, TEMPLATE_PATH, Resolver,
 from tests.support.gateways import FunctionUrl, HttpApi
 from tests.support.grants import Call, IamRequest, Policy, read_calls
 from tests.support.lambdas import SANDBOX_DIR, FunctionSpec, LambdaService, Result
+from tests.support.polling import CLIENT_TIMEOUT
 from tests.support.servers import ServerThread, free_port
 
 STACK = "ragtest"
@@ -731,11 +732,11 @@ def aws_stack(
 
 
 @contextmanager
-def stack_client(stack: DeployedStack, name: str = "", timeout_s: float = 60.0) -> Iterator[StackClient]:
+def stack_client(stack: DeployedStack, name: str = "") -> Iterator[StackClient]:
     """A fresh tenant on a deployed stack, with HTTP clients for its API and its stream URL."""
     tenant, key = stack.create_tenant(name or f"tenant-{_suffix(8).lower()}")
     headers = {"X-API-Key": key}
-    timeout = httpx.Timeout(timeout_s)
+    timeout = CLIENT_TIMEOUT
     with (
         httpx.Client(base_url=stack.api_url, headers=headers, timeout=timeout) as api,
         httpx.Client(base_url=stack.stream_url, headers=headers, timeout=timeout) as stream,

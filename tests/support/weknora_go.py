@@ -26,6 +26,8 @@ from typing import Any
 
 import httpx
 
+from tests.support.polling import CLIENT_TIMEOUT
+
 
 class GoDecodeError(AssertionError):
     """What ``json.Unmarshal`` would return: the value at ``where`` does not fit the Go type."""
@@ -560,5 +562,5 @@ def knowledge_base_struct(**fields: Any) -> dict[str, Any]:
 @contextmanager
 def go_client(base_url: str, **options: Any) -> Iterator[GoClient]:
     """``client.NewClient(base_url, options...)`` over one HTTP connection pool."""
-    with httpx.Client(base_url=base_url, timeout=httpx.Timeout(60.0)) as http:
+    with httpx.Client(base_url=base_url, timeout=CLIENT_TIMEOUT) as http:
         yield GoClient(http, **options)

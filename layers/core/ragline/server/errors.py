@@ -206,4 +206,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         # The body says nothing about the cause (it may hold user content); the log has the trace.
         logger.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse(error_body(500, "internal_error", "internal server error"), status_code=500)
+        # The server closes this connection once the reply is sent (the error goes on to its log): said so, a
+        # client does not send its next request on it and get a reset.
+        return JSONResponse(
+            error_body(500, "internal_error", "internal server error"), status_code=500, headers={"Connection": "close"}
+        )
