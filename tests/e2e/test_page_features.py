@@ -422,7 +422,7 @@ def test_documents_drop_several_files_show_their_status_and_are_reindexed_or_del
     page.evaluate(
         """() => { window.uploading = 0; window.most = 0;
           new MutationObserver(() => {
-            const n = document.querySelectorAll('.upload-row[data-state="uploading"], .upload-row[data-state="indexing"]').length;
+            const n = document.querySelectorAll('.upload-row[data-state="uploading"], .upload-row[data-state="reading"]').length;
             window.most = Math.max(window.most, n);
           }).observe(document.getElementById('kb-detail'), { subtree: true, attributes: true, childList: true }); }"""
     )

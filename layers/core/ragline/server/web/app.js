@@ -23,7 +23,9 @@ function activeDrawer() {
   return kbView.hidden ? byId('chat-sidebar') : byId('kb-sidebar');
 }
 
-function setDrawer(open) {
+/** Opens or closes the drawer; `returnFocus`: a closed drawer gives the focus back to the menu button. */
+function setDrawer(open, { returnFocus = false } = {}) {
+  const wasOpen = document.body.classList.contains('drawer-open');
   document.body.classList.toggle('drawer-open', open && narrow.matches);
   menuButton.setAttribute('aria-expanded', String(open && narrow.matches));
   backdrop.hidden = !(open && narrow.matches);
@@ -31,14 +33,27 @@ function setDrawer(open) {
     // A closed drawer is out of the tab order and of what a screen reader reads.
     drawer.inert = narrow.matches && !(open && drawer === activeDrawer());
   }
+  // The opened drawer takes the focus (it is visible at once: styles.css delays only its hiding).
   if (open && narrow.matches) activeDrawer().querySelector('button, input, a')?.focus();
+  else if (wasOpen && returnFocus) menuButton.focus();
 }
 
 const closeDrawer = () => setDrawer(false);
-menuButton.addEventListener('click', () => setDrawer(!document.body.classList.contains('drawer-open')));
-backdrop.addEventListener('click', closeDrawer);
+menuButton.addEventListener('click', () =>
+  setDrawer(!document.body.classList.contains('drawer-open'), { returnFocus: true }),
+);
+backdrop.addEventListener('click', () => setDrawer(false, { returnFocus: true }));
 document.addEventListener('keydown', (event) => {
-  if (event.key === 'Escape' && document.body.classList.contains('drawer-open')) closeDrawer();
+  if (event.key === 'Escape' && document.body.classList.contains('drawer-open')) setDrawer(false, { returnFocus: true });
+});
+
+// The skip link: past the header and the side panel to the question box (or to the knowledge-base page). The
+// address's hash is the page's route, so the link moves the focus itself.
+byId('skip-link').addEventListener('click', (event) => {
+  event.preventDefault();
+  const target = kbView.hidden ? byId('question') : byId('kb-detail');
+  if (!kbView.hidden) target.tabIndex = -1;
+  target.focus();
 });
 narrow.addEventListener('change', closeDrawer);
 
@@ -60,6 +75,7 @@ function showModel(modelId) {
 async function loadModels() {
   try {
     models = await api('GET', '/api/v1/models');
+    chat.setModels(models);
     showModel('');
   } catch {
     // The banner (unreachable) or the key dialog (refused) says what is wrong.

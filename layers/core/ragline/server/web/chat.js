@@ -110,6 +110,11 @@ export class ChatPage {
     this.stopButton = byId('stop');
     this.composerError = byId('composer-error');
     this.optionsButton = byId('options-button');
+    this.modelPicker = byId('model-picker');
+    this.modelPicker.addEventListener('change', () => {
+      this.options.use(this.sessionId, this.session, this.knowledgeBases);
+      this.options.model = this.modelPicker.value;
+    });
     this.options = new SessionOptions({ onChange: () => this.showOptionCount() });
     this.attachments = new Attachments({
       form: this.form,
@@ -190,6 +195,21 @@ export class ChatPage {
     this.options.use(this.sessionId, this.session, this.knowledgeBases);
     const n = this.options.count();
     this.optionsButton.textContent = n ? `Options · ${n}` : 'Options';
+    const chosen = this.options.model;
+    this.modelPicker.value = [...this.modelPicker.options].some((o) => o.value === chosen) ? chosen : '';
+  }
+
+  /** The chat models of GET /models in the session's model picker ('' leaves the server's default). */
+  setModels(models) {
+    const chat = models.filter((m) => m.type === 'KnowledgeQA');
+    const label = (m) => (m.kind === 'extractive' ? 'Extractive (quotes)' : m.name);
+    const fallback = chat.find((m) => m.is_default);
+    this.modelPicker.replaceChildren(
+      h('option', { value: '' }, fallback ? `Default: ${label(fallback)}` : 'Default model'),
+      ...chat.map((m) => h('option', { value: m.id, title: m.description }, label(m))),
+    );
+    this.modelPicker.hidden = chat.length < 2;
+    this.showOptionCount();
   }
 
   async show(sessionId, { force = false } = {}) {

@@ -14,7 +14,21 @@ function passageImages(item, title) {
   return h('div', { class: 'ref-images' }, handles.map((handle, i) => storedThumbnail(handle, `Image ${i + 1} from ${title}`)));
 }
 
-const ACCEPT = '.md,.markdown,.txt,.text,.pdf,.html,.htm,.docx,.pptx,.epub,.csv,.tsv,.xlsx,.png,.jpg,.jpeg,.webp,.gif';
+// The types an upload may have: the server's list (ragline.ingest.service.UPLOAD_SUFFIXES; a browser test holds
+// the two together). A file of another type is refused here, in the server's words, without being sent.
+export const UPLOAD_SUFFIXES = [
+  '.csv', '.docx', '.epub', '.gif', '.htm', '.html', '.jpeg', '.jpg', '.json', '.log', '.markdown', '.md', '.mdx',
+  '.pdf', '.png', '.pptx', '.rst', '.tab', '.text', '.tsv', '.txt', '.webp', '.xhtml', '.xlsm', '.xlsx', '.yaml', '.yml',
+];
+const ACCEPT = UPLOAD_SUFFIXES.join(',');
+
+/** Why the server would refuse this file by its name, or '' (a name without an extension is read as text). */
+function refusal(name) {
+  const dot = name.lastIndexOf('.');
+  const suffix = dot > 0 ? name.slice(dot).toLowerCase() : '';
+  if (!suffix || UPLOAD_SUFFIXES.includes(suffix)) return '';
+  return `unsupported file type '${suffix}'; supported: ${UPLOAD_SUFFIXES.join(', ')}`;
+}
 // While a document of the shown knowledge base is pending, its list is read again this often (ms).
 const PENDING_POLL_MS = 1000;
 // Uploads sent at once; the others wait for a free slot.
@@ -186,7 +200,12 @@ export class KnowledgePage {
       shown,
       editForm,
       kb.description ? h('p', { class: 'kb-description' }, kb.description) : null,
-      h('p', { class: 'muted small-text' }, `${count(kb.document_count, 'document')} · created ${formatDate(kb.created_at)} · embeddings ${kb.embedding_model}`),
+      h(
+        'p',
+        { class: 'muted small-text' },
+        h('span', { id: 'kb-document-count' }, count(kb.document_count, 'document')),
+        ` · created ${formatDate(kb.created_at)} · embeddings ${kb.embedding_model}`,
+      ),
       tabs,
     );
   }
@@ -217,7 +236,7 @@ export class KnowledgePage {
       'div',
       { class: 'dropzone', id: 'dropzone' },
       h('p', {}, h('strong', {}, 'Drop files here'), ' or ', h('label', { for: 'kb-files', class: 'file-label' }, 'choose files'), '.'),
-      h('p', { class: 'muted small-text' }, 'Markdown, text, PDF, Word, PowerPoint, EPUB, HTML, CSV and Excel; several at once.'),
+      h('p', { class: 'muted small-text' }, 'Markdown, text, PDF, Word, PowerPoint, EPUB, HTML, CSV, Excel and images; several at once.'),
       fileInput,
     );
     zone.addEventListener('dragover', (event) => {
@@ -268,6 +287,13 @@ export class KnowledgePage {
       return { file, bar, status, row };
     });
     await inParallel(rows, PARALLEL_UPLOADS, async ({ file, bar, status, row }) => {
+      const refused = refusal(file.name);
+      if (refused) {
+        row.dataset.state = 'error';
+        status.textContent = refused;
+        status.classList.add('error-text');
+        return;
+      }
       row.dataset.state = 'uploading';
       status.textContent = 'uploading…';
       try {
@@ -277,9 +303,10 @@ export class KnowledgePage {
             bar.value = percent;
             status.textContent = `uploading… ${percent}%`;
           } else {
-            bar.removeAttribute('value'); // indeterminate while the server chunks and indexes it
-            status.textContent = 'indexing…';
-            row.dataset.state = 'indexing';
+            // Indeterminate while the server reads and chunks it: it may still refuse it (an unreadable PDF).
+            bar.removeAttribute('value');
+            status.textContent = 'reading…';
+            row.dataset.state = 'reading';
           }
         });
         bar.value = 100;
@@ -317,6 +344,9 @@ export class KnowledgePage {
       return;
     }
     if (kbId !== this.kbId) return;
+    // The header's count is drawn with the page: it follows the table (uploads, deletions).
+    const counter = document.getElementById('kb-document-count');
+    if (counter) counter.textContent = count(docs.length, 'document');
     if (docs.length === 0) {
       this.documents.replaceChildren(h('p', { class: 'muted' }, 'No documents yet.'));
       return;

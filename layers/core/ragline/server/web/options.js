@@ -108,10 +108,23 @@ export class SessionOptions {
     return this.session ? this.session.knowledge_base_ids : [];
   }
 
+  /** The chat model chosen for this session ('' for the server's default). */
+  get model() {
+    return load(this.sessionId).summary_model_id || '';
+  }
+
+  set model(modelId) {
+    const saved = load(this.sessionId);
+    if (modelId) saved.summary_model_id = modelId;
+    else delete saved.summary_model_id;
+    store(this.sessionId, saved);
+  }
+
   /** The fields to send with a question (knowledge_base_ids only when it differs from the session's). */
   request() {
     const saved = load(this.sessionId);
     const body = {};
+    if (saved.summary_model_id) body.summary_model_id = saved.summary_model_id;
     for (const [name, , kind] of FIELDS) {
       const value = saved[name];
       if (value === undefined || value === '' || value === null) continue;
@@ -123,7 +136,8 @@ export class SessionOptions {
 
   /** How many options differ from the defaults (shown on the Options button). */
   count() {
-    return Object.keys(this.request()).length;
+    // The model has its own picker beside the Options button.
+    return Object.keys(this.request()).filter((name) => name !== 'summary_model_id').length;
   }
 
   open() {
@@ -151,6 +165,7 @@ export class SessionOptions {
 
   save() {
     const options = {};
+    if (this.model) options.summary_model_id = this.model;
     for (const [name, , kind] of FIELDS) {
       const control = this.form.elements[name];
       if (!control.value.trim()) continue;

@@ -320,8 +320,9 @@ export class Turn {
     this.el.dataset.state = phase;
     if (s.resumedFrom !== null && s.resumedFrom !== undefined) this.el.dataset.resumedFrom = String(s.resumedFrom);
     if (this.userText.textContent !== s.query) this.userText.textContent = s.query;
-    this.userEl.hidden = !s.query;
     this.renderImages();
+    // A question may be its images alone: the bubble shows them without text.
+    this.userEl.hidden = !s.query && this.userImages.hidden;
     this.editButton.hidden = phase === 'streaming' || !this.editForm.hidden || !this.options.onEdit;
 
     const windows = s.tools.map((tool) => toolWindow(tool, phase !== 'streaming'));
@@ -363,7 +364,8 @@ export class Turn {
         ),
       );
     }
-    if (s.modelId === 'local:extractive') {
+    // A fallback ("the knowledge base does not say") quotes nothing: one badge says what it is.
+    if (s.modelId === 'local:extractive' && !s.fallback) {
       badges.push(
         h(
           'span',
