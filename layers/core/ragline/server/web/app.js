@@ -57,6 +57,34 @@ byId('skip-link').addEventListener('click', (event) => {
 });
 narrow.addEventListener('change', closeDrawer);
 
+// The theme: as the system, light or dark (the switch cycles them; remembered in this browser) ----------------
+const THEME = 'ragline.theme';
+const THEMES = ['system', 'light', 'dark'];
+const themeButton = byId('theme-button');
+const systemDark = window.matchMedia('(prefers-color-scheme: dark)');
+const THEME_LABELS = { system: 'Theme: as the system', light: 'Theme: light', dark: 'Theme: dark' };
+
+function applyTheme() {
+  let theme = localStorage.getItem(THEME) || 'system';
+  if (!THEMES.includes(theme)) theme = 'system';
+  const root = document.documentElement;
+  if (theme === 'system') delete root.dataset.theme;
+  else root.dataset.theme = theme;
+  // The scheme in effect, for tests and for code that draws in colour.
+  root.dataset.scheme = theme === 'system' ? (systemDark.matches ? 'dark' : 'light') : theme;
+  themeButton.dataset.theme = theme;
+  themeButton.setAttribute('aria-label', THEME_LABELS[theme]);
+  themeButton.title = THEME_LABELS[theme];
+}
+
+themeButton.addEventListener('click', () => {
+  const current = themeButton.dataset.theme || 'system';
+  localStorage.setItem(THEME, THEMES[(THEMES.indexOf(current) + 1) % THEMES.length]);
+  applyTheme();
+});
+systemDark.addEventListener('change', applyTheme);
+applyTheme();
+
 // The answering model, in the header ----------------------------------------------------------------------------
 const modelBadge = byId('model-badge');
 let models = [];

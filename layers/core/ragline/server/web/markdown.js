@@ -6,7 +6,7 @@
 // in answers (`<kb doc="…" chunk_id="…" kb_id="…" />`, `<web url="…" title="…" />`) are taken out first and
 // handed to options.renderCitation, which returns the chip to show; any other tag shows as plain text.
 
-import { h } from './dom.js';
+import { copyText, h } from './dom.js';
 
 const CITATION = /<(kb|web)\s+((?:[\w-]+="[^"]*"\s*)*)\/>/g;
 const ATTRIBUTE = /([\w-]+)="([^"]*)"/g;
@@ -72,6 +72,29 @@ export function safeUrl(href) {
 }
 
 /** Renders `source` as a DocumentFragment. options.renderCitation(citation) → Node for each citation tag. */
+/**
+ * A fenced code block: its language and a copy button above it; the block scrolls sideways and takes the
+ * keyboard's focus (so the arrows scroll it).
+ */
+function codeBlock(code, source, language) {
+  const copy = h('button', { type: 'button', class: 'ghost small code-copy' }, 'Copy code');
+  copy.addEventListener('click', async () => {
+    await copyText(source);
+    copy.textContent = 'Copied ✓';
+    copy.dataset.copied = 'true';
+    setTimeout(() => {
+      copy.textContent = 'Copy code';
+      delete copy.dataset.copied;
+    }, 2000);
+  });
+  return h(
+    'div',
+    { class: 'code-block' },
+    h('div', { class: 'code-head' }, h('span', { class: 'code-lang' }, language || 'code'), copy),
+    h('pre', { tabindex: '0' }, code),
+  );
+}
+
 export function renderMarkdown(source, options = {}) {
   const citations = [];
   const text = String(source || '')
@@ -147,8 +170,9 @@ function blocks(lines, ctx) {
         i += 1;
       }
       i += 1; // the closing fence (or past the end while the answer still streams)
-      const code = h('code', language ? { class: `language-${language}` } : {}, ctx.restore(body.join('\n')));
-      out.push(h('pre', {}, code));
+      const source = ctx.restore(body.join('\n'));
+      const code = h('code', language ? { class: `language-${language}` } : {}, source);
+      out.push(codeBlock(code, source, language));
       continue;
     }
     m = HEADING.exec(line);

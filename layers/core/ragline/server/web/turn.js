@@ -592,9 +592,12 @@ export class Turn {
       heading,
     );
     this.referencesEl.dataset.open = String(this.referencesOpen);
+    // One landmark per answer: each is named after its question, so a screen reader's list tells them apart.
+    const question = (this.state.query || '').replace(/\s+/g, ' ').trim();
+    this.referencesEl.setAttribute('aria-label', question ? `References: ${question.slice(0, 60)}` : 'References');
     this.referencesEl.replaceChildren(
       ...[
-        h('h3', {}, toggle),
+        h('h2', { class: 'ref-heading' }, toggle),
       citedNames.length > 0 && !this.referencesOpen
         ? h('p', { class: 'ref-summary' }, citedNames.map((name, i) => h('span', { class: 'ref-summary-item' }, h('span', { class: 'ref-n' }, String(i + 1)), name)))
         : null,
