@@ -132,7 +132,7 @@ def test_ask_streams_references_before_the_answer_and_chips_open_the_cited_chunk
     assert re.search(r"\d+ passages? from \d+ documents? · \d+ candidates?", search.inner_text())
     understood = page.locator('.turn .tool[data-tool="query_understand"]').inner_text()
     assert "Question understood" in understood
-    assert "kb_search" in understood
+    assert "knowledge-base search" in understood  # the intent kb_search, in the page's words
     reasoning = page.locator(".turn details.reasoning")
     assert "water temperature" in (reasoning.locator(".reasoning-text").text_content() or "")
     assert reasoning.get_attribute("open") is None  # collapsed once the answer came

@@ -6,10 +6,26 @@
 // typed in once and kept in this browser's localStorage (Settings → Forget API key removes it).
 
 import { api, onConnection, onUnauthorized, settings } from './api.js';
-import { ChatPage } from './chat.js';
+import { ChatPage, describeModel } from './chat.js';
 import { byId } from './dom.js';
 import { KnowledgePage } from './kb.js';
 import { SourceViewer } from './viewer.js';
+import { LANGUAGES, locale, setLocale, t, translatePage } from './i18n.js';
+
+translatePage();
+
+// The language switch: the catalogues' languages, each named in itself.
+const languagePicker = byId('language-picker');
+for (const [code, name] of LANGUAGES) {
+  const option = document.createElement('option');
+  option.value = code;
+  option.lang = code;
+  option.textContent = name;
+  option.translate = false;
+  languagePicker.append(option);
+}
+languagePicker.value = locale;
+languagePicker.addEventListener('change', () => setLocale(languagePicker.value));
 
 const chatView = byId('chat-view');
 const kbView = byId('kb-view');
@@ -62,7 +78,7 @@ const THEME = 'ragline.theme';
 const THEMES = ['system', 'light', 'dark'];
 const themeButton = byId('theme-button');
 const systemDark = window.matchMedia('(prefers-color-scheme: dark)');
-const THEME_LABELS = { system: 'Theme: as the system', light: 'Theme: light', dark: 'Theme: dark' };
+const THEME_LABELS = { system: 'theme.system', light: 'theme.light', dark: 'theme.dark' };
 
 function applyTheme() {
   let theme = localStorage.getItem(THEME) || 'system';
@@ -73,8 +89,8 @@ function applyTheme() {
   // The scheme in effect, for tests and for code that draws in colour.
   root.dataset.scheme = theme === 'system' ? (systemDark.matches ? 'dark' : 'light') : theme;
   themeButton.dataset.theme = theme;
-  themeButton.setAttribute('aria-label', THEME_LABELS[theme]);
-  themeButton.title = THEME_LABELS[theme];
+  themeButton.setAttribute('aria-label', t(THEME_LABELS[theme]));
+  themeButton.title = t(THEME_LABELS[theme]);
 }
 
 themeButton.addEventListener('click', () => {
@@ -93,9 +109,9 @@ function showModel(modelId) {
   const model = models.find((m) => m.id === modelId) || models.find((m) => m.type === 'KnowledgeQA' && m.is_default);
   if (!model && !modelId) return;
   const name = model ? model.name : modelId;
-  modelBadge.textContent = model && model.kind === 'extractive' ? 'Extractive (quotes)' : name;
-  modelBadge.title = `Answers come from: ${model ? `${model.name} — ${model.description}` : modelId}`;
-  modelBadge.setAttribute('aria-label', `Answering model: ${modelBadge.textContent}`);
+  modelBadge.textContent = model && model.kind === 'extractive' ? t('model.extractive') : name;
+  modelBadge.title = t('model.from', { model: model ? `${model.name} — ${describeModel(model)}` : modelId });
+  modelBadge.setAttribute('aria-label', t('model.badge', { model: modelBadge.textContent }));
   modelBadge.dataset.kind = model ? model.kind : '';
   modelBadge.hidden = false;
 }
@@ -122,8 +138,8 @@ onConnection((error) => {
     globalError.hidden = true;
     return;
   }
-  const where = settings.apiBase || 'this page’s server';
-  globalErrorText.textContent = `Cannot reach the API at ${where}. Check that the server runs, or set the API base URL in Settings.`;
+  const where = settings.apiBase || t('error.this_server');
+  globalErrorText.textContent = t('error.unreachable', { where });
   globalError.hidden = false;
 });
 byId('global-error-settings').addEventListener('click', () => openSettings());
@@ -170,7 +186,7 @@ keyDialog.addEventListener('cancel', (event) => event.preventDefault());
 onUnauthorized(() => {
   const hadKey = Boolean(settings.apiKey);
   settings.apiKey = '';
-  askForKey(hadKey ? 'That API key was not accepted. Check it (embedded server: .ragline/api_key) and enter it again.' : '').then(
+  askForKey(hadKey ? t('key.refused') : '').then(
     () => route(true),
   );
 });
@@ -183,7 +199,7 @@ const streamBaseInput = byId('stream-base');
 function openSettings() {
   apiBaseInput.value = settings.apiBase;
   streamBaseInput.value = settings.streamBase;
-  byId('key-state').textContent = settings.apiKey ? 'An API key is stored in this browser.' : 'No API key is stored.';
+  byId('key-state').textContent = settings.apiKey ? t('key.stored') : t('key.none');
   settingsDialog.showModal();
   apiBaseInput.focus();
 }

@@ -7,6 +7,7 @@
 // handed to options.renderCitation, which returns the chip to show; any other tag shows as plain text.
 
 import { copyText, h } from './dom.js';
+import { t } from './i18n.js';
 
 const CITATION = /<(kb|web)\s+((?:[\w-]+="[^"]*"\s*)*)\/>/g;
 const ATTRIBUTE = /([\w-]+)="([^"]*)"/g;
@@ -77,20 +78,20 @@ export function safeUrl(href) {
  * keyboard's focus (so the arrows scroll it).
  */
 function codeBlock(code, source, language) {
-  const copy = h('button', { type: 'button', class: 'ghost small code-copy' }, 'Copy code');
+  const copy = h('button', { type: 'button', class: 'ghost small code-copy' }, t('code.copy'));
   copy.addEventListener('click', async () => {
     await copyText(source);
-    copy.textContent = 'Copied ✓';
+    copy.textContent = t('copied');
     copy.dataset.copied = 'true';
     setTimeout(() => {
-      copy.textContent = 'Copy code';
+      copy.textContent = t('code.copy');
       delete copy.dataset.copied;
     }, 2000);
   });
   return h(
     'div',
     { class: 'code-block' },
-    h('div', { class: 'code-head' }, h('span', { class: 'code-lang' }, language || 'code'), copy),
+    h('div', { class: 'code-head' }, h('span', { class: 'code-lang' }, language || t('code')), copy),
     h('pre', { tabindex: '0' }, code),
   );
 }

@@ -6,6 +6,7 @@
 import { api } from './api.js';
 import { byId, h } from './dom.js';
 import { imageHandles, storedThumbnail } from './images.js';
+import { t } from './i18n.js';
 
 const SENTENCE = /[^.!?。！？；\n]+(?:[.!?。！？；]+["”’)\]]*|\n|$)/g;
 const WORD = /[\p{L}\p{N}]+/gu;
@@ -102,8 +103,8 @@ export class SourceViewer {
     this.dialog.dataset.chunkId = chunkId;
     this.dialog.dataset.state = 'loading';
     delete this.dialog.dataset.highlight;
-    this.title.textContent = doc || 'Source';
-    this.meta.textContent = 'Loading the passage…';
+    this.title.textContent = doc || t('source');
+    this.meta.textContent = t('viewer.loading');
     this.text.textContent = '';
     this.images.replaceChildren();
     this.images.hidden = true;
@@ -115,7 +116,7 @@ export class SourceViewer {
     try {
       const chunk = await api('GET', `/api/v1/chunks/by-id/${encodeURIComponent(chunkId)}`);
       if (this.dialog.dataset.chunkId !== chunkId) return; // another chip was opened meanwhile
-      const meta = [`Passage ${chunk.chunk_index + 1}`];
+      const meta = [t('passage.n', { n: chunk.chunk_index + 1 })];
       if (chunk.header) meta.push(chunk.header);
       if (chunk.metadata && chunk.metadata.page) meta.push(`page ${chunk.metadata.page}`);
       this.meta.textContent = meta.join(' · ');
@@ -127,17 +128,17 @@ export class SourceViewer {
       this.text.querySelector('mark')?.scrollIntoView({ block: 'center' });
       const [previous, following] = await Promise.all([neighbour(chunk.pre_chunk_id), neighbour(chunk.next_chunk_id)]);
       if (this.dialog.dataset.chunkId !== chunkId) return;
-      this.showNeighbour(this.before, previous, 'Before');
-      this.showNeighbour(this.after, following, 'After');
+      this.showNeighbour(this.before, previous, t('viewer.before'));
+      this.showNeighbour(this.after, following, t('viewer.after'));
       this.dialog.dataset.neighbours = String(Number(Boolean(previous)) + Number(Boolean(following)));
     } catch (err) {
       if (this.dialog.dataset.chunkId !== chunkId) return;
       this.dialog.dataset.state = 'error';
       if (reference && reference.content) {
-        this.meta.textContent = `The stored passage could not be loaded (${err.message}); the text the answer saw:`;
+        this.meta.textContent = t('viewer.fallback', { error: err.message });
         this.text.replaceChildren(...withHighlight(reference.content, highlightRange(reference.content, claim)));
       } else {
-        this.meta.textContent = `The passage could not be loaded: ${err.message}`;
+        this.meta.textContent = t('viewer.failed', { error: err.message });
       }
     }
   }
@@ -146,7 +147,7 @@ export class SourceViewer {
   showImages(chunk, doc) {
     const handles = chunk.chunk_type === 'image_ocr' || chunk.image_info ? imageHandles(chunk) : [];
     this.images.replaceChildren(
-      ...handles.map((handle, i) => storedThumbnail(handle, `Image ${i + 1}${doc ? ` from ${doc}` : ''}`, 'source-image')),
+      ...handles.map((handle, i) => storedThumbnail(handle, doc ? t('image.from', { n: i + 1, title: doc }) : t('image.n', { n: i + 1 }), 'source-image')),
     );
     this.images.hidden = handles.length === 0;
   }
