@@ -301,7 +301,7 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
     assert page.locator(".upload-row .upload-status").inner_text() == f"✓ {chunk_count} chunk{'s' * (chunk_count != 1)}"
     page.wait_for_function("() => document.getElementById('kb-list').textContent.includes('1 document')")
     assert page.locator(".upload-row progress").get_attribute("value") == "100"
-    assert page.evaluate("window.uploadStates") == ["uploading", "indexing", "done"]
+    assert page.evaluate("window.uploadStates") == ["uploading", "reading", "done"]
 
     row = page.locator(f'#documents tr[data-document-id="{documents[0]["id"]}"]')
     row.wait_for()
@@ -391,7 +391,8 @@ def test_the_key_is_asked_once_kept_in_local_storage_and_never_in_the_page(ragli
     # Nothing secret in what the server sends for the page, and no key in any URL the page requested.
     anonymous = httpx.Client(base_url=ragline.url, timeout=30)
     sources = [anonymous.get("/")]
-    sources += [anonymous.get(f"/static/{p.name}") for p in (Path(__file__).parents[2] / WEB).iterdir()]
+    web = Path(__file__).parents[2] / WEB
+    sources += [anonymous.get(f"/static/{p.relative_to(web).as_posix()}") for p in web.rglob("*") if p.is_file()]
     for reply in sources:
         assert reply.status_code == 200, reply.url
         assert key not in reply.text, reply.url

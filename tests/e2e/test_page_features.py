@@ -555,7 +555,10 @@ def test_session_options_are_sent_and_remembered_the_model_shows_and_suggestions
     )
     page.wait_for_selector("#model-badge:not([hidden])")
     assert page.locator("#model-badge").inner_text() == model["name"]
-    assert model["description"] in (page.get_attribute("#model-badge", "title") or "")
+    # The server describes the model in English; the page names its kind in the page's language.
+    assert model["kind"] == "endpoint"
+    title = page.get_attribute("#model-badge", "title") or ""
+    assert f"{model['name']} — An OpenAI-compatible endpoint" in title, title
     # Suggested first questions from the titles and headings.
     page.uncheck(f'#kb-choice input[value="{other}"]')
     page.wait_for_selector("#suggestions:not([hidden]) .suggestion")

@@ -7,12 +7,25 @@ import { api, uploadFile } from './api.js';
 import { byId, confirmAction, count, formatBytes, formatDate, h } from './dom.js';
 import { imageHandles, storedThumbnail } from './images.js';
 import { t } from './i18n.js';
+import { bestSentence, marked } from './passages.js';
 
 /** Thumbnails of the pictures an image passage was read from, or null for a text passage. */
 function passageImages(item, title) {
   const handles = item.chunk_type === 'image_ocr' || item.image_info ? imageHandles(item).slice(0, 3) : [];
   if (!handles.length) return null;
   return h('div', { class: 'ref-images' }, handles.map((handle, i) => storedThumbnail(handle, t('image.from', { n: i + 1, title }))));
+}
+
+/** A search hit's sentence that best matches the query, the query's terms marked, '…' where the passage goes on. */
+function hitText(content, query) {
+  const best = bestSentence(content, query);
+  return h(
+    'p',
+    { class: 'hit-text', dataset: { terms: String(best.ranges.length) } },
+    best.before ? '… ' : '',
+    marked(best.text, best.ranges, 'term'),
+    best.after ? ' …' : '',
+  );
 }
 
 // The types an upload may have: the server's list (ragline.ingest.service.UPLOAD_SUFFIXES; a browser test holds
@@ -552,7 +565,7 @@ export class KnowledgePage {
               score('rerank', hit.scores.model),
             ),
             passageImages(hit, hit.knowledge_title || t('the_document')),
-            h('p', { class: 'hit-text' }, hit.content.replace(/\s+/g, ' ').slice(0, 400)),
+            hitText(hit.content, query),
           ),
         ),
       ),

@@ -72,7 +72,6 @@ export function safeUrl(href) {
   }
 }
 
-/** Renders `source` as a DocumentFragment. options.renderCitation(citation) → Node for each citation tag. */
 /**
  * A fenced code block: its language and a copy button above it; the block scrolls sideways and takes the
  * keyboard's focus (so the arrows scroll it).
@@ -96,6 +95,10 @@ function codeBlock(code, source, language) {
   );
 }
 
+/**
+ * Renders `source` as a DocumentFragment. options.renderCitation(citation) → Node for each citation tag;
+ * options.headingOffset moves headings down that many levels.
+ */
 export function renderMarkdown(source, options = {}) {
   const citations = [];
   const text = String(source || '')
@@ -109,6 +112,8 @@ export function renderMarkdown(source, options = {}) {
       return `${OPEN}${citations.length - 1}${CLOSE}`;
     });
   const ctx = {
+    // Headings moved down this many levels (a passage shown under a dialog's own heading).
+    headingOffset: options.headingOffset || 0,
     cite(index) {
       const citation = citations[index];
       const node = citation && options.renderCitation ? options.renderCitation(citation) : null;
@@ -178,7 +183,7 @@ function blocks(lines, ctx) {
     }
     m = HEADING.exec(line);
     if (m) {
-      out.push(h(`h${m[1].length}`, {}, inline(m[2] || '', ctx)));
+      out.push(h(`h${Math.min(6, m[1].length + ctx.headingOffset)}`, {}, inline(m[2] || '', ctx)));
       i += 1;
       continue;
     }
