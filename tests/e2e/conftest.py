@@ -9,6 +9,7 @@ the browser itself is started once per session with a fresh temporary profile.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,8 +122,14 @@ def screen(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     context.close()
 
 
+AXE_COUNTS = ROOT / "test-output" / "axe-counts.jsonl"
+
+
 def check_accessibility(page: Any, axe_source: str, state: str) -> list[dict[str, Any]]:
-    """axe-core run inside the page as it is now: fails on any serious or critical violation."""
+    """axe-core run inside the page as it is now: fails on any serious or critical violation.
+
+    Every run's violations by impact are appended to test-output/axe-counts.jsonl (state, screen, colour scheme).
+    """
     if not page.evaluate("() => Boolean(window.axe)"):
         # Through the DevTools protocol: the page's Content-Security-Policy allows no inline script.
         page.evaluate(axe_source)
@@ -135,6 +142,16 @@ def check_accessibility(page: Any, axe_source: str, state: str) -> list[dict[str
           }));
         }"""
     )
+    scheme = page.evaluate(
+        "() => document.documentElement.dataset.scheme || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light')"
+    )
+    counts: dict[str, int] = {}
+    for violation in violations:
+        counts[violation["impact"]] = counts.get(violation["impact"], 0) + 1
+    AXE_COUNTS.parent.mkdir(parents=True, exist_ok=True)
+    with AXE_COUNTS.open("a", encoding="utf-8") as log:
+        record = {"state": state, "screen": getattr(page, "screen_name", "page"), "scheme": scheme, "counts": counts}
+        log.write(json.dumps({**record, "ids": sorted({f"{v['impact']}:{v['id']}" for v in violations})}) + "\n")
     bad = [v for v in violations if v["impact"] in ("serious", "critical")]
     assert not bad, f"{state}: {bad}"
     return violations

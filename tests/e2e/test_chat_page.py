@@ -132,7 +132,7 @@ def test_ask_streams_references_before_the_answer_and_chips_open_the_cited_chunk
     assert re.search(r"\d+ passages? from \d+ documents? · \d+ candidates?", search.inner_text())
     understood = page.locator('.turn .tool[data-tool="query_understand"]').inner_text()
     assert "Question understood" in understood
-    assert "kb_search" in understood
+    assert "knowledge-base search" in understood  # the intent kb_search, in the page's words
     reasoning = page.locator(".turn details.reasoning")
     assert "water temperature" in (reasoning.locator(".reasoning-text").text_content() or "")
     assert reasoning.get_attribute("open") is None  # collapsed once the answer came
@@ -301,7 +301,7 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
     assert page.locator(".upload-row .upload-status").inner_text() == f"✓ {chunk_count} chunk{'s' * (chunk_count != 1)}"
     page.wait_for_function("() => document.getElementById('kb-list').textContent.includes('1 document')")
     assert page.locator(".upload-row progress").get_attribute("value") == "100"
-    assert page.evaluate("window.uploadStates") == ["uploading", "indexing", "done"]
+    assert page.evaluate("window.uploadStates") == ["uploading", "reading", "done"]
 
     row = page.locator(f'#documents tr[data-document-id="{documents[0]["id"]}"]')
     row.wait_for()
@@ -391,7 +391,8 @@ def test_the_key_is_asked_once_kept_in_local_storage_and_never_in_the_page(ragli
     # Nothing secret in what the server sends for the page, and no key in any URL the page requested.
     anonymous = httpx.Client(base_url=ragline.url, timeout=CLIENT_TIMEOUT)
     sources = [anonymous.get("/")]
-    sources += [anonymous.get(f"/static/{p.name}") for p in (Path(__file__).parents[2] / WEB).iterdir()]
+    web = Path(__file__).parents[2] / WEB
+    sources += [anonymous.get(f"/static/{p.relative_to(web).as_posix()}") for p in web.rglob("*") if p.is_file()]
     for reply in sources:
         assert reply.status_code == 200, reply.url
         assert key not in reply.text, reply.url

@@ -422,7 +422,7 @@ def test_documents_drop_several_files_show_their_status_and_are_reindexed_or_del
     page.evaluate(
         """() => { window.uploading = 0; window.most = 0;
           new MutationObserver(() => {
-            const n = document.querySelectorAll('.upload-row[data-state="uploading"], .upload-row[data-state="indexing"]').length;
+            const n = document.querySelectorAll('.upload-row[data-state="uploading"], .upload-row[data-state="reading"]').length;
             window.most = Math.max(window.most, n);
           }).observe(document.getElementById('kb-detail'), { subtree: true, attributes: true, childList: true }); }"""
     )
@@ -555,7 +555,10 @@ def test_session_options_are_sent_and_remembered_the_model_shows_and_suggestions
     )
     page.wait_for_selector("#model-badge:not([hidden])")
     assert page.locator("#model-badge").inner_text() == model["name"]
-    assert model["description"] in (page.get_attribute("#model-badge", "title") or "")
+    # The server describes the model in English; the page names its kind in the page's language.
+    assert model["kind"] == "endpoint"
+    title = page.get_attribute("#model-badge", "title") or ""
+    assert f"{model['name']} — An OpenAI-compatible endpoint" in title, title
     # Suggested first questions from the titles and headings.
     page.uncheck(f'#kb-choice input[value="{other}"]')
     page.wait_for_selector("#suggestions:not([hidden]) .suggestion")

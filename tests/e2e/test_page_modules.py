@@ -62,7 +62,9 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "fence": (
         '```python\nprint("<b>")\n<kb doc="D" chunk_id="c" />\n```',
-        '<pre><code class="language-python">print("&lt;b&gt;")\n&lt;kb doc="D" chunk_id="c" /&gt;</code></pre>',
+        '<div class="code-block"><div class="code-head"><span class="code-lang">python</span>'
+        '<button type="button" class="ghost small code-copy">Copy code</button></div>'
+        '<pre tabindex="0"><code class="language-python">print("&lt;b&gt;")\n&lt;kb doc="D" chunk_id="c" /&gt;</code></pre></div>',
     ),
     "quote_rule": ("> quoted **text**\n\n---", "<blockquote><p>quoted <strong>text</strong></p></blockquote><hr>"),
     "table": (

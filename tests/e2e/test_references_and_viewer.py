@@ -72,7 +72,7 @@ def test_one_card_per_document_chips_numbered_by_document_and_the_viewer_highlig
         chips.nth(i).get_attribute("data-chunk-id") for i in range(2) if chip_documents[i] == chip_documents[0]
     }
     assert cited_cards.nth(0).locator("button.ref.cited").count() == len(cited_chunks)
-    heading = page.locator(".turn .references h3").inner_text()
+    heading = page.locator(".turn .references h2").inner_text()
     total = f"{len(documents)} document{'s' if len(documents) > 1 else ''}"
     assert heading == f"References · {len(set(chip_documents))} of {total} cited"
     screenshot(page, "12a-reference-cards-by-document")

@@ -85,6 +85,16 @@ def test_resume_question_quotes_the_answer_once_from_the_chunk_that_holds_it(ext
     assert answers[0].extra.get("model_id") == "local:extractive"
 
 
+def test_the_start_hint_is_answered_by_the_sentence_that_answers_it_not_the_one_quoting_it(extractive):
+    # `ragline serve` suggests this question; getting-started.md quotes it in a command line, which holds all
+    # its words and answers none (asked again, as Regenerate does, the answer is the same).
+    for _ in range(2):
+        _, text = ask(extractive, "How do I resume a stream?")
+        assert "ragline ask" not in text, text
+        assert "Last-Event-ID" in text, text
+        assert_citations_hold_their_claims(extractive, text)
+
+
 def test_green_tea_answer_is_the_temperature_without_padding(extractive):
     _, text = ask(extractive, "Water temperature for green tea?")
     assert "70 to 80" in text

@@ -59,11 +59,18 @@ class Candidate:
     lexical: float = 0.0
     kind_factor: float = 1.0
     matched: set[str] = field(default_factory=set)
+    # The sentence without the question where it quotes it (else the sentence): what is scored.
+    own_text: str = ""
 
     @property
     def text(self) -> str:
         """The sentence's text."""
         return self.span.text
+
+    @property
+    def scored_text(self) -> str:
+        """The sentence's own words, without a quotation of the question: what its scores are computed from."""
+        return self.own_text or self.span.text
 
     @property
     def term_set(self) -> frozenset[str]:
@@ -88,6 +95,41 @@ def candidates(sources: Sequence[Source]) -> list[Candidate]:
             seen.add(signature)
             out.append(Candidate(source.handle, rank, index, span, terms(span.text), context))
     return out
+
+
+# A sentence quoting the question ------------------------------------------------------------------------
+# A question this short ("Why?", "What is X?") is a common phrase, not a quotation of the question.
+MIN_QUOTED_WORDS = 3
+_QUESTION_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def quoted_question(question: str) -> re.Pattern[str] | None:
+    """The question's words in order, whatever the case, punctuation and spacing between them.
+
+    A sentence that holds them quotes the question ("From the command line: `ragline ask "How do I resume a
+    stream?"`"). None for a question too short to tell a quotation from a common phrase.
+    """
+    words = _QUESTION_WORD.findall(question)
+    if len(words) < MIN_QUOTED_WORDS and sum(len(w) for w in words if has_han(w)) < 2 * MIN_QUOTED_WORDS:
+        return None
+    between = r"\W+"
+    return re.compile(r"(?<!\w)" + between.join(re.escape(w) for w in words) + r"(?!\w)", re.IGNORECASE)
+
+
+def drop_quoted_question(question: str, pool: Sequence[Candidate]) -> None:
+    """Scores a sentence that quotes the question by its own words only.
+
+    The quotation holds every word of the question and answers none of it: counted, it would make the sentence
+    the best match of all (lexically and for the sentence model) while the answer is elsewhere.
+    """
+    pattern = quoted_question(question)
+    if pattern is None:
+        return
+    for candidate in pool:
+        own = pattern.sub(" ", candidate.text)
+        if own != candidate.text:
+            candidate.own_text = own
+            candidate.terms = terms(own)
 
 
 # What kind of answer a question asks for ----------------------------------------------------------------
@@ -230,7 +272,7 @@ def score(
     words = [t for t in question_terms if not (has_han(t) and any(t != o and t in o for o in question_terms))]
 
     def holds(candidate: Candidate, term: str) -> bool:
-        return term in candidate.term_set or (has_han(term) and term in candidate.text)
+        return term in candidate.term_set or (has_han(term) and term in candidate.scored_text)
 
     frequency: Counter[str] = Counter()
     for candidate in pool:
@@ -261,7 +303,7 @@ def score(
         if numbers and not any(n in texts.get(candidate.source, candidate.text) for n in numbers):
             coverage *= weights.number_miss
         candidate.coverage = coverage
-        if kind and not _holds_kind(kind, candidate.text, question):
+        if kind and not _holds_kind(kind, candidate.scored_text, question):
             candidate.kind_factor = weights.kind_miss
         if not (matched or headed) or not (held - wanted):
             candidate.score = 0.0
@@ -390,13 +432,14 @@ def select(
     paraphrase shares meaning, not words).
     """
     pool = candidates(sources)
+    drop_quoted_question(question, pool)
     question_terms = score(question, pool, weights, sources)
     ranked = sorted((c for c in pool if c.score > 0), key=lambda c: -c.score)
     if similarity is not None and pool:
         shortlist = ranked[: weights.shortlist]
         listed = {id(c) for c in shortlist}
         shortlist += [c for c in pool if c.rank == 0 and id(c) not in listed and c.score == 0.0][:8]
-        for candidate, cosine in zip(shortlist, similarity(question, [c.text for c in shortlist]), strict=True):
+        for candidate, cosine in zip(shortlist, similarity(question, [c.scored_text for c in shortlist]), strict=True):
             candidate.similarity = cosine
             combined = candidate.lexical + weights.similarity * max(cosine, 0.0)
             candidate.score = combined * candidate.kind_factor * (1 + weights.rank / (1 + candidate.rank))

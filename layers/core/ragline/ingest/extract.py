@@ -24,6 +24,8 @@ TEXT_SUFFIXES = {".txt", ".text", ".rst", ".log", ".json", ".yaml", ".yml"}
 PDF_SUFFIXES = {".pdf"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 OFFICE_SUFFIXES = {".docx": "docx", ".pptx": "pptx", ".epub": "epub"}
+# Office formats read through another: named in the refusal with what to save them as.
+NOT_READ_DIRECTLY = frozenset({".doc", ".ppt", ".odt", ".odp", ".rtf"})
 SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | PDF_SUFFIXES | HTML_SUFFIXES | set(OFFICE_SUFFIXES)
 # Types whose extracted text is Markdown (headings guide chunking); "text" is read as plain paragraphs.
 MARKDOWN_FILE_TYPES = frozenset({"markdown", "html", "pdf", "docx", "pptx", "epub"})
@@ -80,7 +82,7 @@ def file_type_for(filename: str) -> str:
         return OFFICE_SUFFIXES[suffix]
     if suffix in TEXT_SUFFIXES or not suffix:
         return "text"
-    if suffix in (".doc", ".ppt", ".odt", ".odp", ".rtf"):
+    if suffix in NOT_READ_DIRECTLY:
         raise UnsupportedFileType(f"{suffix} files are not read directly: save the document as .docx, .pptx or PDF")
     raise UnsupportedFileType(f"unsupported file type {suffix!r}; supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}")
 

@@ -33,11 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ragline.config import IngestionConfig
-from ragline.files.reading import NoText, UnsupportedFile
+from ragline.files.reading import NoText, UnsupportedFile, UnsupportedFileType
 from ragline.ingest.chunker import plan_chunks
 from ragline.ingest.collector import full_collections_deferred
+from ragline.ingest.extract import NOT_READ_DIRECTLY, Extracted, extract, reads_as_markdown
 from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
-from ragline.ingest.extract import Extracted, extract, reads_as_markdown
 from ragline.ingest.images import (
     IMAGE_SUFFIXES,
     DocumentImage,
@@ -61,9 +61,12 @@ from ragline.tables.parse import TABLE_SUFFIXES, is_table_file
 from ragline.types import ChunkType
 
 SUPPORTED_SUFFIXES = TEXT_SUPPORTED_SUFFIXES | TABLE_SUFFIXES
+# Every type an upload may have: documents, tables and images (the chat page's drop zone offers these).
+UPLOAD_SUFFIXES = frozenset(SUPPORTED_SUFFIXES | IMAGE_SUFFIXES)
 
 __all__ = [
     "SUPPORTED_SUFFIXES",
+    "UPLOAD_SUFFIXES",
     "DocumentInput",
     "IngestCancelled",
     "IngestResult",
@@ -446,6 +449,11 @@ class IngestService:
                     "here or ingestion.ocr is off"
                 )
             return Extracted("", "image"), [self._images.read_upload(raw)]
+        suffix = Path(filename).suffix.lower()
+        if suffix and suffix not in UPLOAD_SUFFIXES and suffix not in NOT_READ_DIRECTLY:
+            # Named here, not by the text extractor: its list lacks the tables and images an upload may be.
+            listed = ", ".join(sorted(UPLOAD_SUFFIXES))
+            raise UnsupportedFileType(f"unsupported file type {suffix!r}; supported: {listed}")
         no_text: NoText | None = None
         try:
             extracted = extract(filename, raw)

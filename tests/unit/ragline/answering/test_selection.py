@@ -1,3 +1,5 @@
+import pytest
+
 from ragline.answering.selection import TRIM_ABOVE, Source, Weights, answer_kind, answer_span, select, trim
 from ragline.answering.terms import stem
 
@@ -158,3 +160,42 @@ def test_irregular_verbs_meet_their_base_form():
     assert stem("wrote") == stem("write") == stem("written")
     assert stem("became") == stem("become")
     assert stem("died") == stem("die")
+
+
+# A sentence that quotes the question (a command line showing it, a FAQ heading) holds all of its words and
+# answers nothing: the words it shares with the question are the quoted question's own.
+CLI_LINE = Source(
+    "c1",
+    'From the command line: `ragline ask "How do I resume a stream?"`. Over HTTP, create a session with '
+    "`POST /api/v1/sessions` and then post the question to its questions route.",
+    "Getting started with ragline > Asking a question",
+)
+RESUME = Source(
+    "c2",
+    "To resume a stream after a network failure, reconnect to the same events URL and send the `Last-Event-ID` "
+    "header with the last sequence number you received. The server sends only the events after it.",
+    "Streaming answers and resuming them > Resuming after a disconnect",
+)
+
+
+@pytest.mark.parametrize(
+    "question", ["How do I resume a stream?", "how do i resume a STREAM", "How do I resume a stream"]
+)
+def test_a_sentence_that_merely_contains_the_question_is_never_the_answer(question):
+    chosen = select(question, [CLI_LINE, RESUME])
+    assert chosen.found
+    assert all("ragline ask" not in c.text for c in chosen.best), [c.text for c in chosen.best]
+    assert "Last-Event-ID" in chosen.best[0].text
+
+
+def test_a_sentence_quoting_the_question_is_not_chosen_by_the_sentence_model_either():
+    def similarity(question: str, sentences: list[str]) -> list[float]:
+        # A sentence model sees the question in the quoting sentence: it scores it highest of all.
+        return [0.95 if question.rstrip("?") in s else 0.6 for s in sentences]
+
+    chosen = select("How do I resume a stream?", [CLI_LINE, RESUME], similarity=similarity)
+    assert all("ragline ask" not in c.text for c in chosen.best), [c.text for c in chosen.best]
+
+
+def test_a_sentence_quoting_the_question_alone_is_not_found():
+    assert not select("How do I resume a stream?", [CLI_LINE]).found

@@ -3,6 +3,8 @@
 // The API key is typed once into the page and kept in this browser's localStorage; it is sent as the
 // X-API-Key header and never put in a URL (URLs end up in access logs and browser history).
 
+import { t } from './i18n.js';
+
 const STORE = { apiKey: 'ragline.apiKey', apiBase: 'ragline.apiBase', streamBase: 'ragline.streamBase' };
 
 function read(name) {
@@ -100,8 +102,8 @@ export async function errorFrom(response) {
 }
 
 export function networkError(url, cause) {
-  const where = url.startsWith('http') ? new URL(url).origin : 'the server';
-  const error = new ApiError(0, 'network_error', `Cannot reach ${where} (${cause && cause.message ? cause.message : cause}).`);
+  const where = url.startsWith('http') ? new URL(url).origin : t('the_server');
+  const error = new ApiError(0, 'network_error', t('error.network', { where, cause: cause && cause.message ? cause.message : cause }));
   error.where = where;
   return error;
 }
@@ -165,7 +167,7 @@ export function uploadFile(kbId, file, onProgress = () => {}) {
       else reject(errorFromBody(xhr.status, xhr.statusText, body));
     });
     xhr.addEventListener('error', () => reject(networkError(url, 'network error')));
-    xhr.addEventListener('abort', () => reject(new ApiError(0, 'aborted', 'Upload cancelled.')));
+    xhr.addEventListener('abort', () => reject(new ApiError(0, 'aborted', t('upload.cancelled'))));
     const form = new FormData();
     form.append('file', file, file.name);
     xhr.send(form);

@@ -6,10 +6,26 @@
 // typed in once and kept in this browser's localStorage (Settings → Forget API key removes it).
 
 import { api, onConnection, onUnauthorized, settings } from './api.js';
-import { ChatPage } from './chat.js';
+import { ChatPage, describeModel } from './chat.js';
 import { byId } from './dom.js';
 import { KnowledgePage } from './kb.js';
 import { SourceViewer } from './viewer.js';
+import { LANGUAGES, locale, setLocale, t, translatePage } from './i18n.js';
+
+translatePage();
+
+// The language switch: the catalogues' languages, each named in itself.
+const languagePicker = byId('language-picker');
+for (const [code, name] of LANGUAGES) {
+  const option = document.createElement('option');
+  option.value = code;
+  option.lang = code;
+  option.textContent = name;
+  option.translate = false;
+  languagePicker.append(option);
+}
+languagePicker.value = locale;
+languagePicker.addEventListener('change', () => setLocale(languagePicker.value));
 
 const chatView = byId('chat-view');
 const kbView = byId('kb-view');
@@ -23,7 +39,9 @@ function activeDrawer() {
   return kbView.hidden ? byId('chat-sidebar') : byId('kb-sidebar');
 }
 
-function setDrawer(open) {
+/** Opens or closes the drawer; `returnFocus`: a closed drawer gives the focus back to the menu button. */
+function setDrawer(open, { returnFocus = false } = {}) {
+  const wasOpen = document.body.classList.contains('drawer-open');
   document.body.classList.toggle('drawer-open', open && narrow.matches);
   menuButton.setAttribute('aria-expanded', String(open && narrow.matches));
   backdrop.hidden = !(open && narrow.matches);
@@ -31,16 +49,57 @@ function setDrawer(open) {
     // A closed drawer is out of the tab order and of what a screen reader reads.
     drawer.inert = narrow.matches && !(open && drawer === activeDrawer());
   }
+  // The opened drawer takes the focus (it is visible at once: styles.css delays only its hiding).
   if (open && narrow.matches) activeDrawer().querySelector('button, input, a')?.focus();
+  else if (wasOpen && returnFocus) menuButton.focus();
 }
 
 const closeDrawer = () => setDrawer(false);
-menuButton.addEventListener('click', () => setDrawer(!document.body.classList.contains('drawer-open')));
-backdrop.addEventListener('click', closeDrawer);
+menuButton.addEventListener('click', () =>
+  setDrawer(!document.body.classList.contains('drawer-open'), { returnFocus: true }),
+);
+backdrop.addEventListener('click', () => setDrawer(false, { returnFocus: true }));
 document.addEventListener('keydown', (event) => {
-  if (event.key === 'Escape' && document.body.classList.contains('drawer-open')) closeDrawer();
+  if (event.key === 'Escape' && document.body.classList.contains('drawer-open')) setDrawer(false, { returnFocus: true });
+});
+
+// The skip link: past the header and the side panel to the question box (or to the knowledge-base page). The
+// address's hash is the page's route, so the link moves the focus itself.
+byId('skip-link').addEventListener('click', (event) => {
+  event.preventDefault();
+  const target = kbView.hidden ? byId('question') : byId('kb-detail');
+  if (!kbView.hidden) target.tabIndex = -1;
+  target.focus();
 });
 narrow.addEventListener('change', closeDrawer);
+
+// The theme: as the system, light or dark (the switch cycles them; remembered in this browser) ----------------
+const THEME = 'ragline.theme';
+const THEMES = ['system', 'light', 'dark'];
+const themeButton = byId('theme-button');
+const systemDark = window.matchMedia('(prefers-color-scheme: dark)');
+const THEME_LABELS = { system: 'theme.system', light: 'theme.light', dark: 'theme.dark' };
+
+function applyTheme() {
+  let theme = localStorage.getItem(THEME) || 'system';
+  if (!THEMES.includes(theme)) theme = 'system';
+  const root = document.documentElement;
+  if (theme === 'system') delete root.dataset.theme;
+  else root.dataset.theme = theme;
+  // The scheme in effect, for tests and for code that draws in colour.
+  root.dataset.scheme = theme === 'system' ? (systemDark.matches ? 'dark' : 'light') : theme;
+  themeButton.dataset.theme = theme;
+  themeButton.setAttribute('aria-label', t(THEME_LABELS[theme]));
+  themeButton.title = t(THEME_LABELS[theme]);
+}
+
+themeButton.addEventListener('click', () => {
+  const current = themeButton.dataset.theme || 'system';
+  localStorage.setItem(THEME, THEMES[(THEMES.indexOf(current) + 1) % THEMES.length]);
+  applyTheme();
+});
+systemDark.addEventListener('change', applyTheme);
+applyTheme();
 
 // The answering model, in the header ----------------------------------------------------------------------------
 const modelBadge = byId('model-badge');
@@ -50,9 +109,9 @@ function showModel(modelId) {
   const model = models.find((m) => m.id === modelId) || models.find((m) => m.type === 'KnowledgeQA' && m.is_default);
   if (!model && !modelId) return;
   const name = model ? model.name : modelId;
-  modelBadge.textContent = model && model.kind === 'extractive' ? 'Extractive (quotes)' : name;
-  modelBadge.title = `Answers come from: ${model ? `${model.name} — ${model.description}` : modelId}`;
-  modelBadge.setAttribute('aria-label', `Answering model: ${modelBadge.textContent}`);
+  modelBadge.textContent = model && model.kind === 'extractive' ? t('model.extractive') : name;
+  modelBadge.title = t('model.from', { model: model ? `${model.name} — ${describeModel(model)}` : modelId });
+  modelBadge.setAttribute('aria-label', t('model.badge', { model: modelBadge.textContent }));
   modelBadge.dataset.kind = model ? model.kind : '';
   modelBadge.hidden = false;
 }
@@ -60,6 +119,7 @@ function showModel(modelId) {
 async function loadModels() {
   try {
     models = await api('GET', '/api/v1/models');
+    chat.setModels(models);
     showModel('');
   } catch {
     // The banner (unreachable) or the key dialog (refused) says what is wrong.
@@ -78,8 +138,8 @@ onConnection((error) => {
     globalError.hidden = true;
     return;
   }
-  const where = settings.apiBase || 'this page’s server';
-  globalErrorText.textContent = `Cannot reach the API at ${where}. Check that the server runs, or set the API base URL in Settings.`;
+  const where = settings.apiBase || t('error.this_server');
+  globalErrorText.textContent = t('error.unreachable', { where });
   globalError.hidden = false;
 });
 byId('global-error-settings').addEventListener('click', () => openSettings());
@@ -126,7 +186,7 @@ keyDialog.addEventListener('cancel', (event) => event.preventDefault());
 onUnauthorized(() => {
   const hadKey = Boolean(settings.apiKey);
   settings.apiKey = '';
-  askForKey(hadKey ? 'That API key was not accepted. Check it (embedded server: .ragline/api_key) and enter it again.' : '').then(
+  askForKey(hadKey ? t('key.refused') : '').then(
     () => route(true),
   );
 });
@@ -139,7 +199,7 @@ const streamBaseInput = byId('stream-base');
 function openSettings() {
   apiBaseInput.value = settings.apiBase;
   streamBaseInput.value = settings.streamBase;
-  byId('key-state').textContent = settings.apiKey ? 'An API key is stored in this browser.' : 'No API key is stored.';
+  byId('key-state').textContent = settings.apiKey ? t('key.stored') : t('key.none');
   settingsDialog.showModal();
   apiBaseInput.focus();
 }

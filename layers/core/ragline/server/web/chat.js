@@ -16,6 +16,7 @@ import { Attachments } from './images.js';
 import { SessionOptions } from './options.js';
 import { followStream } from './sse.js';
 import { Turn, emptyState, isEnded, storedState } from './turn.js';
+import { t } from './i18n.js';
 
 const SAVED = 'ragline.turn.';
 const SEARCH_DELAY_MS = 250;
@@ -50,9 +51,9 @@ class TurnGroup {
     this.turns = [];
     this.index = 0;
     this.counter = h('span', { class: 'alt-count', 'aria-live': 'polite' });
-    this.prev = h('button', { type: 'button', class: 'ghost small', 'aria-label': 'Previous answer', onclick: () => this.select(this.index - 1) }, '‹');
-    this.next = h('button', { type: 'button', class: 'ghost small', 'aria-label': 'Next answer', onclick: () => this.select(this.index + 1) }, '›');
-    this.nav = h('div', { class: 'alt-nav', role: 'group', 'aria-label': 'Alternative answers', hidden: true }, this.prev, this.counter, this.next);
+    this.prev = h('button', { type: 'button', class: 'ghost small', 'aria-label': t('alt.previous'), onclick: () => this.select(this.index - 1) }, '‹');
+    this.next = h('button', { type: 'button', class: 'ghost small', 'aria-label': t('alt.next'), onclick: () => this.select(this.index + 1) }, '›');
+    this.nav = h('div', { class: 'alt-nav', role: 'group', 'aria-label': t('alt.group'), hidden: true }, this.prev, this.counter, this.next);
     this.el = h('section', { class: 'turn-group' }, this.nav);
   }
 
@@ -80,6 +81,12 @@ class TurnGroup {
     this.prev.disabled = index === 0;
     this.next.disabled = index === this.turns.length - 1;
   }
+}
+
+/** What kind of chat model this is, in the page's language (the server describes it in English). */
+export function describeModel(model) {
+  const known = ['extractive', 'endpoint', 'gguf', 'bedrock'];
+  return known.includes(model.kind) ? t(`model.kind.${model.kind}`) : model.name;
 }
 
 export class ChatPage {
@@ -110,6 +117,11 @@ export class ChatPage {
     this.stopButton = byId('stop');
     this.composerError = byId('composer-error');
     this.optionsButton = byId('options-button');
+    this.modelPicker = byId('model-picker');
+    this.modelPicker.addEventListener('change', () => {
+      this.options.use(this.sessionId, this.session, this.knowledgeBases);
+      this.options.model = this.modelPicker.value;
+    });
     this.options = new SessionOptions({ onChange: () => this.showOptionCount() });
     this.attachments = new Attachments({
       form: this.form,
@@ -189,7 +201,22 @@ export class ChatPage {
   showOptionCount() {
     this.options.use(this.sessionId, this.session, this.knowledgeBases);
     const n = this.options.count();
-    this.optionsButton.textContent = n ? `Options · ${n}` : 'Options';
+    this.optionsButton.textContent = n ? t('options.count', { n }) : t('options');
+    const chosen = this.options.model;
+    this.modelPicker.value = [...this.modelPicker.options].some((o) => o.value === chosen) ? chosen : '';
+  }
+
+  /** The chat models of GET /models in the session's model picker ('' leaves the server's default). */
+  setModels(models) {
+    const chat = models.filter((m) => m.type === 'KnowledgeQA');
+    const label = (m) => (m.kind === 'extractive' ? t('model.extractive') : m.name);
+    const fallback = chat.find((m) => m.is_default);
+    this.modelPicker.replaceChildren(
+      h('option', { value: '' }, fallback ? t('model.default', { model: label(fallback) }) : t('model.default_unknown')),
+      ...chat.map((m) => h('option', { value: m.id, title: describeModel(m) }, label(m))),
+    );
+    this.modelPicker.hidden = chat.length < 2;
+    this.showOptionCount();
   }
 
   async show(sessionId, { force = false } = {}) {
@@ -207,7 +234,7 @@ export class ChatPage {
     this.turnList.replaceChildren();
     this.composerError.hidden = true;
     this.newPanel.hidden = true;
-    this.title.textContent = sessionId ? 'Loading…' : 'New session';
+    this.title.textContent = sessionId ? t('loading') : t('session.new');
     this.scope.textContent = '';
     this.showOptionCount();
     let bases;
@@ -215,7 +242,7 @@ export class ChatPage {
       [bases] = await Promise.all([api('GET', '/api/v1/knowledge-bases'), this.refreshSessions()]);
     } catch (err) {
       if (token !== this.showToken) return;
-      this.title.textContent = err.status === 0 ? 'Cannot reach the API' : sessionId ? 'Session unavailable' : 'New session';
+      this.title.textContent = err.status === 0 ? t('error.api') : sessionId ? t('session.unavailable') : t('session.new');
       this.showError(this.composerError, err);
       return;
     }
@@ -235,7 +262,7 @@ export class ChatPage {
       ]);
     } catch (err) {
       if (token !== this.showToken) return;
-      this.title.textContent = err.status === 0 ? 'Cannot reach the API' : 'Session unavailable';
+      this.title.textContent = err.status === 0 ? t('error.api') : t('session.unavailable');
       this.showError(this.composerError, err);
       return;
     }
@@ -289,12 +316,12 @@ export class ChatPage {
   }
 
   renderNewSession() {
-    this.title.textContent = 'New session';
+    this.title.textContent = t('session.new');
     this.scope.textContent = '';
     this.newPanel.hidden = false;
     if (this.knowledgeBases.length === 0) {
       this.kbChoice.replaceChildren(
-        h('p', { class: 'muted' }, 'No knowledge bases yet: ', h('a', { href: '#/kb' }, 'create one'), ', or ask without one.'),
+        h('p', { class: 'muted' }, t('new.no_kbs'), ' ', h('a', { href: '#/kb' }, t('new.create_kb'))),
       );
       this.suggestions.hidden = true;
       return;
@@ -341,7 +368,7 @@ export class ChatPage {
     }
     this.suggestions.hidden = questions.length === 0;
     this.suggestions.replaceChildren(
-      h('h2', { id: 'suggestions-heading' }, 'Try asking'),
+      h('h2', { id: 'suggestions-heading' }, t('new.try')),
       h(
         'ul',
         { class: 'suggestion-list', 'aria-labelledby': 'suggestions-heading' },
@@ -354,7 +381,7 @@ export class ChatPage {
               {
                 type: 'button',
                 class: 'suggestion',
-                title: `From ${s.knowledge_title}${s.heading ? ` › ${s.heading}` : ''}`,
+                title: t('new.from', { source: `${s.knowledge_title}${s.heading ? ` › ${s.heading}` : ''}` }),
                 onclick: () => {
                   this.question.value = s.question;
                   this.submit();
@@ -370,13 +397,13 @@ export class ChatPage {
 
   setHeader(session) {
     this.session = session;
-    this.title.textContent = session.title || 'Untitled session';
+    this.title.textContent = session.title || t('session.untitled');
     this.title.classList.toggle('provisional', Boolean(session.title_provisional));
     const names = session.knowledge_base_ids.map((id) => {
       const kb = this.knowledgeBases.find((k) => k.id === id);
       return kb ? kb.name : id;
     });
-    this.scope.textContent = names.length ? `Knowledge: ${names.join(', ')}` : 'No knowledge base';
+    this.scope.textContent = names.length ? t('session.scope', { names: names.join(', ') }) : t('session.no_kb');
     this.newPanel.hidden = true;
     this.showOptionCount();
   }
@@ -388,32 +415,32 @@ export class ChatPage {
     const items = (await api('GET', `/api/v1/sessions?page_size=1000${query}`)).filter((s) => !this.pendingDeletes.has(s.id));
     this.sessionList.replaceChildren(...items.map((session) => this.sessionItem(session)));
     if (items.length === 0) {
-      this.sessionList.append(h('li', { class: 'muted empty' }, keyword ? 'No session mentions that.' : 'No sessions yet.'));
+      this.sessionList.append(h('li', { class: 'muted empty' }, keyword ? t('sessions.no_match') : t('sessions.none')));
     }
   }
 
   sessionItem(session) {
-    const title = session.title || 'Untitled session';
+    const title = session.title || t('session.untitled');
     const menuId = `session-menu-${session.id}`;
     // The list is drawn again when sessions change (a turn ends, a title comes): an open menu or a rename in
     // progress stays as it was.
     const actions = h(
       'div',
       { class: 'session-actions', id: menuId, hidden: this.openMenu !== session.id },
-      h('button', { type: 'button', class: 'small', dataset: { action: 'rename' }, onclick: () => this.startRename(item, session) }, 'Rename'),
+      h('button', { type: 'button', class: 'small', dataset: { action: 'rename' }, onclick: () => this.startRename(item, session) }, t('rename')),
       h(
         'button',
         { type: 'button', class: 'small', dataset: { action: 'pin' }, onclick: () => this.pin(session) },
-        session.is_pinned ? 'Unpin' : 'Pin',
+        session.is_pinned ? t('unpin') : t('pin'),
       ),
-      h('button', { type: 'button', class: 'small danger', dataset: { action: 'delete' }, onclick: () => this.remove(session) }, 'Delete'),
+      h('button', { type: 'button', class: 'small danger', dataset: { action: 'delete' }, onclick: () => this.remove(session) }, t('delete')),
     );
     const more = h(
       'button',
       {
         type: 'button',
         class: 'ghost small session-more',
-        'aria-label': `Actions for ${title}`,
+        'aria-label': t('session.actions', { title }),
         'aria-expanded': String(this.openMenu === session.id),
         'aria-controls': menuId,
         onclick: () => {
@@ -441,7 +468,7 @@ export class ChatPage {
           h(
             'span',
             { class: `session-name${session.title_provisional ? ' provisional' : ''}` },
-            session.is_pinned ? h('span', { class: 'pin-mark' }, 'Pinned · ') : null,
+            session.is_pinned ? h('span', { class: 'pin-mark' }, t('session.pinned')) : null,
             title,
           ),
           session.matched_content ? h('span', { class: 'session-match' }, session.matched_content) : null,
@@ -457,7 +484,7 @@ export class ChatPage {
 
   startRename(item, session, value = null) {
     this.openMenu = null;
-    const input = h('input', { type: 'text', value: value ?? (session.title || ''), maxlength: '200', 'aria-label': 'Session title' });
+    const input = h('input', { type: 'text', value: value ?? (session.title || ''), maxlength: '200', 'aria-label': t('session.title') });
     this.renaming = { id: session.id, value: input.value };
     input.addEventListener('input', () => {
       if (this.renaming) this.renaming.value = input.value;
@@ -481,7 +508,7 @@ export class ChatPage {
         },
       },
       input,
-      h('div', { class: 'row' }, h('button', { type: 'submit', class: 'small primary' }, 'Save'), h('button', { type: 'button', class: 'small', onclick: () => { this.renaming = null; this.refreshSessions(); } }, 'Cancel')),
+      h('div', { class: 'row' }, h('button', { type: 'submit', class: 'small primary' }, t('save')), h('button', { type: 'button', class: 'small', onclick: () => { this.renaming = null; this.refreshSessions(); } }, t('cancel'))),
     );
     const hadFocus = value === null || document.activeElement?.closest('.rename-form');
     item.replaceChildren(form);
@@ -507,7 +534,7 @@ export class ChatPage {
     this.pendingDeletes.add(session.id);
     await this.refreshSessions().catch(() => {});
     if (session.id === this.sessionId) window.location.hash = '#/';
-    const how = await toast(`Deleted “${session.title || 'Untitled session'}”.`, { action: 'Undo' });
+    const how = await toast(t('session.deleted', { title: session.title || t('session.untitled') }), { action: t('undo') });
     this.pendingDeletes.delete(session.id);
     if (how !== 'action') {
       try {
@@ -620,7 +647,7 @@ export class ChatPage {
     try {
       const reply = await this.forkAt(turn.state.messageId);
       await this.openSession(reply.data.id);
-      toast(`Branched into a new session with ${count(reply.messages.length / 2, 'turn')}.`);
+      toast(t('session.branched', { turns: count(reply.messages.length / 2, 'turn') }));
     } catch (err) {
       this.showError(this.composerError, err);
     }
@@ -629,7 +656,7 @@ export class ChatPage {
   async rewind(turn) {
     const group = this.groupOf(turn);
     const later = this.groups.length - this.groups.indexOf(group) - 1;
-    const yes = await confirmAction(`Delete the ${count(later, 'turn')} after this answer? This cannot be undone.`, 'Delete turns');
+    const yes = await confirmAction(t('rewind.confirm', { turns: count(later, 'turn') }), t('rewind.action'));
     if (!yes) return;
     try {
       await api('POST', `/api/v1/sessions/${sid(this.sessionId)}/rewind`, { message_id: turn.state.messageId });
@@ -729,7 +756,7 @@ export class ChatPage {
     this.setRunning(true);
     const resuming = lastEventId !== null && lastEventId !== undefined;
     if (resuming) turn.state.resumedFrom = lastEventId;
-    turn.setStatus(resuming ? `Resuming after event ${lastEventId}…` : 'Waiting for the answer…');
+    turn.setStatus(resuming ? t('status.resuming', { seq: lastEventId }) : t('status.waiting'));
     try {
       const result = await followStream(turn.state.streamUrl, {
         lastEventId: resuming ? lastEventId : null,
@@ -738,7 +765,7 @@ export class ChatPage {
           turn.apply(frame, seq);
           save(turn.state);
         },
-        onStatus: (status) => turn.setStatus(status === 'reconnecting' ? 'Connection lost — reconnecting…' : ''),
+        onStatus: (status) => turn.setStatus(status === 'reconnecting' ? t('status.reconnecting') : ''),
       });
       if (result.ended !== 'aborted') forget(turn.state.messageId);
     } catch (err) {
@@ -760,7 +787,7 @@ export class ChatPage {
     if (!this.live) return;
     const { turn } = this.live;
     this.stopButton.disabled = true;
-    turn.setStatus('Stopping…');
+    turn.setStatus(t('status.stopping'));
     try {
       await api('POST', `/api/v1/sessions/${sid(turn.state.sessionId)}/stop`, { message_id: turn.state.messageId });
       // The stream now ends with its `stop` frame; the partial answer stays as it is.

@@ -1,5 +1,7 @@
 // Building DOM nodes without HTML strings: every text goes in as a Text node, so nothing is ever parsed as markup.
 
+import { locale, t } from './i18n.js';
+
 /**
  * h('a', {class: 'x', href: url, dataset: {id: '1'}, onclick: fn}, 'text', child) → an element.
  * Attributes that are null, undefined or false are left out; true gives an empty attribute.
@@ -33,12 +35,12 @@ export function byId(id) {
 
 export function formatDate(value) {
   const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? '' : date.toLocaleString();
+  return Number.isNaN(date.getTime()) ? '' : date.toLocaleString(locale);
 }
 
-/** "1 document", "3 documents". */
+/** "1 document", "3 documents" ("3 个文档"): the catalogue's `n.<noun>` in the page's language. */
 export function count(n, noun) {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+  return t(`n.${noun}`, { n });
 }
 
 /** "2.4 MB", "812 B". */
@@ -58,14 +60,14 @@ export function formatBytes(n) {
 export function provisionalTitle(text, words = 8) {
   const all = String(text || '').split(/\s+/).filter(Boolean);
   const title = all.slice(0, words).join(' ').replace(/[\s"'“”‘’`*.。!！?？:：;；,，]+$/, '');
-  return (title.charAt(0).toUpperCase() + title.slice(1) + (all.length > words ? '…' : '')) || 'New session';
+  return (title.charAt(0).toUpperCase() + title.slice(1) + (all.length > words ? '…' : '')) || t('session.new');
 }
 
 /**
  * Asks in the page's confirm dialog (never window.confirm, which blocks the page): resolves true when the
  * action was confirmed.
  */
-export function confirmAction(message, action = 'Delete') {
+export function confirmAction(message, action = t('delete')) {
   const dialog = byId('confirm-dialog');
   byId('confirm-message').textContent = message;
   const ok = byId('confirm-ok');
@@ -101,7 +103,7 @@ export function toast(message, { action = '', timeout = 6000 } = {}) {
       resolve(how);
     };
     if (action) el.append(h('button', { type: 'button', class: 'toast-action', onclick: () => end('action') }, action));
-    el.append(h('button', { type: 'button', class: 'ghost toast-close', 'aria-label': 'Dismiss', onclick: () => end('dismissed') }, '✕'));
+    el.append(h('button', { type: 'button', class: 'ghost toast-close', 'aria-label': t('dismiss'), onclick: () => end('dismissed') }, '✕'));
     region.append(el);
     timer = setTimeout(() => end('timeout'), timeout);
   });

@@ -8,6 +8,7 @@
 
 import { apiUrl, authHeaders, errorFrom } from './api.js';
 import { formatBytes, h } from './dom.js';
+import { t } from './i18n.js';
 
 export const MAX_IMAGES = 4;
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
@@ -51,7 +52,7 @@ export function storedThumbnail(handle, alt, className = 'thumb') {
     },
     (err) => {
       img.dataset.state = 'failed';
-      img.title = `The image could not be loaded: ${err.message}`;
+      img.title = t('image.failed', { error: err.message });
     },
   );
   return img;
@@ -134,22 +135,22 @@ export class Attachments {
   async add(files) {
     const refusals = [];
     for (const file of files) {
-      const name = file.name || 'The pasted file';
+      const name = file.name || t('image.pasted');
       if (this.items.length >= MAX_IMAGES) {
-        refusals.push(`A question carries at most ${MAX_IMAGES} images; ${name} was not added.`);
+        refusals.push(t('image.too_many', { max: MAX_IMAGES, name }));
         break;
       }
       if (file.size > MAX_IMAGE_BYTES) {
-        refusals.push(`${name} is ${formatBytes(file.size)}; an image may be at most 5 MB.`);
+        refusals.push(t('image.too_big', { name, size: formatBytes(file.size) }));
         continue;
       }
       const type = sniffImage(new Uint8Array(await file.slice(0, 12).arrayBuffer()));
       if (!type) {
-        refusals.push(`${name} is not a PNG, JPEG, WebP or GIF image.`);
+        refusals.push(t('image.not_image', { name }));
         continue;
       }
       if (this.items.length >= MAX_IMAGES) {
-        refusals.push(`A question carries at most ${MAX_IMAGES} images; ${name} was not added.`);
+        refusals.push(t('image.too_many', { max: MAX_IMAGES, name }));
         break;
       }
       this.items.push({ file, type, preview: URL.createObjectURL(file) });
@@ -189,10 +190,10 @@ export class Attachments {
         h(
           'li',
           { class: 'attachment', dataset: { type: item.type } },
-          h('img', { class: 'thumb', src: item.preview, alt: `Attached image ${i + 1}${item.file.name ? `: ${item.file.name}` : ''}` }),
+          h('img', { class: 'thumb', src: item.preview, alt: t('image.attached', { n: i + 1 }) + (item.file.name ? `: ${item.file.name}` : '') }),
           h(
             'button',
-            { type: 'button', class: 'ghost small attachment-remove', 'aria-label': `Remove image ${i + 1}`, onclick: () => this.remove(i) },
+            { type: 'button', class: 'ghost small attachment-remove', 'aria-label': t('image.remove', { n: i + 1 }), onclick: () => this.remove(i) },
             '✕',
           ),
         ),

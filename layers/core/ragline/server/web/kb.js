@@ -6,15 +6,43 @@
 import { api, uploadFile } from './api.js';
 import { byId, confirmAction, count, formatBytes, formatDate, h } from './dom.js';
 import { imageHandles, storedThumbnail } from './images.js';
+import { t } from './i18n.js';
+import { bestSentence, marked } from './passages.js';
 
 /** Thumbnails of the pictures an image passage was read from, or null for a text passage. */
 function passageImages(item, title) {
   const handles = item.chunk_type === 'image_ocr' || item.image_info ? imageHandles(item).slice(0, 3) : [];
   if (!handles.length) return null;
-  return h('div', { class: 'ref-images' }, handles.map((handle, i) => storedThumbnail(handle, `Image ${i + 1} from ${title}`)));
+  return h('div', { class: 'ref-images' }, handles.map((handle, i) => storedThumbnail(handle, t('image.from', { n: i + 1, title }))));
 }
 
-const ACCEPT = '.md,.markdown,.txt,.text,.pdf,.html,.htm,.docx,.pptx,.epub,.csv,.tsv,.xlsx,.png,.jpg,.jpeg,.webp,.gif';
+/** A search hit's sentence that best matches the query, the query's terms marked, '…' where the passage goes on. */
+function hitText(content, query) {
+  const best = bestSentence(content, query);
+  return h(
+    'p',
+    { class: 'hit-text', dataset: { terms: String(best.ranges.length) } },
+    best.before ? '… ' : '',
+    marked(best.text, best.ranges, 'term'),
+    best.after ? ' …' : '',
+  );
+}
+
+// The types an upload may have: the server's list (ragline.ingest.service.UPLOAD_SUFFIXES; a browser test holds
+// the two together). A file of another type is refused here, in the server's words, without being sent.
+export const UPLOAD_SUFFIXES = [
+  '.csv', '.docx', '.epub', '.gif', '.htm', '.html', '.jpeg', '.jpg', '.json', '.log', '.markdown', '.md', '.mdx',
+  '.pdf', '.png', '.pptx', '.rst', '.tab', '.text', '.tsv', '.txt', '.webp', '.xhtml', '.xlsm', '.xlsx', '.yaml', '.yml',
+];
+const ACCEPT = UPLOAD_SUFFIXES.join(',');
+
+/** Why the server would refuse this file by its name, or '' (a name without an extension is read as text). */
+function refusal(name) {
+  const dot = name.lastIndexOf('.');
+  const suffix = dot > 0 ? name.slice(dot).toLowerCase() : '';
+  if (!suffix || UPLOAD_SUFFIXES.includes(suffix)) return '';
+  return t('upload.refused', { suffix, list: UPLOAD_SUFFIXES.join(', ') });
+}
 // While a document of the shown knowledge base is pending, its list is read again this often (ms).
 const PENDING_POLL_MS = 1000;
 // Uploads sent at once; the others wait for a free slot.
@@ -25,9 +53,9 @@ const kbPath = (kbId) => `/api/v1/knowledge-bases/${encodeURIComponent(kbId)}`;
 /** A document's indexing status, as GET reports it: indexed, pending with its progress, or failed and why. */
 function statusCell(doc) {
   const status = doc.status || 'indexed';
-  let text = status;
-  if (status === 'pending') text = `pending ${doc.embedded_count ?? 0}/${doc.chunk_count ?? 0}`;
-  const cell = h('td', { class: `doc-status status-${status}`, dataset: { status, label: 'Status' } }, h('span', { class: 'status-name' }, text));
+  let text = t(`status.${status}`);
+  if (status === 'pending') text = t('status.pending.progress', { done: doc.embedded_count ?? 0, total: doc.chunk_count ?? 0 });
+  const cell = h('td', { class: `doc-status status-${status}`, dataset: { status, label: t('col.status') } }, h('span', { class: 'status-name' }, text));
   if (status === 'failed' && doc.reason) cell.append(h('span', { class: 'doc-reason' }, doc.reason));
   return cell;
 }
@@ -74,15 +102,15 @@ export class KnowledgePage {
     this.renderList(bases);
     if (!kbId) {
       this.detail.replaceChildren(
-        h('h1', {}, 'Knowledge bases'),
-        h('p', { class: 'muted' }, bases.length ? 'Choose a knowledge base to upload documents, browse and search them.' : 'Create a knowledge base to upload documents into.'),
+        h('h1', {}, t('kbs')),
+        h('p', { class: 'muted' }, bases.length ? t('kbs.choose') : t('kbs.create')),
         h('ul', { class: 'kb-cards' }, bases.map((kb) => h('li', {}, h('a', { href: `#/kb/${encodeURIComponent(kb.id)}` }, kb.name), h('span', { class: 'muted' }, ` · ${count(kb.document_count, 'document')}`)))),
       );
       return;
     }
     const kb = bases.find((item) => item.id === kbId);
     if (!kb) {
-      this.detail.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, 'Knowledge base not found.'));
+      this.detail.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, t('kb.not_found')));
       return;
     }
     if (sub === 'search') {
@@ -114,7 +142,7 @@ export class KnowledgePage {
         ),
       ),
     );
-    if (items.length === 0) this.list.append(h('li', { class: 'muted empty' }, 'No knowledge bases yet.'));
+    if (items.length === 0) this.list.append(h('li', { class: 'muted empty' }, t('kbs.none')));
   }
 
   async create() {
@@ -136,9 +164,9 @@ export class KnowledgePage {
   head(kb, current) {
     const tabs = h(
       'nav',
-      { class: 'tabs', 'aria-label': 'Knowledge base' },
-      h('a', { href: `#/kb/${encodeURIComponent(kb.id)}`, 'aria-current': current === 'documents' ? 'page' : null }, 'Documents'),
-      h('a', { href: `#/kb/${encodeURIComponent(kb.id)}/search`, 'aria-current': current === 'search' ? 'page' : null, id: 'kb-search-tab' }, 'Search'),
+      { class: 'tabs', 'aria-label': t('kb') },
+      h('a', { href: `#/kb/${encodeURIComponent(kb.id)}`, 'aria-current': current === 'documents' ? 'page' : null }, t('documents')),
+      h('a', { href: `#/kb/${encodeURIComponent(kb.id)}/search`, 'aria-current': current === 'search' ? 'page' : null, id: 'kb-search-tab' }, t('search')),
     );
     const error = h('p', { class: 'error-text', role: 'alert', hidden: true });
     const name = h('input', { type: 'text', id: 'kb-edit-name', value: kb.name, maxlength: '200', required: true });
@@ -162,12 +190,12 @@ export class KnowledgePage {
           }
         },
       },
-      h('label', { for: 'kb-edit-name' }, 'Name'),
+      h('label', { for: 'kb-edit-name' }, t('kb.name')),
       name,
-      h('label', { for: 'kb-edit-description' }, 'Description'),
+      h('label', { for: 'kb-edit-description' }, t('kb.description')),
       description,
       error,
-      h('div', { class: 'row' }, h('button', { type: 'submit', class: 'primary small' }, 'Save'), h('button', { type: 'button', class: 'small', onclick: () => { editForm.hidden = true; shown.hidden = false; } }, 'Cancel')),
+      h('div', { class: 'row' }, h('button', { type: 'submit', class: 'primary small' }, t('save')), h('button', { type: 'button', class: 'small', onclick: () => { editForm.hidden = true; shown.hidden = false; } }, t('cancel'))),
     );
     const shown = h(
       'div',
@@ -176,8 +204,8 @@ export class KnowledgePage {
       h(
         'div',
         { class: 'row kb-actions' },
-        h('button', { type: 'button', class: 'small', id: 'kb-rename', onclick: () => { shown.hidden = true; editForm.hidden = false; name.focus(); } }, 'Rename / describe'),
-        h('button', { type: 'button', class: 'small danger', id: 'kb-delete', onclick: () => this.deleteKb(kb) }, 'Delete'),
+        h('button', { type: 'button', class: 'small', id: 'kb-rename', onclick: () => { shown.hidden = true; editForm.hidden = false; name.focus(); } }, t('kb.rename')),
+        h('button', { type: 'button', class: 'small danger', id: 'kb-delete', onclick: () => this.deleteKb(kb) }, t('delete')),
       ),
     );
     return h(
@@ -186,13 +214,20 @@ export class KnowledgePage {
       shown,
       editForm,
       kb.description ? h('p', { class: 'kb-description' }, kb.description) : null,
-      h('p', { class: 'muted small-text' }, `${count(kb.document_count, 'document')} · created ${formatDate(kb.created_at)} · embeddings ${kb.embedding_model}`),
+      h(
+        'p',
+        { class: 'muted small-text' },
+        h('span', { id: 'kb-document-count' }, count(kb.document_count, 'document')),
+        t('kb.meta', { created: formatDate(kb.created_at) }),
+        ' ',
+        h('span', { translate: 'no' }, kb.embedding_model),
+      ),
       tabs,
     );
   }
 
   async deleteKb(kb) {
-    const yes = await confirmAction(`Delete the knowledge base “${kb.name}” with its ${count(kb.document_count, 'document')}? This cannot be undone.`, 'Delete knowledge base');
+    const yes = await confirmAction(t('kb.delete.confirm', { name: kb.name, documents: count(kb.document_count, 'document') }), t('kb.delete'));
     if (!yes) return;
     try {
       await api('DELETE', kbPath(kb.id));
@@ -205,7 +240,7 @@ export class KnowledgePage {
   // Documents -----------------------------------------------------------------------------------------------------
   renderDetail(kb) {
     const fileInput = h('input', { type: 'file', id: 'kb-files', multiple: true, accept: ACCEPT, class: 'visually-hidden' });
-    const uploads = h('ul', { class: 'uploads', id: 'uploads', 'aria-label': 'Uploads' });
+    const uploads = h('ul', { class: 'uploads', id: 'uploads', 'aria-label': t('uploads') });
     const send = (files) => {
       if (files.length) this.upload(files, uploads);
     };
@@ -216,8 +251,8 @@ export class KnowledgePage {
     const zone = h(
       'div',
       { class: 'dropzone', id: 'dropzone' },
-      h('p', {}, h('strong', {}, 'Drop files here'), ' or ', h('label', { for: 'kb-files', class: 'file-label' }, 'choose files'), '.'),
-      h('p', { class: 'muted small-text' }, 'Markdown, text, PDF, Word, PowerPoint, EPUB, HTML, CSV and Excel; several at once.'),
+      h('p', {}, h('strong', {}, t('drop.here')), ' ', h('label', { for: 'kb-files', class: 'file-label' }, t('drop.choose'))),
+      h('p', { class: 'muted small-text' }, t('drop.types')),
       fileInput,
     );
     zone.addEventListener('dragover', (event) => {
@@ -230,8 +265,8 @@ export class KnowledgePage {
       zone.classList.remove('over');
       send([...(event.dataTransfer ? event.dataTransfer.files : [])]);
     });
-    const titleInput = h('input', { type: 'text', name: 'title', placeholder: 'Title', maxlength: '500', 'aria-label': 'Title' });
-    const contentInput = h('textarea', { name: 'content', rows: '4', placeholder: 'Markdown or plain text', required: true, 'aria-label': 'Text' });
+    const titleInput = h('input', { type: 'text', name: 'title', placeholder: t('col.title'), maxlength: '500', 'aria-label': t('col.title') });
+    const contentInput = h('textarea', { name: 'content', rows: '4', placeholder: t('text.placeholder'), required: true, 'aria-label': t('text') });
     const textError = h('p', { class: 'error-text', hidden: true, role: 'alert' });
     const textForm = h(
       'form',
@@ -251,42 +286,50 @@ export class KnowledgePage {
           }
         },
       },
-      h('details', {}, h('summary', {}, 'Add a text'), titleInput, contentInput, textError, h('button', { type: 'submit' }, 'Add')),
+      h('details', {}, h('summary', {}, t('text.add')), titleInput, contentInput, textError, h('button', { type: 'submit' }, t('add'))),
     );
     this.documents = h('div', { class: 'documents', id: 'documents' });
-    this.chunks = h('section', { class: 'chunks', id: 'chunks', hidden: true, 'aria-label': 'Chunks' });
-    this.detail.replaceChildren(this.head(kb, 'documents'), zone, uploads, textForm, h('h2', {}, 'Documents'), this.documents, this.chunks);
+    this.chunks = h('section', { class: 'chunks', id: 'chunks', hidden: true, 'aria-label': t('chunks') });
+    this.detail.replaceChildren(this.head(kb, 'documents'), zone, uploads, textForm, h('h2', {}, t('documents')), this.documents, this.chunks);
   }
 
   async upload(files, uploads) {
     const kbId = this.kbId;
     const rows = files.map((file) => {
-      const bar = h('progress', { max: '100', value: '0', 'aria-label': `Upload of ${file.name}` });
-      const status = h('span', { class: 'upload-status' }, 'waiting…');
+      const bar = h('progress', { max: '100', value: '0', 'aria-label': t('upload.of', { name: file.name }) });
+      const status = h('span', { class: 'upload-status' }, t('upload.waiting'));
       const row = h('li', { class: 'upload-row', dataset: { state: 'waiting', file: file.name } }, h('span', { class: 'upload-name' }, file.name), bar, status);
       uploads.prepend(row);
       return { file, bar, status, row };
     });
     await inParallel(rows, PARALLEL_UPLOADS, async ({ file, bar, status, row }) => {
+      const refused = refusal(file.name);
+      if (refused) {
+        row.dataset.state = 'error';
+        status.textContent = refused;
+        status.classList.add('error-text');
+        return;
+      }
       row.dataset.state = 'uploading';
-      status.textContent = 'uploading…';
+      status.textContent = t('upload.uploading');
       try {
         const doc = await uploadFile(kbId, file, (progress) => {
           if (progress.phase === 'upload') {
             const percent = progress.total ? Math.round((100 * progress.loaded) / progress.total) : 0;
             bar.value = percent;
-            status.textContent = `uploading… ${percent}%`;
+            status.textContent = t('upload.percent', { percent });
           } else {
-            bar.removeAttribute('value'); // indeterminate while the server chunks and indexes it
-            status.textContent = 'indexing…';
-            row.dataset.state = 'indexing';
+            // Indeterminate while the server reads and chunks it: it may still refuse it (an unreadable PDF).
+            bar.removeAttribute('value');
+            status.textContent = t('upload.reading');
+            row.dataset.state = 'reading';
           }
         });
         bar.value = 100;
         row.dataset.state = 'done';
         status.textContent = doc.duplicate
-          ? `already in this knowledge base (${count(doc.chunk_count, 'chunk')})`
-          : `✓ ${count(doc.chunk_count, 'chunk')}`;
+          ? t('upload.duplicate', { chunks: count(doc.chunk_count, 'chunk') })
+          : t('upload.done', { chunks: count(doc.chunk_count, 'chunk') });
       } catch (err) {
         bar.value = 0;
         row.dataset.state = 'error';
@@ -317,8 +360,11 @@ export class KnowledgePage {
       return;
     }
     if (kbId !== this.kbId) return;
+    // The header's count is drawn with the page: it follows the table (uploads, deletions).
+    const counter = document.getElementById('kb-document-count');
+    if (counter) counter.textContent = count(docs.length, 'document');
     if (docs.length === 0) {
-      this.documents.replaceChildren(h('p', { class: 'muted' }, 'No documents yet.'));
+      this.documents.replaceChildren(h('p', { class: 'muted' }, t('documents.none')));
       return;
     }
     const cell = (label, content, cls = '') => h('td', { class: cls, dataset: { label } }, content);
@@ -327,7 +373,7 @@ export class KnowledgePage {
         'tr',
         { dataset: { documentId: doc.id, status: doc.status } },
         cell(
-          'Title',
+          t('col.title'),
           [
             h('button', { type: 'button', class: 'link', onclick: () => this.showChunks(doc) }, doc.title || doc.filename || doc.id),
             doc.filename && doc.filename !== doc.title ? h('span', { class: 'doc-file' }, doc.filename) : null,
@@ -335,18 +381,18 @@ export class KnowledgePage {
           'doc-title',
         ),
         statusCell(doc),
-        cell('Size', formatBytes(doc.size_bytes), 'num doc-size'),
-        cell('Pages', doc.pages ? String(doc.pages) : '—', 'num doc-pages'),
-        cell('Chunks', String(doc.chunk_count), 'num doc-chunks'),
-        cell('Type', doc.file_type),
-        cell('Added', formatDate(doc.created_at)),
+        cell(t('col.size'), formatBytes(doc.size_bytes), 'num doc-size'),
+        cell(t('col.pages'), doc.pages ? String(doc.pages) : '—', 'num doc-pages'),
+        cell(t('chunks'), String(doc.chunk_count), 'num doc-chunks'),
+        cell(t('col.type'), h('span', { translate: 'no' }, doc.file_type)),
+        cell(t('col.added'), formatDate(doc.created_at)),
         cell(
-          'Actions',
+          t('col.actions'),
           h(
             'div',
             { class: 'row doc-actions' },
-            h('button', { type: 'button', class: 'small', dataset: { action: 'reindex' }, 'aria-label': `Re-index ${doc.title || doc.filename}`, disabled: doc.status === 'pending', onclick: () => this.reindex(doc) }, 'Re-index'),
-            h('button', { type: 'button', class: 'small danger', dataset: { action: 'delete' }, 'aria-label': `Delete ${doc.title || doc.filename}`, onclick: () => this.deleteDocument(doc) }, 'Delete'),
+            h('button', { type: 'button', class: 'small', dataset: { action: 'reindex' }, 'aria-label': t('reindex.label', { title: doc.title || doc.filename }), disabled: doc.status === 'pending', onclick: () => this.reindex(doc) }, t('reindex')),
+            h('button', { type: 'button', class: 'small danger', dataset: { action: 'delete' }, 'aria-label': t('delete.label', { title: doc.title || doc.filename }), onclick: () => this.deleteDocument(doc) }, t('delete')),
           ),
         ),
       ),
@@ -355,8 +401,8 @@ export class KnowledgePage {
       h(
         'table',
         { class: 'grid documents-table' },
-        h('caption', { class: 'visually-hidden' }, 'Documents of this knowledge base'),
-        h('thead', {}, h('tr', {}, ['Title', 'Status', 'Size', 'Pages', 'Chunks', 'Type', 'Added', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('caption', { class: 'visually-hidden' }, t('documents.caption')),
+        h('thead', {}, h('tr', {}, ['col.title', 'col.status', 'col.size', 'col.pages', 'chunks', 'col.type', 'col.added', 'col.actions'].map((key) => h('th', { scope: 'col' }, t(key))))),
         h('tbody', {}, rows),
       ),
     );
@@ -379,7 +425,7 @@ export class KnowledgePage {
   }
 
   async deleteDocument(doc) {
-    const yes = await confirmAction(`Delete “${doc.title || doc.filename}” and its ${count(doc.chunk_count, 'chunk')}?`, 'Delete document');
+    const yes = await confirmAction(t('document.delete.confirm', { title: doc.title || doc.filename, chunks: count(doc.chunk_count, 'chunk') }), t('document.delete'));
     if (!yes) return;
     try {
       await api('DELETE', `/api/v1/knowledge/${encodeURIComponent(doc.id)}`);
@@ -394,7 +440,7 @@ export class KnowledgePage {
   async showChunks(doc) {
     this.chunks.hidden = false;
     this.chunks.dataset.documentId = doc.id;
-    this.chunks.replaceChildren(h('h2', {}, `Chunks of ${doc.title || doc.filename}`), h('p', { class: 'muted' }, 'Loading…'));
+    this.chunks.replaceChildren(h('h2', {}, t('chunks.of', { title: doc.title || doc.filename })), h('p', { class: 'muted' }, t('loading')));
     let chunks;
     try {
       chunks = await api('GET', `${kbPath(this.kbId)}/documents/${encodeURIComponent(doc.id)}/chunks`);
@@ -409,7 +455,7 @@ export class KnowledgePage {
     const sections = chunks.length - passages;
     let n = 0;
     this.chunks.replaceChildren(
-      h('h2', {}, `Chunks of ${doc.title || doc.filename}`),
+      h('h2', {}, t('chunks.of', { title: doc.title || doc.filename })),
       h('p', { class: 'muted chunk-count' }, [count(passages, 'passage'), sections ? count(sections, 'section') : ''].filter(Boolean).join(' · ')),
       h(
         'ol',
@@ -421,12 +467,12 @@ export class KnowledgePage {
             h(
               'div',
               { class: 'chunk-meta' },
-              chunk.searchable ? `Passage ${(n += 1)}` : 'Section (context for its passages)',
+              chunk.searchable ? t('passage.n', { n: (n += 1) }) : t('section.context'),
               chunk.header ? ` · ${chunk.header}` : '',
               chunk.metadata && chunk.metadata.page ? ` · page ${chunk.metadata.page}` : '',
-              ` · ${chunk.content.length} characters`,
+              t('chunk.chars', { n: chunk.content.length }),
             ),
-            passageImages(chunk, doc.title || doc.filename || 'the document'),
+            passageImages(chunk, doc.title || doc.filename || t('the_document')),
             h('pre', { class: 'chunk-text' }, chunk.content),
           ),
         ),
@@ -437,14 +483,14 @@ export class KnowledgePage {
 
   // Search ----------------------------------------------------------------------------------------------------------
   renderSearch(kb) {
-    const query = h('input', { type: 'search', id: 'kb-search-query', placeholder: 'Search this knowledge base', required: true, maxlength: '2000' });
+    const query = h('input', { type: 'search', id: 'kb-search-query', placeholder: t('search.placeholder'), required: true, maxlength: '2000' });
     const topK = h('select', { id: 'kb-search-top-k' }, [5, 10, 20, 50].map((n) => h('option', { value: String(n), selected: n === 10 }, String(n))));
     const retrievers = h(
       'select',
       { id: 'kb-search-retrievers' },
-      h('option', { value: 'hybrid' }, 'Hybrid'),
-      h('option', { value: 'vector' }, 'Vector'),
-      h('option', { value: 'keyword' }, 'Keyword'),
+      h('option', { value: 'hybrid' }, t('retriever.hybrid')),
+      h('option', { value: 'vector' }, t('retriever.vector')),
+      h('option', { value: 'keyword' }, t('retriever.keyword')),
     );
     const results = h('div', { id: 'kb-search-results', class: 'search-results', 'aria-live': 'polite' });
     const form = h(
@@ -458,18 +504,18 @@ export class KnowledgePage {
           this.search(kb, query.value.trim(), Number(topK.value), retrievers.value, results);
         },
       },
-      h('label', { for: 'kb-search-query', class: 'visually-hidden' }, 'Search'),
+      h('label', { for: 'kb-search-query', class: 'visually-hidden' }, t('search')),
       query,
-      h('label', { for: 'kb-search-top-k' }, 'Top'),
+      h('label', { for: 'kb-search-top-k' }, t('search.top')),
       topK,
-      h('label', { for: 'kb-search-retrievers' }, 'by'),
+      h('label', { for: 'kb-search-retrievers' }, t('search.by')),
       retrievers,
-      h('button', { type: 'submit', class: 'primary' }, 'Search'),
+      h('button', { type: 'submit', class: 'primary' }, t('search')),
     );
     this.detail.replaceChildren(
       this.head(kb, 'search'),
       form,
-      h('p', { class: 'muted small-text' }, 'The passages a question would find, through the same search and ranking the chat uses, with every score.'),
+      h('p', { class: 'muted small-text' }, t('search.intro')),
       results,
     );
     query.focus();
@@ -478,7 +524,7 @@ export class KnowledgePage {
   async search(kb, query, topK, retrievers, results) {
     if (!query) return;
     results.dataset.state = 'loading';
-    results.replaceChildren(h('p', { class: 'muted' }, 'Searching…'));
+    results.replaceChildren(h('p', { class: 'muted' }, t('searching')));
     let hits;
     try {
       hits = await api('POST', '/api/v1/knowledge-search', { query, knowledge_base_ids: [kb.id], top_k: topK, retrievers });
@@ -490,12 +536,12 @@ export class KnowledgePage {
     results.dataset.state = 'done';
     results.dataset.count = String(hits.length);
     if (!hits.length) {
-      results.replaceChildren(h('p', { class: 'muted' }, 'No passage matches.'));
+      results.replaceChildren(h('p', { class: 'muted' }, t('search.none')));
       return;
     }
-    const score = (name, value) => (typeof value === 'number' ? h('span', { class: 'score', dataset: { score: name } }, `${name} ${value.toFixed(3)}`) : null);
+    const score = (name, value) => (typeof value === 'number' ? h('span', { class: 'score', dataset: { score: name } }, t(`score.${name}`, { score: value.toFixed(3) })) : null);
     results.replaceChildren(
-      h('p', { class: 'muted' }, `${count(hits.length, 'passage')}, best first`),
+      h('p', { class: 'muted' }, t('search.count', { passages: count(hits.length, 'passage') })),
       h(
         'ol',
         { class: 'hit-list' },
@@ -507,19 +553,19 @@ export class KnowledgePage {
               'div',
               { class: 'hit-head' },
               h('span', { class: 'hit-rank' }, `#${hit.seq}`),
-              h('button', { type: 'button', class: 'link hit-title', onclick: () => this.openSource({ chunkId: hit.id, doc: hit.knowledge_title, kbId: kb.id, reference: hit, claim: '' }) }, hit.knowledge_title || 'Untitled'),
+              h('button', { type: 'button', class: 'link hit-title', onclick: () => this.openSource({ chunkId: hit.id, doc: hit.knowledge_title, kbId: kb.id, reference: hit, claim: '' }) }, hit.knowledge_title || t('untitled')),
               hit.header ? h('span', { class: 'muted' }, hit.header) : null,
             ),
             h(
               'div',
               { class: 'hit-scores' },
-              h('span', { class: 'score total', dataset: { score: 'score' } }, `score ${hit.score.toFixed(3)}`),
+              h('span', { class: 'score total', dataset: { score: 'score' } }, t('score.score', { score: hit.score.toFixed(3) })),
               score('vector', hit.scores.vector),
               score('keyword', hit.scores.keyword),
               score('rerank', hit.scores.model),
             ),
-            passageImages(hit, hit.knowledge_title || 'the document'),
-            h('p', { class: 'hit-text' }, hit.content.replace(/\s+/g, ' ').slice(0, 400)),
+            passageImages(hit, hit.knowledge_title || t('the_document')),
+            hitText(hit.content, query),
           ),
         ),
       ),

@@ -6,7 +6,8 @@
 // in answers (`<kb doc="…" chunk_id="…" kb_id="…" />`, `<web url="…" title="…" />`) are taken out first and
 // handed to options.renderCitation, which returns the chip to show; any other tag shows as plain text.
 
-import { h } from './dom.js';
+import { copyText, h } from './dom.js';
+import { t } from './i18n.js';
 
 const CITATION = /<(kb|web)\s+((?:[\w-]+="[^"]*"\s*)*)\/>/g;
 const ATTRIBUTE = /([\w-]+)="([^"]*)"/g;
@@ -71,7 +72,33 @@ export function safeUrl(href) {
   }
 }
 
-/** Renders `source` as a DocumentFragment. options.renderCitation(citation) → Node for each citation tag. */
+/**
+ * A fenced code block: its language and a copy button above it; the block scrolls sideways and takes the
+ * keyboard's focus (so the arrows scroll it).
+ */
+function codeBlock(code, source, language) {
+  const copy = h('button', { type: 'button', class: 'ghost small code-copy' }, t('code.copy'));
+  copy.addEventListener('click', async () => {
+    await copyText(source);
+    copy.textContent = t('copied');
+    copy.dataset.copied = 'true';
+    setTimeout(() => {
+      copy.textContent = t('code.copy');
+      delete copy.dataset.copied;
+    }, 2000);
+  });
+  return h(
+    'div',
+    { class: 'code-block' },
+    h('div', { class: 'code-head' }, h('span', { class: 'code-lang' }, language || t('code')), copy),
+    h('pre', { tabindex: '0' }, code),
+  );
+}
+
+/**
+ * Renders `source` as a DocumentFragment. options.renderCitation(citation) → Node for each citation tag;
+ * options.headingOffset moves headings down that many levels.
+ */
 export function renderMarkdown(source, options = {}) {
   const citations = [];
   const text = String(source || '')
@@ -85,6 +112,8 @@ export function renderMarkdown(source, options = {}) {
       return `${OPEN}${citations.length - 1}${CLOSE}`;
     });
   const ctx = {
+    // Headings moved down this many levels (a passage shown under a dialog's own heading).
+    headingOffset: options.headingOffset || 0,
     cite(index) {
       const citation = citations[index];
       const node = citation && options.renderCitation ? options.renderCitation(citation) : null;
@@ -147,13 +176,14 @@ function blocks(lines, ctx) {
         i += 1;
       }
       i += 1; // the closing fence (or past the end while the answer still streams)
-      const code = h('code', language ? { class: `language-${language}` } : {}, ctx.restore(body.join('\n')));
-      out.push(h('pre', {}, code));
+      const source = ctx.restore(body.join('\n'));
+      const code = h('code', language ? { class: `language-${language}` } : {}, source);
+      out.push(codeBlock(code, source, language));
       continue;
     }
     m = HEADING.exec(line);
     if (m) {
-      out.push(h(`h${m[1].length}`, {}, inline(m[2] || '', ctx)));
+      out.push(h(`h${Math.min(6, m[1].length + ctx.headingOffset)}`, {}, inline(m[2] || '', ctx)));
       i += 1;
       continue;
     }

@@ -4,27 +4,28 @@
 // "Default" (an empty field) sends nothing: the server's configuration decides.
 
 import { byId, h } from './dom.js';
+import { t } from './i18n.js';
 
 const KEY = 'ragline.options.';
 const NEW = 'new';
 
 // [field, label, kind, attributes]: kind 'bool' (Default / On / Off), 'int', 'float' or 'text'.
 export const FIELDS = [
-  ['web_search_enabled', 'Web search', 'bool'],
-  ['enable_rewrite', 'Rewrite the question with the conversation', 'bool'],
-  ['enable_query_expansion', 'Expand the question for keyword search', 'bool'],
-  ['citation_enabled', 'Citations in the answer', 'bool'],
-  ['faq_priority_enabled', 'FAQ answers first', 'bool'],
-  ['memory_enabled', 'Long-term memory', 'bool'],
-  ['data_analysis_enabled', 'Data analysis of tables', 'bool'],
-  ['embedding_top_k', 'Passages retrieved (top-k)', 'int', { min: 1, max: 500 }],
-  ['rerank_top_k', 'Passages kept after ranking', 'int', { min: 1, max: 200 }],
-  ['vector_threshold', 'Vector score threshold', 'float', { min: 0, max: 1, step: 0.05 }],
-  ['keyword_threshold', 'Keyword score threshold', 'float', { min: 0, max: 1, step: 0.05 }],
-  ['max_rounds', 'Conversation rounds remembered', 'int', { min: 0, max: 50 }],
-  ['temperature', 'Temperature', 'float', { min: 0, max: 2, step: 0.1 }],
-  ['max_completion_tokens', 'Longest answer (tokens)', 'int', { min: 1, max: 32768 }],
-  ['language', 'Answer language', 'text', { maxlength: 40, placeholder: 'e.g. English' }],
+  ['web_search_enabled', 'option.web_search_enabled', 'bool'],
+  ['enable_rewrite', 'option.enable_rewrite', 'bool'],
+  ['enable_query_expansion', 'option.enable_query_expansion', 'bool'],
+  ['citation_enabled', 'option.citation_enabled', 'bool'],
+  ['faq_priority_enabled', 'option.faq_priority_enabled', 'bool'],
+  ['memory_enabled', 'option.memory_enabled', 'bool'],
+  ['data_analysis_enabled', 'option.data_analysis_enabled', 'bool'],
+  ['embedding_top_k', 'option.embedding_top_k', 'int', { min: 1, max: 500 }],
+  ['rerank_top_k', 'option.rerank_top_k', 'int', { min: 1, max: 200 }],
+  ['vector_threshold', 'option.vector_threshold', 'float', { min: 0, max: 1, step: 0.05 }],
+  ['keyword_threshold', 'option.keyword_threshold', 'float', { min: 0, max: 1, step: 0.05 }],
+  ['max_rounds', 'option.max_rounds', 'int', { min: 0, max: 50 }],
+  ['temperature', 'option.temperature', 'float', { min: 0, max: 2, step: 0.1 }],
+  ['max_completion_tokens', 'option.max_completion_tokens', 'int', { min: 1, max: 32768 }],
+  ['language', 'option.language', 'text', { maxlength: 40, placeholder: 'option.language.placeholder' }],
 ];
 
 function load(sessionId) {
@@ -52,7 +53,7 @@ export class SessionOptions {
     this.kbFieldset = byId('options-kbs');
     this.kbList = byId('options-kb-list');
     this.fields = byId('options-fields');
-    this.fields.replaceChildren(...FIELDS.map(([name, label, kind, attrs]) => this.field(name, label, kind, attrs || {})));
+    this.fields.replaceChildren(...FIELDS.map(([name, label, kind, attrs]) => this.field(name, t(label), kind, attrs || {})));
     this.form.addEventListener('submit', (event) => {
       event.preventDefault();
       this.save();
@@ -71,9 +72,9 @@ export class SessionOptions {
       control = h(
         'select',
         { id, name },
-        h('option', { value: '' }, 'Default'),
-        h('option', { value: 'true' }, 'On'),
-        h('option', { value: 'false' }, 'Off'),
+        h('option', { value: '' }, t('option.default')),
+        h('option', { value: 'true' }, t('option.on')),
+        h('option', { value: 'false' }, t('option.off')),
       );
     } else {
       control = h('input', {
@@ -81,8 +82,8 @@ export class SessionOptions {
         name,
         type: kind === 'text' ? 'text' : 'number',
         inputmode: kind === 'int' ? 'numeric' : kind === 'float' ? 'decimal' : null,
-        placeholder: attrs.placeholder || 'Default',
         ...attrs,
+        placeholder: t(attrs.placeholder || 'option.default'),
         dataset: { kind },
       });
     }
@@ -108,10 +109,23 @@ export class SessionOptions {
     return this.session ? this.session.knowledge_base_ids : [];
   }
 
+  /** The chat model chosen for this session ('' for the server's default). */
+  get model() {
+    return load(this.sessionId).summary_model_id || '';
+  }
+
+  set model(modelId) {
+    const saved = load(this.sessionId);
+    if (modelId) saved.summary_model_id = modelId;
+    else delete saved.summary_model_id;
+    store(this.sessionId, saved);
+  }
+
   /** The fields to send with a question (knowledge_base_ids only when it differs from the session's). */
   request() {
     const saved = load(this.sessionId);
     const body = {};
+    if (saved.summary_model_id) body.summary_model_id = saved.summary_model_id;
     for (const [name, , kind] of FIELDS) {
       const value = saved[name];
       if (value === undefined || value === '' || value === null) continue;
@@ -123,7 +137,8 @@ export class SessionOptions {
 
   /** How many options differ from the defaults (shown on the Options button). */
   count() {
-    return Object.keys(this.request()).length;
+    // The model has its own picker beside the Options button.
+    return Object.keys(this.request()).filter((name) => name !== 'summary_model_id').length;
   }
 
   open() {
@@ -145,12 +160,13 @@ export class SessionOptions {
         ),
       ),
     );
-    if (this.knowledgeBases.length === 0) this.kbList.append(h('p', { class: 'muted' }, 'No knowledge bases.'));
+    if (this.knowledgeBases.length === 0) this.kbList.append(h('p', { class: 'muted' }, t('kbs.none')));
     this.dialog.showModal();
   }
 
   save() {
     const options = {};
+    if (this.model) options.summary_model_id = this.model;
     for (const [name, , kind] of FIELDS) {
       const control = this.form.elements[name];
       if (!control.value.trim()) continue;

@@ -9,6 +9,7 @@
 // CORS allows x-api-key and last-event-id).
 
 import { ApiError, authHeaders, errorFrom, networkError } from './api.js';
+import { t } from './i18n.js';
 
 /** A stream ends after one of these (SSE contract, SPEC §4). */
 export const TERMINAL = new Set(['complete', 'error', 'stop']);
@@ -149,7 +150,7 @@ export async function followStream(url, { lastEventId = null, onFrame, onStatus 
     if (terminal) return { ended: terminal, lastEventId: last };
     if (signal?.aborted) return aborted();
     failures += 1;
-    if (failures > maxRetries) throw new ApiError(0, 'network_error', 'The stream keeps ending before the answer does.');
+    if (failures > maxRetries) throw new ApiError(0, 'network_error', t('error.stream'));
     onStatus('reconnecting');
     await sleep(backoff(failures), signal);
   }

@@ -6,6 +6,7 @@
 import { copyText, count, h } from './dom.js';
 import { imageHandles, storedThumbnail } from './images.js';
 import { citationClaims, renderMarkdown, safeUrl, stripPartialTag } from './markdown.js';
+import { code, t } from './i18n.js';
 
 // Citation tags in an answer's Markdown, as the server writes them.
 const CITATION_TAG = /<(kb|web)\s+((?:[\w-]+="[^"]*"\s*)*)\/>/g;
@@ -13,9 +14,9 @@ const CITATION_TAG = /<(kb|web)\s+((?:[\w-]+="[^"]*"\s*)*)\/>/g;
 const NO_WORDS = /^[\s\-*+>#_`•|.]*$/;
 
 const TOOLS = {
-  query_understand: ['Understanding the question…', 'Question understood'],
-  knowledge_search: ['Searching the knowledge base…', 'Knowledge base searched'],
-  web_search: ['Searching the web…', 'Web searched'],
+  query_understand: ['tool.understand.running', 'tool.understand.done'],
+  knowledge_search: ['tool.search.running', 'tool.search.done'],
+  web_search: ['tool.web.running', 'tool.web.done'],
 };
 
 export function emptyState(init = {}) {
@@ -66,8 +67,8 @@ export function storedState(sessionId, user, assistant) {
     answerDone: true,
     thinkingDone: true,
     completed: Boolean(assistant && assistant.is_completed && !reason),
-    stopped: reason === 'stopped' ? { message: 'Generation stopped by user', reason: 'user_requested' } : null,
-    error: reason === 'error' ? { message: 'The answer failed.', stage: '', type: '' } : null,
+    stopped: reason === 'stopped' ? { message: t('stop.by_user'), reason: 'user_requested' } : null,
+    error: reason === 'error' ? { message: t('answer.failed'), stage: '', type: '' } : null,
     stored: true,
     feedback: assistant ? assistant.feedback || '' : '',
     feedbackComment: assistant ? assistant.feedback_comment || '' : '',
@@ -78,24 +79,24 @@ export function storedState(sessionId, user, assistant) {
 export const isEnded = (state) => Boolean(state.completed || state.error || state.stopped);
 
 function toolWindow(tool, ended) {
-  const [running, done] = TOOLS[tool.name] || [`Running ${tool.name}…`, tool.name];
+  const [running, done] = TOOLS[tool.name] ? TOOLS[tool.name].map((key) => t(key)) : [t('tool.running', { name: tool.name }), tool.name];
   // A window still open when the turn ended (stopped, failed) stops spinning.
   const status = tool.status === 'running' && ended ? 'interrupted' : tool.status;
   const data = tool.data || {};
   let detail = '';
   if (status === 'interrupted') {
-    detail = 'interrupted';
+    detail = t('tool.interrupted');
   } else if (tool.status !== 'running') {
     if (tool.name === 'knowledge_search') {
       const parts = [count(data.count ?? 0, 'passage')];
-      if (data.doc_count !== undefined) parts[0] += ` from ${count(data.doc_count, 'document')}`;
-      if (data.web_count) parts.push(`${data.web_count} from the web`);
+      if (data.doc_count !== undefined) parts[0] = t('tool.search.from', { passages: parts[0], documents: count(data.doc_count, 'document') });
+      if (data.web_count) parts.push(t('tool.search.web', { n: data.web_count }));
       if (data.candidate_count !== undefined) parts.push(count(data.candidate_count, 'candidate'));
-      if (data.search_source) parts.push(String(data.search_source));
+      if (data.search_source) parts.push(code('search_source', String(data.search_source)));
       detail = parts.join(' · ');
       if (data.error) detail += ` — ${data.error}`;
     } else if (tool.name === 'query_understand') {
-      detail = [data.rewrite_query ? `“${data.rewrite_query}”` : '', data.intent || ''].filter(Boolean).join(' · ');
+      detail = [data.rewrite_query ? `“${data.rewrite_query}”` : '', data.intent ? code('intent', data.intent) : ''].filter(Boolean).join(' · ');
     } else {
       detail = tool.content || '';
     }
@@ -144,9 +145,9 @@ export class Turn {
     this.editButton = h(
       'button',
       { type: 'button', class: 'ghost small edit-question', onclick: () => this.startEdit() },
-      'Edit',
+      t('edit'),
     );
-    this.editArea = h('textarea', { rows: '3', class: 'edit-area', 'aria-label': 'Edited question' });
+    this.editArea = h('textarea', { rows: '3', class: 'edit-area', 'aria-label': t('edit.question') });
     this.editForm = h(
       'form',
       {
@@ -165,28 +166,28 @@ export class Turn {
       h(
         'div',
         { class: 'row' },
-        h('button', { type: 'submit', class: 'primary small' }, 'Send'),
-        h('button', { type: 'button', class: 'small', onclick: () => this.cancelEdit() }, 'Cancel'),
+        h('button', { type: 'submit', class: 'primary small' }, t('send')),
+        h('button', { type: 'button', class: 'small', onclick: () => this.cancelEdit() }, t('cancel')),
       ),
     );
-    this.userImages = h('div', { class: 'user-images', role: 'group', 'aria-label': 'Images of the question', hidden: true });
+    this.userImages = h('div', { class: 'user-images', role: 'group', 'aria-label': t('question.images'), hidden: true });
     this.userEl = h('div', { class: 'msg user' }, this.userImages, this.userText, this.editForm, this.editButton);
     this.progressEl = h('div', { class: 'progress' });
-    this.reasoningSummary = h('summary', { onclick: () => (this.userToggled = true) }, 'Reasoning');
+    this.reasoningSummary = h('summary', { onclick: () => (this.userToggled = true) }, t('reasoning'));
     this.reasoningText = h('div', { class: 'reasoning-text' });
     this.reasoningEl = h('details', { class: 'reasoning', hidden: true }, this.reasoningSummary, this.reasoningText);
-    this.referencesEl = h('section', { class: 'references', hidden: true, 'aria-label': 'References' });
+    this.referencesEl = h('section', { class: 'references', hidden: true, 'aria-label': t('references') });
     this.badgesEl = h('div', { class: 'badges' });
     this.answerEl = h('div', { class: 'answer markdown' });
     this.truncatedEl = h(
       'div',
       { class: 'notice truncated', hidden: true },
-      'The answer reached the model’s output limit and may be cut short.',
+      t('answer.truncated'),
     );
     this.errorEl = h('div', { class: 'notice error', role: 'alert', hidden: true });
     this.stoppedEl = h('div', { class: 'notice stopped', hidden: true });
     this.statusEl = h('div', { class: 'status', 'aria-live': 'polite' });
-    this.actionsEl = h('div', { class: 'turn-actions', role: 'group', 'aria-label': 'Answer actions', hidden: true });
+    this.actionsEl = h('div', { class: 'turn-actions', role: 'group', 'aria-label': t('answer.actions'), hidden: true });
     this.feedbackForm = this.buildFeedbackForm();
     this.assistantEl = h(
       'div',
@@ -263,10 +264,10 @@ export class Turn {
         this.options.onTitle?.(frame.content || '', data.session_id || frame.session_id || s.sessionId);
         break;
       case 'error':
-        s.error = { message: frame.content || 'The answer failed.', stage: data.stage || '', type: data.error_type || '' };
+        s.error = { message: frame.content || t('answer.failed'), stage: data.stage || '', type: data.error_type || '' };
         break;
       case 'stop':
-        s.stopped = { message: frame.content || 'Stopped', reason: data.reason || '' };
+        s.stopped = { message: frame.content || t('stopped'), reason: data.reason || '' };
         break;
       case 'complete':
         s.completed = true;
@@ -320,8 +321,9 @@ export class Turn {
     this.el.dataset.state = phase;
     if (s.resumedFrom !== null && s.resumedFrom !== undefined) this.el.dataset.resumedFrom = String(s.resumedFrom);
     if (this.userText.textContent !== s.query) this.userText.textContent = s.query;
-    this.userEl.hidden = !s.query;
     this.renderImages();
+    // A question may be its images alone: the bubble shows them without text.
+    this.userEl.hidden = !s.query && this.userImages.hidden;
     this.editButton.hidden = phase === 'streaming' || !this.editForm.hidden || !this.options.onEdit;
 
     const windows = s.tools.map((tool) => toolWindow(tool, phase !== 'streaming'));
@@ -331,7 +333,7 @@ export class Turn {
           'div',
           { class: 'tool done', dataset: { tool: 'memory' } },
           h('span', { class: 'tool-icon', 'aria-hidden': 'true' }),
-          h('span', { class: 'tool-label' }, `Recalled ${count(s.memories.length, 'memory').replace(/ys$/, 'ies')}`),
+          h('span', { class: 'tool-label' }, t('memory.recalled', { memories: count(s.memories.length, 'memory') })),
           h('span', { class: 'tool-detail' }, s.memories.map((m) => m.content).join(' · ')),
         ),
       );
@@ -342,7 +344,7 @@ export class Turn {
     const reasoning = s.thinking + (s.reflection ? `\n\n${s.reflection}` : '');
     this.reasoningEl.hidden = !reasoning;
     this.reasoningText.textContent = reasoning;
-    this.reasoningSummary.textContent = s.thinkingDone || phase !== 'streaming' ? 'Reasoning' : 'Reasoning…';
+    this.reasoningSummary.textContent = s.thinkingDone || phase !== 'streaming' ? t('reasoning') : t('reasoning.running');
     if (!this.userToggled) this.reasoningEl.open = Boolean(reasoning) && !s.thinkingDone && phase === 'streaming';
 
     if (s.references && s.references.length) {
@@ -358,17 +360,18 @@ export class Turn {
       badges.push(
         h(
           'span',
-          { class: 'badge fallback', title: 'Nothing in the knowledge bases matched; this is the fallback answer.' },
-          'Fallback answer',
+          { class: 'badge fallback', title: t('badge.fallback.title') },
+          t('badge.fallback'),
         ),
       );
     }
-    if (s.modelId === 'local:extractive') {
+    // A fallback ("the knowledge base does not say") quotes nothing: one badge says what it is.
+    if (s.modelId === 'local:extractive' && !s.fallback) {
       badges.push(
         h(
           'span',
-          { class: 'badge quoted', title: 'No generative model is configured: the answer is the documents’ own words.' },
-          'Quoted from the documents',
+          { class: 'badge quoted', title: t('badge.quoted.title') },
+          t('badge.quoted'),
         ),
       );
     }
@@ -396,13 +399,17 @@ export class Turn {
     this.errorEl.hidden = !s.error;
     if (s.error) {
       const where = [s.error.stage, s.error.type].filter(Boolean).join(', ');
-      const parts = [h('strong', {}, 'Error'), ` ${s.error.message}`];
+      const parts = [h('strong', {}, t('error')), ' ', h('span', { translate: 'no' }, s.error.message)];
       if (where) parts.push(h('span', { class: 'muted' }, ` (${where})`));
       this.errorEl.replaceChildren(...parts);
     }
     this.stoppedEl.hidden = !s.stopped;
-    if (s.stopped) this.stoppedEl.textContent = `■ Stopped — ${s.stopped.message}`;
-    this.statusEl.textContent = phase === 'streaming' ? this.status || 'Answering…' : '';
+    if (s.stopped) {
+      // The server's words, but for a stop by the reader, which the page says in its language.
+      const message = s.stopped.reason === 'user_requested' ? t('stop.by_user') : s.stopped.message;
+      this.stoppedEl.textContent = t('stop.notice', { message });
+    }
+    this.statusEl.textContent = phase === 'streaming' ? this.status || t('status.answering') : '';
     this.statusEl.hidden = phase !== 'streaming';
     if (s.modelId && s.modelId !== this.reportedModel) {
       this.reportedModel = s.modelId;
@@ -418,7 +425,7 @@ export class Turn {
     const key = stored.length ? stored.map((image) => image.url).join('|') : this.previews.join('|');
     if (key === this.renderedImages) return;
     this.renderedImages = key;
-    const label = (i, caption) => `Image ${i + 1} of the question${caption ? `: ${caption}` : ''}`;
+    const label = (i, caption) => t('question.image', { n: i + 1 }) + (caption ? `: ${caption}` : '');
     const thumbs = stored.length
       ? stored.map((image, i) => storedThumbnail(image.url, label(i, image.caption)))
       : this.previews.map((src, i) => h('img', { class: 'thumb', src, alt: label(i, ''), dataset: { state: 'preview' } }));
@@ -478,12 +485,12 @@ export class Turn {
       {
         type: 'button',
         class: 'cite',
-        title: `${c.doc || 'Source'} — open the cited passage`,
+        title: t('cite.title', { doc: c.doc || t('source') }),
         dataset: { chunkId: c.chunkId, kbId: c.kbId },
         onclick: () => this.openChunk(c.chunkId, c.doc, c.kbId, claim),
       },
       h('span', { class: 'cite-n' }, String(this.numberFor(key))),
-      h('span', { class: 'cite-label' }, c.doc || 'source'),
+      h('span', { class: 'cite-label' }, c.doc || t('source.chip')),
     );
   }
 
@@ -494,7 +501,7 @@ export class Turn {
       const key = ref.url ? `web:${ref.url}` : `doc:${ref.knowledge_id || ref.id}`;
       if (!documents.has(key)) {
         const kind = ref.url ? 'web' : (ref.knowledge_filename || '').split('.').pop().toLowerCase();
-        documents.set(key, { key, title: ref.knowledge_title || ref.knowledge_filename || 'Untitled', kind, url: ref.url, refs: [] });
+        documents.set(key, { key, title: ref.knowledge_title || ref.knowledge_filename || t('untitled'), kind, url: ref.url, refs: [] });
       }
       documents.get(key).refs.push(ref);
     }
@@ -503,7 +510,7 @@ export class Turn {
 
   passageButton(ref, title, entry) {
     const page = ref && ref.chunk_metadata && ref.chunk_metadata.page;
-    const where = [ref && ref.header, page ? `p. ${page}` : '', ref && typeof ref.score === 'number' ? `score ${ref.score.toFixed(2)}` : '']
+    const where = [ref && ref.header, page ? t('ref.page', { page }) : '', ref && typeof ref.score === 'number' ? t('ref.score', { score: ref.score.toFixed(2) }) : '']
       .filter(Boolean)
       .join(' · ');
     const chunkId = entry ? entry.chunkId : ref.id;
@@ -514,7 +521,7 @@ export class Turn {
         type: 'button',
         class: `ref${entry ? ' cited' : ''}`,
         dataset: { chunkId },
-        title: entry ? 'Cited — open the passage with the quoted sentence' : 'Retrieved, not cited — open the passage',
+        title: entry ? t('ref.cited') : t('ref.retrieved'),
         onclick: () => this.openChunk(chunkId, title, ref ? ref.knowledge_base_id : '', entry ? entry.claim : ''),
       },
       where ? h('span', { class: 'ref-where' }, where) : null,
@@ -531,7 +538,7 @@ export class Turn {
     return h(
       'span',
       { class: 'ref-images' },
-      handles.map((handle, i) => storedThumbnail(handle, `Image ${i + 1} from ${title}`)),
+      handles.map((handle, i) => storedThumbnail(handle, t('image.from', { n: i + 1, title }))),
     );
   }
 
@@ -549,7 +556,7 @@ export class Turn {
       const head = h(
         'div',
         { class: 'ref-card-head' },
-        h('span', { class: `ref-n${number ? '' : ' uncited'}`, title: number ? 'cited' : 'not cited' }, number ? String(number) : '·'),
+        h('span', { class: `ref-n${number ? '' : ' uncited'}`, title: number ? t('ref.is_cited') : t('ref.not_cited') }, number ? String(number) : '·'),
         webUrl && !webUrl.startsWith('mailto:')
           ? h('a', { class: 'ref-title', href: webUrl, target: '_blank', rel: 'noopener noreferrer nofollow' }, doc.title)
           : h('span', { class: 'ref-title' }, doc.title),
@@ -570,8 +577,8 @@ export class Turn {
     });
     const citedCount = ordered.filter(([doc]) => this.numbers.has(doc.key)).length;
     const heading = citedCount
-      ? `References · ${citedCount} of ${count(documents.length, 'document')} cited`
-      : `References · ${count(documents.length, 'document')}`;
+      ? t('references.cited', { n: citedCount, documents: count(documents.length, 'document') })
+      : t('references.count', { documents: count(documents.length, 'document') });
     // Collapsed by default: the cited documents' names stand in for the cards until the reader opens them.
     const citedNames = ordered.filter(([doc]) => this.numbers.has(doc.key)).map(([doc]) => doc.title);
     const listId = `refs-${this.state.messageId || Math.random().toString(36).slice(2)}`;
@@ -590,9 +597,12 @@ export class Turn {
       heading,
     );
     this.referencesEl.dataset.open = String(this.referencesOpen);
+    // One landmark per answer: each is named after its question, so a screen reader's list tells them apart.
+    const question = (this.state.query || '').replace(/\s+/g, ' ').trim();
+    this.referencesEl.setAttribute('aria-label', question ? t('references.of', { question: question.slice(0, 60) }) : t('references'));
     this.referencesEl.replaceChildren(
       ...[
-        h('h3', {}, toggle),
+        h('h2', { class: 'ref-heading' }, toggle),
       citedNames.length > 0 && !this.referencesOpen
         ? h('p', { class: 'ref-summary' }, citedNames.map((name, i) => h('span', { class: 'ref-summary-item' }, h('span', { class: 'ref-n' }, String(i + 1)), name)))
         : null,
@@ -615,42 +625,42 @@ export class Turn {
     const items = [];
     if (s.answer) {
       items.push(
-        button(this.copied === 'markdown' ? 'Copied ✓' : 'Copy', 'copy', {
-          title: 'Copy the answer as Markdown',
+        button(this.copied === 'markdown' ? t('copied') : t('copy'), 'copy', {
+          title: t('copy.markdown'),
           onclick: () => this.copy('markdown'),
         }),
-        button(this.copied === 'plain' ? 'Copied ✓' : 'Copy text', 'copy-plain', {
-          title: 'Copy the answer as plain text',
+        button(this.copied === 'plain' ? t('copied') : t('copy.text'), 'copy-plain', {
+          title: t('copy.plain'),
           onclick: () => this.copy('plain'),
         }),
       );
     }
     if (this.isLast && this.options.onRegenerate) {
-      items.push(button('Regenerate', 'regenerate', { disabled: this.busy, onclick: () => this.options.onRegenerate(this) }));
+      items.push(button(t('regenerate'), 'regenerate', { disabled: this.busy, onclick: () => this.options.onRegenerate(this) }));
     }
     items.push(
-      button('▲ Good', 'up', {
-        'aria-label': 'Good answer',
+      button(t('feedback.up'), 'up', {
+        'aria-label': t('feedback.up.label'),
         'aria-pressed': String(s.feedback === 'up'),
         onclick: () => this.rate('up'),
       }),
-      button('▼ Bad', 'down', {
-        'aria-label': 'Bad answer',
+      button(t('feedback.down'), 'down', {
+        'aria-label': t('feedback.down.label'),
         'aria-pressed': String(s.feedback === 'down'),
         onclick: () => this.rate('down'),
       }),
     );
     if (this.options.onFork) {
-      items.push(button('Branch', 'fork', { title: 'A new session with the conversation up to here', onclick: () => this.options.onFork(this) }));
+      items.push(button(t('fork'), 'fork', { title: t('fork.title'), onclick: () => this.options.onFork(this) }));
     }
     if (!this.isLast && this.options.onRewind) {
-      items.push(button('Delete later turns', 'rewind', { title: 'Rewind the session to this answer', onclick: () => this.options.onRewind(this) }));
+      items.push(button(t('rewind'), 'rewind', { title: t('rewind.title'), onclick: () => this.options.onRewind(this) }));
     }
     this.actionsEl.replaceChildren(...items);
   }
 
   buildFeedbackForm() {
-    this.feedbackComment = h('textarea', { rows: '2', maxlength: '2000', class: 'feedback-comment', 'aria-label': 'Comment on this answer (optional)', placeholder: 'What was good or wrong? (optional)' });
+    this.feedbackComment = h('textarea', { rows: '2', maxlength: '2000', class: 'feedback-comment', 'aria-label': t('feedback.comment'), placeholder: t('feedback.placeholder') });
     this.feedbackStatus = h('span', { class: 'muted feedback-status', role: 'status' });
     return h(
       'form',
@@ -667,8 +677,8 @@ export class Turn {
       h(
         'div',
         { class: 'row' },
-        h('button', { type: 'submit', class: 'small primary' }, 'Save comment'),
-        h('button', { type: 'button', class: 'small', onclick: () => (this.feedbackForm.hidden = true) }, 'Close'),
+        h('button', { type: 'submit', class: 'small primary' }, t('feedback.save')),
+        h('button', { type: 'button', class: 'small', onclick: () => (this.feedbackForm.hidden = true) }, t('close')),
         this.feedbackStatus,
       ),
     );
@@ -688,7 +698,7 @@ export class Turn {
       const message = await this.options.onFeedback(this, rating, comment);
       this.state.feedback = message.feedback;
       this.state.feedbackComment = message.feedback_comment;
-      this.feedbackStatus.textContent = message.feedback ? 'Saved.' : '';
+      this.feedbackStatus.textContent = message.feedback ? t('saved') : '';
     } catch (err) {
       this.feedbackError = err;
       this.feedbackStatus.textContent = err.message;
@@ -703,7 +713,7 @@ export class Turn {
     const numbers = new Map();
     const titles = [];
     const markdown = this.state.answer.replace(CITATION_TAG, (tag, tagKind, attrs) => {
-      const title = (/(?:doc|title)="([^"]*)"/.exec(attrs) || [])[1] || (/url="([^"]*)"/.exec(attrs) || [])[1] || 'source';
+      const title = (/(?:doc|title)="([^"]*)"/.exec(attrs) || [])[1] || (/url="([^"]*)"/.exec(attrs) || [])[1] || t('source.chip');
       if (!numbers.has(title)) {
         numbers.set(title, numbers.size + 1);
         titles.push(title);

@@ -1,75 +1,31 @@
 // The source viewer: the cited chunk (GET /api/v1/chunks/by-id/{id}, checked by tenant) with the sentence the
 // citation backs highlighted, the chunks before and after it, and where it sits in its document (section,
-// page). An extractive answer quotes the chunk word for word, so its sentence is found exactly; for a
-// generated answer the chunk's sentence sharing most words with the claim is highlighted.
+// page), each rendered as Markdown (markdown.js: it never parses HTML, so a passage cannot inject any). An
+// extractive answer quotes the chunk word for word, so its sentence is found exactly; for a generated answer the
+// chunk's sentence sharing most words with the claim is highlighted.
 
 import { api } from './api.js';
 import { byId, h } from './dom.js';
 import { imageHandles, storedThumbnail } from './images.js';
+import { t } from './i18n.js';
+import { renderMarkdown } from './markdown.js';
+import { highlightRendered } from './passages.js';
 
-const SENTENCE = /[^.!?。！？；\n]+(?:[.!?。！？；]+["”’)\]]*|\n|$)/g;
-const WORD = /[\p{L}\p{N}]+/gu;
-const HAN = /[\u3400-\u9fff]/;
-
-function termsOf(text) {
-  const terms = new Set();
-  for (const [word] of text.toLowerCase().matchAll(WORD)) {
-    if (HAN.test(word)) {
-      for (let i = 0; i + 1 < word.length; i += 1) terms.add(word.slice(i, i + 2));
-    } else if (word.length > 2) {
-      terms.add(word);
-    }
-  }
-  return terms;
-}
-
-const squash = (text) => text.replace(/\s+/g, ' ').trim();
+export { highlightRange } from './passages.js';
 
 /**
- * The [start, end) range of `content` to highlight for `claim`: the sentence that holds the claim where the
- * chunk holds it (whitespace aside; the claim itself when it spans sentences), else the chunk's sentence sharing
- * the most words with it; null when none shares any.
+ * A passage rendered as Markdown (its headings below the viewer's own title) into `el`, the sentence `claim`
+ * comes from highlighted; returns the highlighted text ('' when none). Nothing in it is parsed as HTML.
  */
-export function highlightRange(content, claim) {
-  const wanted = squash(claim || '');
-  if (!wanted || !content) return null;
-  // Exact: walk the chunk's characters, matching the claim with runs of whitespace equal.
-  const pattern = wanted
-    .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-    .replace(/ /g, '\\s+');
-  const exact = new RegExp(pattern).exec(content);
-  if (exact) {
-    // A quoted part of a sentence ("1849") is shown in the sentence it was taken from.
-    const [start, end] = [exact.index, exact.index + exact[0].length];
-    for (const match of content.matchAll(SENTENCE)) {
-      const lead = match[0].length - match[0].trimStart().length;
-      const [from, to] = [match.index + lead, match.index + match[0].trimEnd().length];
-      if (from <= start && end <= to) return [from, to];
-    }
-    return [start, end];
-  }
-  const claimTerms = termsOf(wanted);
-  if (!claimTerms.size) return null;
-  let best = null;
-  let bestScore = 0;
-  for (const match of content.matchAll(SENTENCE)) {
-    const terms = termsOf(match[0]);
-    let shared = 0;
-    for (const term of terms) if (claimTerms.has(term)) shared += 1;
-    const score = shared / Math.sqrt(claimTerms.size * Math.max(terms.size, 1));
-    if (shared && score > bestScore) {
-      bestScore = score;
-      const lead = match[0].length - match[0].trimStart().length;
-      best = [match.index + lead, match.index + match[0].trimEnd().length];
-    }
-  }
-  return best;
-}
-
-function withHighlight(content, range) {
-  if (!range) return [content];
-  const [start, end] = range;
-  return [content.slice(0, start), h('mark', { class: 'claim' }, content.slice(start, end)), content.slice(end)];
+function showPassage(el, content, claim) {
+  el.replaceChildren(
+    renderMarkdown(content, {
+      headingOffset: 2,
+      // A passage quoting a citation tag shows it as written.
+      renderCitation: (citation) => document.createTextNode(citation.raw),
+    }),
+  );
+  return claim ? highlightRendered(el, claim) : '';
 }
 
 async function neighbour(id) {
@@ -102,8 +58,8 @@ export class SourceViewer {
     this.dialog.dataset.chunkId = chunkId;
     this.dialog.dataset.state = 'loading';
     delete this.dialog.dataset.highlight;
-    this.title.textContent = doc || 'Source';
-    this.meta.textContent = 'Loading the passage…';
+    this.title.textContent = doc || t('source');
+    this.meta.textContent = t('viewer.loading');
     this.text.textContent = '';
     this.images.replaceChildren();
     this.images.hidden = true;
@@ -115,29 +71,28 @@ export class SourceViewer {
     try {
       const chunk = await api('GET', `/api/v1/chunks/by-id/${encodeURIComponent(chunkId)}`);
       if (this.dialog.dataset.chunkId !== chunkId) return; // another chip was opened meanwhile
-      const meta = [`Passage ${chunk.chunk_index + 1}`];
+      const meta = [t('passage.n', { n: chunk.chunk_index + 1 })];
       if (chunk.header) meta.push(chunk.header);
       if (chunk.metadata && chunk.metadata.page) meta.push(`page ${chunk.metadata.page}`);
       this.meta.textContent = meta.join(' · ');
       this.showImages(chunk, doc);
-      const range = highlightRange(chunk.content, claim);
-      this.text.replaceChildren(...withHighlight(chunk.content, range));
-      if (range) this.dialog.dataset.highlight = chunk.content.slice(range[0], range[1]);
+      const highlighted = showPassage(this.text, chunk.content, claim);
+      if (highlighted) this.dialog.dataset.highlight = highlighted;
       this.dialog.dataset.state = 'loaded';
       this.text.querySelector('mark')?.scrollIntoView({ block: 'center' });
       const [previous, following] = await Promise.all([neighbour(chunk.pre_chunk_id), neighbour(chunk.next_chunk_id)]);
       if (this.dialog.dataset.chunkId !== chunkId) return;
-      this.showNeighbour(this.before, previous, 'Before');
-      this.showNeighbour(this.after, following, 'After');
+      this.showNeighbour(this.before, previous, t('viewer.before'));
+      this.showNeighbour(this.after, following, t('viewer.after'));
       this.dialog.dataset.neighbours = String(Number(Boolean(previous)) + Number(Boolean(following)));
     } catch (err) {
       if (this.dialog.dataset.chunkId !== chunkId) return;
       this.dialog.dataset.state = 'error';
       if (reference && reference.content) {
-        this.meta.textContent = `The stored passage could not be loaded (${err.message}); the text the answer saw:`;
-        this.text.replaceChildren(...withHighlight(reference.content, highlightRange(reference.content, claim)));
+        this.meta.textContent = t('viewer.fallback', { error: err.message });
+        showPassage(this.text, reference.content, claim);
       } else {
-        this.meta.textContent = `The passage could not be loaded: ${err.message}`;
+        this.meta.textContent = t('viewer.failed', { error: err.message });
       }
     }
   }
@@ -146,7 +101,7 @@ export class SourceViewer {
   showImages(chunk, doc) {
     const handles = chunk.chunk_type === 'image_ocr' || chunk.image_info ? imageHandles(chunk) : [];
     this.images.replaceChildren(
-      ...handles.map((handle, i) => storedThumbnail(handle, `Image ${i + 1}${doc ? ` from ${doc}` : ''}`, 'source-image')),
+      ...handles.map((handle, i) => storedThumbnail(handle, doc ? t('image.from', { n: i + 1, title: doc }) : t('image.n', { n: i + 1 }), 'source-image')),
     );
     this.images.hidden = handles.length === 0;
   }
@@ -156,7 +111,9 @@ export class SourceViewer {
     const where = [label, chunk.header, chunk.metadata && chunk.metadata.page ? `page ${chunk.metadata.page}` : '']
       .filter(Boolean)
       .join(' · ');
-    el.replaceChildren(h('span', { class: 'neighbour-label' }, where), h('span', { class: 'neighbour-text' }, chunk.content));
+    const text = h('div', { class: 'neighbour-text markdown' });
+    showPassage(text, chunk.content, '');
+    el.replaceChildren(h('span', { class: 'neighbour-label' }, where), text);
     el.dataset.chunkId = chunk.id;
     el.hidden = false;
   }

@@ -1,0 +1,139 @@
+"""Issue 29, the details people notice: what the viewer and the search page show, code highlighting, message times,
+export, the image lightbox, and FAQ, tags, chunk editing and the embedding model in the knowledge-base pages.
+
+Each test runs in English and in Chinese (``lang``) and saves its states as
+``test-output/screenshots/page-29-<locale>-<state>.png``; axe-core runs in each state (test_page_states.py runs
+the same states on both screens, light and dark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import CHROMIUM, PageErrors, check_accessibility, screenshot
+from tests.e2e.test_page_features import open_app, wait_answered
+from tests.support.scripted_model import Piece, Script
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason=f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get install chromium)",
+)
+
+LOCALES = ["en-US", "zh-CN"]
+
+
+@pytest.fixture(params=LOCALES)
+def lang(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
+    """A desktop page whose browser speaks en-US or zh-CN (``page.locale``), the clipboard allowed."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, locale=request.param)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors = PageErrors()
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.errors = errors  # type: ignore[attr-defined]
+    page.locale = request.param  # type: ignore[attr-defined]
+    page.screen_name = "desktop"  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def state(page: Any, axe_source: str, name: str) -> None:
+    """axe in this state (no serious or critical violation), then its screenshot in the page's language."""
+    check_accessibility(page, axe_source, f"details-{name}")
+    screenshot(page, f"page-29-{page.locale}-{name}")
+
+
+# (3) The viewer renders Markdown; search shows the best sentence -------------------------------------------------
+GRINDING = {
+    "Grinding": (
+        "# Grinding\n\n## Burr grinders\n\n"
+        "A burr grinder crushes beans between two burrs. "
+        "Set it **finer** for espresso and coarser for a `french press`.\n\n"
+        "- Flat burrs\n- Conical burrs\n\n"
+        'Never trust <img src=x onerror="window.pwned=1"> or [this link](javascript:window.pwned=1).'
+    )
+}
+HIGHLIGHTED = "Set it finer for espresso and coarser for a french press."
+
+
+def test_the_viewer_renders_the_passage_as_markdown_with_the_cited_sentence_highlighted(
+    ragline, scripted, lang, axe_source
+):
+    page = lang
+    ragline.create_kb("grinding", GRINDING)
+    open_app(page, ragline.url, ragline.key)
+    scripted.queue(
+        Script([Piece(content="Grind finer for espresso"), Piece(content=' <ref id="c1"/>'), Piece(content=".")])
+    )
+    page.fill("#question", "How fine should I grind for espresso?")
+    page.click("#ask")
+    wait_answered(page, 1)
+    page.click(".turn .answer button.cite")
+    page.wait_for_selector('#source-dialog[open][data-state="loaded"]')
+    viewer = page.locator("#source-text")
+    # Markdown, not its marks: emphasis, code, a list (the headings are the chunk's header, in the meta line).
+    assert "Burr grinders" in page.locator("#source-meta").inner_text()
+    assert viewer.locator("strong").inner_text() == "finer"
+    assert viewer.locator("code").inner_text() == "french press"
+    assert viewer.locator("li").all_inner_texts() == ["Flat burrs", "Conical burrs"]
+    text = viewer.inner_text()
+    assert "**" not in text
+    assert "`" not in text
+    # HTML in a passage is shown as text, never run; a javascript: link is no link.
+    assert '<img src=x onerror="window.pwned=1">' in text
+    assert viewer.locator("img").count() == 0
+    assert viewer.locator("a").count() == 0
+    assert page.evaluate("window.pwned") is None
+    # The cited sentence is highlighted across its emphasis and code.
+    marks = viewer.locator("mark.claim").all_inner_texts()
+    assert "".join(marks) == HIGHLIGHTED, marks
+    assert page.get_attribute("#source-dialog", "data-highlight") == HIGHLIGHTED
+    state(page, axe_source, "viewer-markdown")
+    assert not page.errors, page.errors
+
+
+BEANS = {
+    "Keeping coffee": (
+        "Coffee keeps best in a cool, dark place. Whole beans stay fresh for about a month. "
+        "Grind right before brewing, since ground coffee loses its aroma within minutes. "
+        "Water just off the boil extracts the most flavour."
+    ),
+    "绿茶冲泡": "# 绿茶冲泡\n\n玻璃杯便于观察茶叶舒展。绿茶适合用七十到八十度的水冲泡，时间两到三分钟。沸水会烫伤茶叶。",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "sentence", "terms"),
+    [
+        (
+            "ground coffee aroma",
+            "Grind right before brewing, since ground coffee loses its aroma within minutes.",
+            ["ground", "coffee", "aroma"],
+        ),
+        ("绿茶 水温 冲泡", "绿茶适合用七十到八十度的水冲泡，时间两到三分钟。", ["绿茶", "冲泡"]),
+    ],
+    ids=["english", "chinese"],
+)
+def test_search_results_show_the_best_matching_sentence_with_the_terms_highlighted(
+    ragline, lang, axe_source, query, sentence, terms
+):
+    page = lang
+    kb = ragline.create_kb("beans", BEANS)
+    open_app(page, ragline.url, ragline.key, f"/kb/{kb}/search")
+    page.wait_for_selector("#kb-search-query")
+    page.fill("#kb-search-query", query)
+    page.click("#kb-search button[type=submit]")
+    page.wait_for_selector('#kb-search-results[data-state="done"] .hit')
+    first = page.locator(".hit .hit-text").first
+    shown = first.inner_text()
+    # The sentence that holds the query's terms, not the passage's first characters; '…' where it goes on.
+    assert sentence in shown, shown
+    assert shown.startswith("… "), shown
+    assert [m.lower() for m in first.locator("mark.term").all_inner_texts()] == terms
+    state(page, axe_source, f"search-sentence-{'zh' if terms[0] == '绿茶' else 'en'}")
+    assert not page.errors, page.errors
