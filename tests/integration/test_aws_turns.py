@@ -7,6 +7,7 @@ nothing (tests/integration/test_aws_knowledge.py searches the real OpenSearch).
 from __future__ import annotations
 
 import hashlib
+import threading
 
 import httpx
 import pytest
@@ -487,3 +488,153 @@ def test_the_scheduled_sweep_ends_the_orphaned_turns_nobody_reads(aws, scripted)
     sweep_calls = {c.action for c in aws.stack.calls() if c.function == "SweepFunction"}
     assert "dynamodb:Scan" not in sweep_calls
     assert "states:DescribeExecution" in sweep_calls
+
+
+# ------------------------------------------------------------------------------ one generation per answer
+def _in_background(run):
+    """Run an invocation on a thread of its own: the sandbox goes on with it whatever its caller does next."""
+    done: dict[str, Result] = {}
+    thread = threading.Thread(target=lambda: done.setdefault("result", run()), daemon=True)
+    thread.start()
+    return thread, done
+
+
+def _streaming_sandbox(aws, message_id):
+    """The pipeline_step sandbox running the streaming step of this turn."""
+    for sandbox in aws.stack.lambdas.sandboxes("PipelineStepFunction"):
+        current = sandbox.current
+        if current is not None and message_id.encode() in current.payload:
+            return sandbox
+    return None
+
+
+def test_a_transient_error_while_the_answer_streams_leaves_one_generation(aws, scripted):
+    """Step Functions sees Lambda.ServiceException while the first attempt of the streaming step still runs (a
+    RequestResponse invocation whose caller's call failed is not cancelled) and retries it: the retry waits
+    for the first attempt's outcome instead of asking the model again, so the log, the stream and the stored
+    message hold one generation (before, the two attempts' words were spliced at the same offsets)."""
+    session = aws.session()
+    first = [f"a{i} " for i in range(200)]
+    scripted.queue(Script.answer(*first, delay=0.05), Script.answer(*[f"b{i} " for i in range(40)]))
+    answers_before = len(scripted.answers)
+    running = []
+    retried_while_running = []
+
+    def fail_while_it_runs(event, run):
+        if event["stage"] != "chat_completion_stream":
+            return run()
+        if running:
+            retried_while_running.append(running[0][0].is_alive())
+            return run()
+        running.append(_in_background(run))
+        turn = event["turn"]
+        ids = {"session_id": turn["session_id"], "assistant_message_id": turn["assistant_message_id"]}
+        wait_until(lambda: "answer" in _types(aws.log(ids)), timeout=60)
+        raise ServiceError("ServiceException", "Lambda is having a bad day")  # the first attempt goes on
+
+    aws.stack.lambdas.around("PipelineStepFunction", fail_while_it_runs)
+    try:
+        ids = aws.ask(session, "Spliced?")
+        assert aws.wait(ids)["status"] == "SUCCEEDED"
+        running[0][0].join(120)
+        assert retried_while_running == [True]
+        steps = _steps(aws, ids, with_errors=True)
+        assert ("chat_completion_stream", "run", "ServiceException") in steps
+        assert ("chat_completion_stream", "run", None) in steps  # the retry ran, and waited
+        events = aws.log(ids)
+        types = _types(events)
+        assert [e.seq for e in events] == list(range(len(events)))
+        assert [t for t in types if t in ("complete", "error", "stop")] == ["complete"]
+        assert _answer(events) == "".join(first)
+        assert answer_text(aws.frames(ids)) == "".join(first)
+        assert aws.assistant(ids)["content"] == "".join(first)
+        assert len(scripted.answers) == answers_before + 1  # the model was asked once
+    finally:
+        scripted.clear()
+
+
+def test_a_retry_after_the_streaming_attempt_died_answers_or_ends_the_turn_once(aws, scripted):
+    """The first attempt's sandbox dies while Step Functions retries (its call failed with a Lambda service
+    error): the retry waits for the dead attempt's lease to run out, then takes the answer over. Died before
+    any word reached the log: the retry answers. Died mid-answer: one error (interrupted, partial) after the
+    words sent, and no second generation."""
+    from ragline.serverless.answer_owner import OWNER_ITEM_PREFIX
+
+    def expire_lease(turn_key):
+        # The dead attempt's lease, as its expiry would leave it (the lease is 10 s deployed).
+        table = aws.stack.table("StateTable")
+        items = table.query(
+            KeyConditionExpression="#t = :t AND begins_with(#i, :o)",
+            ExpressionAttributeNames={"#t": "turn", "#i": "item"},
+            ExpressionAttributeValues={":t": turn_key, ":o": OWNER_ITEM_PREFIX},
+            ConsistentRead=True,
+        )["Items"]
+        assert len(items) == 1, items
+        table.update_item(
+            Key={"turn": turn_key, "item": items[0]["item"]},
+            UpdateExpression="SET lease_until_ms = :past",
+            ExpressionAttributeValues={":past": 0},
+        )
+
+    def die_while_streaming(words_first):
+        killed = []
+        asked_before = len(scripted.answers)
+
+        def wrapper(event, run):
+            if event["stage"] != "chat_completion_stream" or killed:
+                return run()
+            turn = event["turn"]
+            ids = {"session_id": turn["session_id"], "assistant_message_id": turn["assistant_message_id"]}
+            thread, _ = _in_background(run)
+            if words_first:
+                wait_until(lambda: "answer" in _types(aws.log(ids)), timeout=60)
+            else:
+                wait_until(lambda: len(scripted.answers) > asked_before, timeout=60)  # the model was asked
+            sandbox = wait_until(lambda: _streaming_sandbox(aws, turn["assistant_message_id"]), timeout=10)
+            sandbox.kill()
+            thread.join(30)
+            killed.append(ids)
+            expire_lease(f"{turn['session_id']}#{turn['assistant_message_id']}")
+            raise ServiceError("ServiceException", "Lambda is having a bad day")  # and the sandbox died
+
+        return wrapper
+
+    session = aws.session()
+    try:
+        # Died before its first word: the retry answers, once.
+        slow_start = Script.answer(*[f"never{i} " for i in range(5)])
+        slow_start.pieces[0].delay = 600.0
+        scripted.queue(slow_start, Script.answer("Second ", "attempt."))
+        aws.stack.lambdas.around("PipelineStepFunction", die_while_streaming(words_first=False))
+        ids = aws.ask(session, "Died early?")
+        assert aws.wait(ids)["status"] == "SUCCEEDED"
+        events = aws.log(ids)
+        assert [e.type.value for e in events if e.is_terminal] == ["complete"]
+        assert _answer(events) == "Second attempt."
+        assert aws.assistant(ids)["content"] == "Second attempt."
+        assert answer_text(aws.frames(ids)) == "Second attempt."
+
+        # Died mid-answer: the words sent stay, the turn ends with one interrupted error.
+        first = [f"a{i} " for i in range(400)]
+        scripted.queue(Script.answer(*first, delay=0.05), Script.answer(*[f"b{i} " for i in range(40)]))
+        answers_before = len(scripted.answers)
+        aws.stack.lambdas.around("PipelineStepFunction", die_while_streaming(words_first=True))
+        ids = aws.ask(session, "Died mid-answer?")
+        assert aws.wait(ids)["status"] == "FAILED"
+        events = aws.log(ids)
+        assert [e.seq for e in events] == list(range(len(events)))
+        assert [e.type.value for e in events if e.is_terminal] == ["error"]
+        end = events[-1]
+        assert (end.data["reason"], end.data["partial"]) == ("interrupted", True)
+        partial = _answer(events)
+        assert partial
+        assert "".join(first).startswith(partial)
+        assert partial != "".join(first)
+        assert "b0" not in partial
+        assert len(scripted.answers) == answers_before + 1
+        frames = aws.frames(ids)
+        assert frames[-1].type == "error"
+        assert answer_text(frames) == partial
+        assert aws.assistant(ids)["content"] == partial
+    finally:
+        scripted.clear()
