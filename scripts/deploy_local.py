@@ -1,17 +1,21 @@
 #!/usr/bin/env python
-"""Deploy ragline to LocalStack from template.yaml: tables, state bucket, the three functions, the workflow.
+"""Deploy ragline to LocalStack from template.yaml: tables, state bucket, the five functions, the workflow.
 
-    make deploy-local                                   # LocalStack on localhost:4566
-    .venv/bin/python scripts/deploy_local.py --help     # options
+    make deploy-local DEPLOY_LOCAL_ARGS="--opensearch-endpoint http://localhost:4566/..."   # LocalStack on :4566
+    .venv/bin/python scripts/deploy_local.py --help                                         # options
 
-Endpoints come from ``localstack-client`` (``LOCALSTACK_HOST=host:port``, or ``AWS_ENDPOINT_URL``). Running it
-again updates what exists. The tables are created from the template's own key schemas and TTLs
-(``ragline.serverless.template_tables``), the workflow from ``statemachine/pipeline.asl.json`` with its
-``${...}`` substitutions. Layers are a LocalStack Pro feature, so each function's zip carries what the layers
-would: the run-time dependencies (installed for python3.12 on the chosen architecture), the ragline package
-and ``config/`` (``RAGLINE_CONFIG_DIR=/var/task/config``). HTTP APIs are Pro too: ingest_turn gets a function
-URL (same payload 2.0 events, same Mangum handler). stream_reader needs the Lambda Web Adapter layer
-(``--web-adapter-layer``); without it, serve it locally with the command printed at the end.
+Endpoints come from ``localstack-client`` (``LOCALSTACK_HOST=host:port``, or ``--localstack-host``). Running it
+again updates what exists. Each function gets exactly the environment CloudFormation would give it: the
+template is transformed by SAM and its intrinsics resolved by the resolver the deployed-stack tests use
+(``tests/support/cfn.py``), against the names this script gives the resources (``PREFIX-events``,
+``PREFIX-pipeline-step``, ...) and the stack parameters (``--opensearch-endpoint`` is ``OpenSearchEndpoint``:
+LocalStack provisions no domain from here, so the search endpoint is a parameter; ``--parameter NAME=VALUE``
+sets any other). The one variable set otherwise is ``RAGLINE_CONFIG_DIR`` (``/var/task/config``): layers are a
+LocalStack Pro feature, so each function's zip carries what the layers would: the run-time dependencies
+(installed for python3.12 on the chosen architecture), the ragline package and ``config/``. HTTP APIs are Pro
+too: ingest_turn gets a function URL (same payload 2.0 events, same Mangum handler). stream_reader needs the
+Lambda Web Adapter layer (``--web-adapter-layer``); without it, serve it locally with the command printed at
+the end.
 """
 
 from __future__ import annotations
@@ -26,20 +30,19 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from localstack_client.session import Session
 
-from ragline.serverless.template_tables import (
-    create_tables,
-    default_table_name,
-    function_environment,
-    load_template,
-    table_specs,
-)
+from ragline.serverless.template_tables import create_tables, default_table_name, load_template, table_specs
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+# The deployed-stack tests' own SAM transform and resolver: what they test is what this deploys.
+from tests.support.cfn import Resolver, sam_transform  # noqa: E402
+
 TEMPLATE = ROOT / "template.yaml"
 ASL = ROOT / "statemachine" / "pipeline.asl.json"
 REQUIREMENTS = ROOT / "layers" / "core" / "requirements.txt"
@@ -47,6 +50,16 @@ REQUIREMENTS = ROOT / "layers" / "core" / "requirements.txt"
 SOURCE_ONLY = {"jieba"}
 # Present in every Lambda Python runtime; aws-xray-sdk pulls botocore in again (~24 MB).
 IN_RUNTIME = ("boto3", "botocore", "s3transfer")
+# The functions of template.yaml and the names they get here (PREFIX-<name>).
+FUNCTION_NAMES = {
+    "IngestTurnFunction": "ingest-turn",
+    "IndexDocumentFunction": "index-document",
+    "PipelineStepFunction": "pipeline-step",
+    "StreamReaderFunction": "stream-reader",
+    "SweepFunction": "sweep",
+}
+# Where config/ lands in the zip (in AWS the ConfigLayer puts it at /opt).
+CONFIG_DIR = "/var/task/config"
 LAMBDA_TRUST = {
     "Version": "2012-10-17",
     "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
@@ -206,20 +219,63 @@ def ensure_tenant(session: Session, table: str, name: str) -> tuple[str, str]:
     return tenant.id, key
 
 
-def function_config(
-    template: dict[str, Any], function_id: str, role_arn: str, arch: str, env: dict[str, str]
-) -> dict[str, Any]:
-    globals_function = template.get("Globals", {}).get("Function", {})
-    props = {**globals_function, **template["Resources"][function_id]["Properties"]}
-    return {
-        "Runtime": props["Runtime"],
-        "Handler": props["Handler"],
-        "Role": role_arn,
-        "Timeout": int(props.get("Timeout", 30)),
-        "MemorySize": int(props.get("MemorySize", 1024)),
-        "Architectures": [arch],
-        "Environment": {"Variables": {k: v for k, v in env.items() if v != ""}},
-    }
+@dataclass
+class LocalStack:
+    """The names this deployment gives the template's resources, and the resolver that reads the template."""
+
+    template: dict[str, Any]
+    parameters: dict[str, str]
+    prefix: str
+    region: str
+    account: str
+
+    def __post_init__(self) -> None:
+        self.cfn = sam_transform(self.template, self.parameters)
+        self.tables = {t: default_table_name(t, self.prefix) for t in table_specs(self.template)}
+        self.functions = {f: f"{self.prefix}-{name}" for f, name in FUNCTION_NAMES.items()}
+        self.state_bucket = f"{self.prefix}-state"
+        self.state_machine = f"{self.prefix}-pipeline"
+        self.stream_url = ""
+
+    @property
+    def state_machine_arn(self) -> str:
+        return f"arn:aws:states:{self.region}:{self.account}:stateMachine:{self.state_machine}"
+
+    def function_arn(self, function_id: str) -> str:
+        return f"arn:aws:lambda:{self.region}:{self.account}:function:{self.functions[function_id]}"
+
+    def resolver(self) -> Resolver:
+        refs = {**self.tables, **self.functions, "StateBucket": self.state_bucket}
+        refs["PipelineStateMachine"] = self.state_machine_arn
+        attributes = {f"{f}.Arn": self.function_arn(f) for f in self.functions}
+        attributes["PipelineStateMachine.Name"] = self.state_machine
+        if self.stream_url:
+            attributes["StreamReaderFunctionUrl.FunctionUrl"] = self.stream_url
+        return Resolver(
+            self.cfn,
+            self.parameters,
+            refs,
+            attributes,
+            region=self.region,
+            account_id=self.account,
+            stack_name=self.prefix,
+        )
+
+    def environment(self, function_id: str) -> dict[str, str]:
+        """The function's variables as CloudFormation would set them, but config/ where the zip has it."""
+        return {**self.resolver().environment(function_id), "RAGLINE_CONFIG_DIR": CONFIG_DIR}
+
+    def function_config(self, function_id: str, role_arn: str, arch: str, env: dict[str, str]) -> dict[str, Any]:
+        props = self.cfn["Resources"][function_id]["Properties"]
+        return {
+            "Runtime": props["Runtime"],
+            "Handler": props["Handler"],
+            "Role": role_arn,
+            "Timeout": int(props.get("Timeout", 3)),
+            "MemorySize": int(props.get("MemorySize", 128)),
+            "Architectures": [arch],
+            "Environment": {"Variables": env},
+        }
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -242,6 +298,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--web-adapter-layer", default="", help="Lambda Web Adapter layer ARN for stream_reader")
     parser.add_argument("--lambda-endpoint-url", default="", help="RAGLINE_AWS_ENDPOINT_URL inside the functions")
     parser.add_argument("--tenant", default="default", help="tenant to create (or give a new key); '' for none")
+    parser.add_argument(
+        "--opensearch-endpoint",
+        default=os.environ.get("RAGLINE_OPENSEARCH_URL", ""),
+        help="the OpenSearch the functions search (the OpenSearchEndpoint parameter; default $RAGLINE_OPENSEARCH_URL)",
+    )
+    parser.add_argument(
+        "--parameter", action="append", default=[], metavar="NAME=VALUE", help="a template parameter (repeatable)"
+    )
     parser.add_argument("--build-dir", type=Path, default=ROOT / "build" / "localstack")
     return parser.parse_args(argv)
 
@@ -250,71 +314,69 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     template = load_template(TEMPLATE)
     session = Session(region_name=args.region, localstack_host=args.localstack_host)
-    prefix = args.prefix
-    workflow_type = args.workflow_type or template["Parameters"]["WorkflowType"]["Default"]
+    parameters = dict(p.split("=", 1) for p in args.parameter)
+    if args.opensearch_endpoint:
+        parameters["OpenSearchEndpoint"] = args.opensearch_endpoint
+    if not parameters.get("OpenSearchEndpoint"):
+        log("an OpenSearch endpoint is needed (--opensearch-endpoint URL): LocalStack provisions no domain from here")
+        return 2
+    if args.workflow_type:
+        parameters["WorkflowType"] = args.workflow_type
+    account = str(session.client("sts").get_caller_identity()["Account"])
+    stack = LocalStack(template, parameters, args.prefix, args.region, account)
+    workflow_type = stack.resolver().parameter("WorkflowType")
 
     deps = None if args.skip_deps else install_dependencies(args.build_dir, args.arch)
     zips = build_zips(template, args.build_dir, deps)
 
-    tables = create_tables(
-        session.client("dynamodb"),
-        template,
-        {logical_id: default_table_name(logical_id, prefix) for logical_id in table_specs(template)},
-        exist_ok=True,
-    )
+    tables = create_tables(session.client("dynamodb"), template, stack.tables, exist_ok=True)
     log(f"tables: {', '.join(tables.values())}")
     s3 = session.client("s3")
-    state_bucket, code_bucket = f"{prefix}-state", f"{prefix}-deploy"
-    for bucket in (state_bucket, code_bucket):
+    code_bucket = f"{args.prefix}-deploy"
+    for bucket in (stack.state_bucket, code_bucket):
         ensure_bucket(s3, bucket, args.region)
     iam = session.client("iam")
-    lambda_role = ensure_role(iam, f"{prefix}-lambda", LAMBDA_TRUST)
-    states_role = ensure_role(iam, f"{prefix}-states", STATES_TRUST)
+    lambda_role = ensure_role(iam, f"{args.prefix}-lambda", LAMBDA_TRUST)
+    states_role = ensure_role(iam, f"{args.prefix}-states", STATES_TRUST)
     for path in zips.values():
         s3.upload_file(str(path), code_bucket, path.name)
     log(f"code uploaded to s3://{code_bucket}/ ({', '.join(p.name for p in zips.values())})")
 
     lambda_client = session.client("lambda")
-    values: dict[str, str] = {**tables, "StateBucket": state_bucket, "WorkflowType": workflow_type}
-    names = {
-        "PipelineStepFunction": f"{prefix}-pipeline-step",
-        "StreamReaderFunction": f"{prefix}-stream-reader",
-        "IngestTurnFunction": f"{prefix}-ingest-turn",
-    }
 
-    def deploy(function_id: str, extra: dict[str, str] | None = None) -> str:
-        env = function_environment(template, function_id, values)
-        env["RAGLINE_CONFIG_DIR"] = "/var/task/config"
+    def deploy(function_id: str) -> str:
+        env = stack.environment(function_id)
         if args.lambda_endpoint_url:
             env["RAGLINE_AWS_ENDPOINT_URL"] = args.lambda_endpoint_url
-        env.update(extra or {})
-        config = function_config(template, function_id, lambda_role, args.arch, env)
+        config = stack.function_config(function_id, lambda_role, args.arch, env)
         if function_id == "StreamReaderFunction" and args.web_adapter_layer:
             config["Layers"] = [args.web_adapter_layer]
-        arn = deploy_function(lambda_client, names[function_id], config, code_bucket, zips[function_id].name)
-        log(f"function {names[function_id]}")
+        name = stack.functions[function_id]
+        arn = deploy_function(lambda_client, name, config, code_bucket, zips[function_id].name)
+        log(f"function {name}")
         return arn
 
-    # The workflow needs pipeline_step's ARN; ingest_turn and stream_reader need the workflow's.
+    # The workflow needs pipeline_step's ARN; ingest_turn needs stream_reader's URL.
     step_arn = deploy("PipelineStepFunction")
     definition = ASL.read_text(encoding="utf-8").replace("${PipelineStepFunctionArn}", step_arn)
     sfn = session.client("stepfunctions")
-    machine_arn = ensure_state_machine(sfn, f"{prefix}-pipeline", definition, states_role, workflow_type)
+    machine_arn = ensure_state_machine(sfn, stack.state_machine, definition, states_role, workflow_type)
     log(f"state machine {machine_arn} ({workflow_type})")
-    values["PipelineStateMachine"] = machine_arn
+    if machine_arn != stack.state_machine_arn:
+        log(f"warning: the state machine's ARN is not {stack.state_machine_arn}, which the functions were given")
 
     stream_props = template["Resources"]["StreamReaderFunction"]["Properties"]
     deploy("StreamReaderFunction")
-    stream_url = ensure_function_url(
-        lambda_client, names["StreamReaderFunction"], "RESPONSE_STREAM", _cors(stream_props, template)
+    stack.stream_url = ensure_function_url(
+        lambda_client, stack.functions["StreamReaderFunction"], "RESPONSE_STREAM", _cors(stream_props, template)
     )
-    values["StreamReaderFunctionUrl.FunctionUrl"] = stream_url
-    deploy("IngestTurnFunction")
-    api_url = ensure_function_url(lambda_client, names["IngestTurnFunction"], "BUFFERED", None)
+    for function_id in ("IndexDocumentFunction", "SweepFunction", "IngestTurnFunction"):
+        deploy(function_id)
+    api_url = ensure_function_url(lambda_client, stack.functions["IngestTurnFunction"], "BUFFERED", None)
 
     print()
     print(f"API (ingest_turn)      {api_url}")
-    print(f"SSE (stream_reader)    {stream_url}")
+    print(f"SSE (stream_reader)    {stack.stream_url}")
     print(f"state machine          {machine_arn}")
     if args.tenant:
         try:
@@ -324,9 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"tenant {args.tenant!r}       {tenant_id}  X-API-Key: {key}")
     if not args.web_adapter_layer:
-        env = {
-            k: v for k, v in function_environment(template, "StreamReaderFunction", values).items() if "RAGLINE_" in k
-        }
+        env = {k: v for k, v in stack.environment("StreamReaderFunction").items() if "RAGLINE_" in k}
         env.pop("RAGLINE_CONFIG_DIR", None)
         endpoint = session.client("dynamodb").meta.endpoint_url
         exports = " ".join(f"{k}={v}" for k, v in sorted(env.items()) if v)

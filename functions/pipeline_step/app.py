@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -9,7 +10,7 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ragline.serverless.aws import AwsRuntime, build_aws_runtime
-from ragline.serverless.step import StepInput, run_step
+from ragline.serverless.step import Attempt, StepInput, run_step
 
 logger = Logger()
 tracer = Tracer()
@@ -27,4 +28,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     logger.append_keys(
         session_id=step.turn.session_id, message_id=step.turn.assistant_message_id, stage=step.stage, phase=step.phase
     )
-    return run_step(step, deps=runtime().step_deps())
+    # A retry or a duplicate delivery of the same task is another attempt, with its own request id and deadline.
+    attempt = Attempt(context.aws_request_id, time.time() + context.get_remaining_time_in_millis() / 1000)
+    return run_step(step, deps=runtime().step_deps(), attempt=attempt)

@@ -80,3 +80,51 @@ def test_a_reader_ends_a_turn_whose_express_execution_passed_its_time_limit(expr
     assert express.assistant(ids)["is_completed"] is True
     reader_calls = {c.action for c in express.stack.calls()[since:] if c.function == "StreamReaderFunction"}
     assert "states:DescribeExecution" not in reader_calls
+
+
+def test_a_streaming_task_delivered_twice_answers_once(express, scripted):
+    """EXPRESS runs a task at least once: the streaming step's invocation arrives a second time while the first
+    streams. One attempt owns the answer; the other waits for its outcome and returns it. The model is asked
+    once, and the log, the stream and the stored message hold that one answer."""
+    import threading
+
+    from tests.support.polling import wait_until
+
+    session = express.session()
+    words = [f"a{i} " for i in range(200)]
+    scripted.queue(Script.answer(*words, delay=0.05), Script.answer(*[f"b{i} " for i in range(200)], delay=0.01))
+    answers_before = len(scripted.answers)
+    duplicates = []
+
+    def deliver_twice(event, run):
+        if event["stage"] != "chat_completion_stream" or duplicates:
+            return run()
+        turn = event["turn"]
+        ids = {"session_id": turn["session_id"], "assistant_message_id": turn["assistant_message_id"]}
+
+        def redeliver():
+            wait_until(lambda: "answer" in [e.type.value for e in express.log(ids)], timeout=60)
+            duplicates.append(run())
+
+        duplicate = threading.Thread(target=redeliver, daemon=True)
+        duplicate.start()
+        result = run()
+        duplicate.join(120)
+        return result
+
+    express.stack.lambdas.around("PipelineStepFunction", deliver_twice)
+    try:
+        ids = express.ask(session, "Twice?")
+        frames = express.frames(ids)
+        assert express.wait(ids)["status"] == "SUCCEEDED"
+        assert len(duplicates) == 1
+        assert duplicates[0].function_error is None, duplicates[0].payload  # the duplicate returned the outcome
+        events = express.log(ids)
+        assert [e.seq for e in events] == list(range(len(events)))
+        assert [e.type.value for e in events if e.is_terminal] == ["complete"]
+        assert answer_text(frames) == "".join(words)
+        assert express.assistant(ids)["content"] == "".join(words)
+        assert len(scripted.answers) == answers_before + 1
+        assert "waiting for the answer's owner" in express.stack.logs("PipelineStepFunction")
+    finally:
+        scripted.clear()

@@ -7,6 +7,8 @@ nothing (tests/integration/test_aws_knowledge.py searches the real OpenSearch).
 from __future__ import annotations
 
 import hashlib
+import json
+import threading
 
 import httpx
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from tests.support.lambdas import Result, ServiceError
 from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Script
-from tests.support.serverless import failing_steps
+from tests.support.serverless import failing_steps, stack_client
 from tests.support.sse import answer_text
 
 
@@ -203,14 +205,16 @@ def test_a_step_retried_after_a_lambda_failure_writes_no_duplicate_events(aws, s
     assert _answer(events) == "Once only."
 
 
-def test_denied_calls_are_reported_with_function_action_and_resource(aws_stack, scripted):
-    """The checker works: without the SessionTitle grant, pipeline_step's title write is refused (and the
-    turn ends with an error, as it did on AWS before the grant existed)."""
+def test_denied_calls_are_reported_and_a_refused_title_leaves_the_turn_answered(aws_stack, scripted):
+    """The checker works: without the SessionTitle grant, pipeline_step's title write is refused, reported with
+    function, action and resource. The turn is answered all the same (a title is never worth a failed turn,
+    as it was before), untitled, and the function's log names the refused call."""
     statements = aws_stack.resolver.role_statements("PipelineStepFunctionRole")
     without_title = [s for s in statements if s.get("Sid") != "SessionTitle"]
     assert len(without_title) == len(statements) - 1
     since = len(aws_stack.calls())
     _, key = aws_stack.create_tenant("denied")
+    scripted.queue(Script.answer("Untitled ", "but ", "answered."))
     with (
         aws_stack.role_statements("PipelineStepFunction", without_title),
         httpx.Client(base_url=aws_stack.api_url, headers={"X-API-Key": key}, timeout=CLIENT_TIMEOUT) as api,
@@ -218,12 +222,118 @@ def test_denied_calls_are_reported_with_function_action_and_resource(aws_stack, 
         session = api.post("/api/v1/sessions", json={"knowledge_base_ids": []}).json()["data"]["id"]
         ids = api.post(f"/api/v1/sessions/{session}/questions", json={"query": "Title this?"}).json()["data"]
         arn = aws_stack.execution_of(ids["session_id"], ids["assistant_message_id"])
-        assert aws_stack.wait_for_execution(arn)["status"] == "FAILED"
+        assert aws_stack.wait_for_execution(arn)["status"] == "SUCCEEDED"
+        logs = aws_stack.logs("PipelineStepFunction")
+        stored = api.get(f"/api/v1/sessions/{session}").json()["data"]
+        messages = api.get(f"/api/v1/sessions/{session}/messages").json()["data"]
     sessions_table = aws_stack.resolver.get_att("SessionsTable", "Arn")
     denied = {(c.function, c.action, c.resource) for c in aws_stack.denials(since)}
     assert denied == {("PipelineStepFunction", "dynamodb:UpdateItem", sessions_table)}
     with pytest.raises(AssertionError, match=f"PipelineStepFunction: dynamodb:UpdateItem on {sessions_table}"):
         aws_stack.assert_no_denials(since)
+    answer = next(m for m in messages if m["id"] == ids["assistant_message_id"])
+    assert answer["content"] == "Untitled but answered."
+    assert stored["title"] != "Scripted title"
+    line = next(json.loads(x) for x in logs.splitlines() if "session title not stored" in x)
+    assert (line["level"], line["operation"], line["error_code"]) == ("ERROR", "UpdateItem", "AccessDeniedException")
+
+
+def test_a_refused_memory_write_leaves_the_turn_answered_and_says_so(aws_stack, scripted):
+    """Without the LongTermMemory grant the memory extracted after an answer cannot be stored: the turn is
+    answered and completed, and the log names the refused call."""
+    statements = aws_stack.resolver.role_statements("PipelineStepFunctionRole")
+    without_memory = [s for s in statements if s.get("Sid") != "LongTermMemory"]
+    assert len(without_memory) == len(statements) - 1
+    since = len(aws_stack.calls())
+    _, key = aws_stack.create_tenant("forgetful")
+    scripted.memory_extraction = Script.answer('["The user works at Acme Rockets."]')
+    scripted.queue(Script.answer("Noted."))
+    headers = {"X-API-Key": key, "X-User-Id": "ana"}
+    try:
+        with (
+            aws_stack.role_statements("PipelineStepFunction", without_memory),
+            httpx.Client(base_url=aws_stack.api_url, headers=headers, timeout=60) as api,
+        ):
+            session = api.post("/api/v1/sessions", json={"knowledge_base_ids": []}).json()["data"]["id"]
+            body = {"query": "I work at Acme Rockets.", "memory_enabled": True}
+            ids = api.post(f"/api/v1/sessions/{session}/questions", json=body).json()["data"]
+            arn = aws_stack.execution_of(ids["session_id"], ids["assistant_message_id"])
+            assert aws_stack.wait_for_execution(arn)["status"] == "SUCCEEDED"
+            logs = aws_stack.logs("PipelineStepFunction")
+            messages = api.get(f"/api/v1/sessions/{session}/messages").json()["data"]
+            memories = api.get("/api/v1/memories").json()["data"]
+    finally:
+        scripted.memory_extraction = Script.answer("[]")
+    answer = next(m for m in messages if m["id"] == ids["assistant_message_id"])
+    assert (answer["content"], answer["is_completed"]) == ("Noted.", True)
+    assert memories == []
+    knowledge = aws_stack.resolver.get_att("KnowledgeTable", "Arn")
+    denied = {(c.function, c.action, c.resource) for c in aws_stack.denials(since)}
+    assert denied
+    assert all(d[0] == "PipelineStepFunction" and d[2] == knowledge for d in denied)
+    line = next(json.loads(x) for x in logs.splitlines() if "memories not stored" in x)
+    assert line["level"] == "ERROR"
+    assert line["error_code"] == "AccessDeniedException"
+    assert line["session_id"] == ids["session_id"]
+
+
+def _reader_ends_an_orphaned_turn(aws, **environment):
+    """A turn whose workflow died with nothing written, read with the reader checking after 1 s idle."""
+    session = aws.session()
+    aws.stack.lambdas.around("PipelineStepFunction", failing_steps("load_history", "fail"))
+    ids = aws.ask(session, "Is anyone checking?")
+    assert aws.wait(ids)["status"] == "FAILED"
+    assert "error" not in _types(aws.log(ids))
+    with aws.stack.function_environment("StreamReaderFunction", RAGLINE_EXECUTION_CHECK_S="1", **environment):
+        frames = aws.frames(ids)
+        logs = aws.stack.logs("StreamReaderFunction")
+    return ids, frames, logs
+
+
+def test_a_reader_refused_describe_execution_ends_the_turn_once_and_logs_the_call(aws_stack, scripted):
+    """Without stream_reader's WatchTurn grant, DescribeExecution is refused: the reader cannot tell whether the
+    turn still runs, and a refusal will not pass by waiting. It ends the turn with one interrupted error (cause
+    unverifiable) at its first check, instead of pinging until its 840 s limit, and logs the refused call."""
+    statements = aws_stack.resolver.role_statements("StreamReaderFunctionRole")
+    without_watch = [s for s in statements if s.get("Sid") != "WatchTurn"]
+    assert len(without_watch) == len(statements) - 1
+    since = len(aws_stack.calls())
+    with aws_stack.role_statements("StreamReaderFunction", without_watch), stack_client(aws_stack) as aws:
+        try:
+            ids, frames, logs = _reader_ends_an_orphaned_turn(aws)
+        finally:
+            aws_stack.lambdas.around("PipelineStepFunction", None)
+        assert frames[-1].type == "error"
+        assert (frames[-1].extra["reason"], frames[-1].extra["cause"]) == ("interrupted", "unverifiable")
+        assert frames[-1].extra["execution_status"] == "UNKNOWN"
+        assert _types(aws.log(ids)).count("error") == 1
+        assert aws.assistant(ids)["is_completed"] is True
+    denied = {(c.function, c.action) for c in aws_stack.denials(since)}
+    assert denied == {("StreamReaderFunction", "states:DescribeExecution")}
+    line = next(json.loads(x) for x in logs.splitlines() if "could not read the turn's execution status" in x)
+    assert (line["operation"], line["error_code"], line["ending_turn"]) == (
+        "DescribeExecution",
+        "AccessDeniedException",
+        True,
+    )
+
+
+def test_a_reader_throttled_past_its_retries_ends_the_turn_once(aws, scripted):
+    """DescribeExecution throttled at every check: after three failed checks in a row the reader ends the turn
+    with one interrupted error (cause unverifiable) rather than waiting on pings, and logs each failed call."""
+    with aws.stack.fault(
+        "StreamReaderFunction", "states:DescribeExecution", effect="error:ThrottlingException", repeat=True
+    ):
+        ids, frames, logs = _reader_ends_an_orphaned_turn(aws)
+    assert frames[-1].type == "error"
+    assert (frames[-1].extra["reason"], frames[-1].extra["cause"]) == ("interrupted", "unverifiable")
+    assert _types(aws.log(ids)).count("error") == 1
+    failed = [json.loads(x) for x in logs.splitlines() if "could not read the turn's execution status" in x]
+    assert [(f["error_code"], f["failed_checks"], f["ending_turn"]) for f in failed[-3:]] == [
+        ("ThrottlingException", 1, False),
+        ("ThrottlingException", 2, False),
+        ("ThrottlingException", 3, True),
+    ]
 
 
 def test_a_step_that_timed_out_before_saving_its_state_is_retried_on_the_same_offsets(aws, scripted):
@@ -487,3 +597,153 @@ def test_the_scheduled_sweep_ends_the_orphaned_turns_nobody_reads(aws, scripted)
     sweep_calls = {c.action for c in aws.stack.calls() if c.function == "SweepFunction"}
     assert "dynamodb:Scan" not in sweep_calls
     assert "states:DescribeExecution" in sweep_calls
+
+
+# ------------------------------------------------------------------------------ one generation per answer
+def _in_background(run):
+    """Run an invocation on a thread of its own: the sandbox goes on with it whatever its caller does next."""
+    done: dict[str, Result] = {}
+    thread = threading.Thread(target=lambda: done.setdefault("result", run()), daemon=True)
+    thread.start()
+    return thread, done
+
+
+def _streaming_sandbox(aws, message_id):
+    """The pipeline_step sandbox running the streaming step of this turn."""
+    for sandbox in aws.stack.lambdas.sandboxes("PipelineStepFunction"):
+        current = sandbox.current
+        if current is not None and message_id.encode() in current.payload:
+            return sandbox
+    return None
+
+
+def test_a_transient_error_while_the_answer_streams_leaves_one_generation(aws, scripted):
+    """Step Functions sees Lambda.ServiceException while the first attempt of the streaming step still runs (a
+    RequestResponse invocation whose caller's call failed is not cancelled) and retries it: the retry waits
+    for the first attempt's outcome instead of asking the model again, so the log, the stream and the stored
+    message hold one generation (before, the two attempts' words were spliced at the same offsets)."""
+    session = aws.session()
+    first = [f"a{i} " for i in range(200)]
+    scripted.queue(Script.answer(*first, delay=0.05), Script.answer(*[f"b{i} " for i in range(40)]))
+    answers_before = len(scripted.answers)
+    running = []
+    retried_while_running = []
+
+    def fail_while_it_runs(event, run):
+        if event["stage"] != "chat_completion_stream":
+            return run()
+        if running:
+            retried_while_running.append(running[0][0].is_alive())
+            return run()
+        running.append(_in_background(run))
+        turn = event["turn"]
+        ids = {"session_id": turn["session_id"], "assistant_message_id": turn["assistant_message_id"]}
+        wait_until(lambda: "answer" in _types(aws.log(ids)), timeout=60)
+        raise ServiceError("ServiceException", "Lambda is having a bad day")  # the first attempt goes on
+
+    aws.stack.lambdas.around("PipelineStepFunction", fail_while_it_runs)
+    try:
+        ids = aws.ask(session, "Spliced?")
+        assert aws.wait(ids)["status"] == "SUCCEEDED"
+        running[0][0].join(120)
+        assert retried_while_running == [True]
+        steps = _steps(aws, ids, with_errors=True)
+        assert ("chat_completion_stream", "run", "ServiceException") in steps
+        assert ("chat_completion_stream", "run", None) in steps  # the retry ran, and waited
+        events = aws.log(ids)
+        types = _types(events)
+        assert [e.seq for e in events] == list(range(len(events)))
+        assert [t for t in types if t in ("complete", "error", "stop")] == ["complete"]
+        assert _answer(events) == "".join(first)
+        assert answer_text(aws.frames(ids)) == "".join(first)
+        assert aws.assistant(ids)["content"] == "".join(first)
+        assert len(scripted.answers) == answers_before + 1  # the model was asked once
+    finally:
+        scripted.clear()
+
+
+def test_a_retry_after_the_streaming_attempt_died_answers_or_ends_the_turn_once(aws, scripted):
+    """The first attempt's sandbox dies while Step Functions retries (its call failed with a Lambda service
+    error): the retry waits for the dead attempt's lease to run out, then takes the answer over. Died before
+    any word reached the log: the retry answers. Died mid-answer: one error (interrupted, partial) after the
+    words sent, and no second generation."""
+    from ragline.serverless.answer_owner import OWNER_ITEM_PREFIX
+
+    def expire_lease(turn_key):
+        # The dead attempt's lease, as its expiry would leave it (the lease is 10 s deployed).
+        table = aws.stack.table("StateTable")
+        items = table.query(
+            KeyConditionExpression="#t = :t AND begins_with(#i, :o)",
+            ExpressionAttributeNames={"#t": "turn", "#i": "item"},
+            ExpressionAttributeValues={":t": turn_key, ":o": OWNER_ITEM_PREFIX},
+            ConsistentRead=True,
+        )["Items"]
+        assert len(items) == 1, items
+        table.update_item(
+            Key={"turn": turn_key, "item": items[0]["item"]},
+            UpdateExpression="SET lease_until_ms = :past",
+            ExpressionAttributeValues={":past": 0},
+        )
+
+    def die_while_streaming(words_first):
+        killed = []
+        asked_before = len(scripted.answers)
+
+        def wrapper(event, run):
+            if event["stage"] != "chat_completion_stream" or killed:
+                return run()
+            turn = event["turn"]
+            ids = {"session_id": turn["session_id"], "assistant_message_id": turn["assistant_message_id"]}
+            thread, _ = _in_background(run)
+            if words_first:
+                wait_until(lambda: "answer" in _types(aws.log(ids)), timeout=60)
+            else:
+                wait_until(lambda: len(scripted.answers) > asked_before, timeout=60)  # the model was asked
+            sandbox = wait_until(lambda: _streaming_sandbox(aws, turn["assistant_message_id"]), timeout=10)
+            sandbox.kill()
+            thread.join(30)
+            killed.append(ids)
+            expire_lease(f"{turn['session_id']}#{turn['assistant_message_id']}")
+            raise ServiceError("ServiceException", "Lambda is having a bad day")  # and the sandbox died
+
+        return wrapper
+
+    session = aws.session()
+    try:
+        # Died before its first word: the retry answers, once.
+        slow_start = Script.answer(*[f"never{i} " for i in range(5)])
+        slow_start.pieces[0].delay = 600.0
+        scripted.queue(slow_start, Script.answer("Second ", "attempt."))
+        aws.stack.lambdas.around("PipelineStepFunction", die_while_streaming(words_first=False))
+        ids = aws.ask(session, "Died early?")
+        assert aws.wait(ids)["status"] == "SUCCEEDED"
+        events = aws.log(ids)
+        assert [e.type.value for e in events if e.is_terminal] == ["complete"]
+        assert _answer(events) == "Second attempt."
+        assert aws.assistant(ids)["content"] == "Second attempt."
+        assert answer_text(aws.frames(ids)) == "Second attempt."
+
+        # Died mid-answer: the words sent stay, the turn ends with one interrupted error.
+        first = [f"a{i} " for i in range(400)]
+        scripted.queue(Script.answer(*first, delay=0.05), Script.answer(*[f"b{i} " for i in range(40)]))
+        answers_before = len(scripted.answers)
+        aws.stack.lambdas.around("PipelineStepFunction", die_while_streaming(words_first=True))
+        ids = aws.ask(session, "Died mid-answer?")
+        assert aws.wait(ids)["status"] == "FAILED"
+        events = aws.log(ids)
+        assert [e.seq for e in events] == list(range(len(events)))
+        assert [e.type.value for e in events if e.is_terminal] == ["error"]
+        end = events[-1]
+        assert (end.data["reason"], end.data["partial"]) == ("interrupted", True)
+        partial = _answer(events)
+        assert partial
+        assert "".join(first).startswith(partial)
+        assert partial != "".join(first)
+        assert "b0" not in partial
+        assert len(scripted.answers) == answers_before + 1
+        frames = aws.frames(ids)
+        assert frames[-1].type == "error"
+        assert answer_text(frames) == partial
+        assert aws.assistant(ids)["content"] == partial
+    finally:
+        scripted.clear()

@@ -583,7 +583,8 @@ class Checker:
 
 
 class Faults:
-    """Failures a test injects at one AWS call of a function (``DeployedStack.fault``), each fired once.
+    """Failures a test injects at one AWS call of a function (``DeployedStack.fault``), each fired once (or, with
+    ``repeat``, at every matching call).
 
     A rule matches an IAM action, a substring of the resource and one of the request's parameters (and, with
     ``after``, only once the same sandbox made a call whose parameters contain that text). Effects:
@@ -617,6 +618,8 @@ class Faults:
                 continue
             if rule.get("params", "") not in text:
                 continue
+            if rule.get("repeat"):  # every matching call (a throttle that outlasts the client's own retries)
+                return str(rule["effect"])
             try:  # once: the first sandbox to get here fires it
                 os.close(os.open(f"{self.path}.{rule['id']}.fired", os.O_CREAT | os.O_EXCL))
             except FileExistsError:

@@ -108,6 +108,11 @@ class ScriptedModel:
         with self._lock:
             self._queue.extend(scripts)
 
+    def clear(self) -> None:
+        """Drop the queued scripts no request took (a test that queued one more than it should be asked for)."""
+        with self._lock:
+            self._queue.clear()
+
     def _next(self, body: dict[str, Any]) -> Script:
         messages = body.get("messages", [])
         text = " ".join(str(m.get("content", "")) for m in messages)

@@ -254,8 +254,10 @@ class DeployedStack:
         resource: str = "",
         params: str = "",
         after: str = "",
+        repeat: bool = False,
     ) -> Iterator[None]:
-        """Inject one failure at the first call of ``function_id`` that matches (``grants.Faults``)."""
+        """Inject one failure at the first call of ``function_id`` that matches (``grants.Faults``), or at every
+        one with ``repeat``."""
         path = self.work_dir / f"{function_id}.faults.json"
         rule = {
             "id": _suffix(8),
@@ -264,6 +266,7 @@ class DeployedStack:
             "params": params,
             "effect": effect,
             "after": after,
+            "repeat": repeat,
         }
         path.write_text(json.dumps([rule]), encoding="utf-8")
         try:

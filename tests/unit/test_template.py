@@ -664,3 +664,28 @@ def test_http_samples_reach_their_route_through_mangum(name: str, method: str, r
     else:
         assert seen["last_event_id"] == "41"
         assert seen["path_params"]["mid"]
+
+
+def test_search_role_arns_names_every_role_that_may_call_opensearch(template: dict[str, Any]) -> None:
+    """An existing collection's data access policy is written from the SearchRoleArns output: every role granted
+    aoss:APIAccessAll (index_document writes the vectors) must be in it, or its calls are refused."""
+    from tests.support.cfn import Resolver
+
+    collection = {
+        "OpenSearchEndpoint": "https://abc.us-east-1.aoss.amazonaws.com",
+        "OpenSearchCollectionArn": "arn:aws:aoss:us-east-1:123456789012:collection/abc",
+    }
+    cfn = sam_transform(template, collection)
+    names = {logical: f"phys-{logical}" for logical in cfn["Resources"]}
+    attributes = {f"{k}.Arn": f"arn:aws:iam::123456789012:role/{v}" for k, v in names.items()}
+    attributes |= {"PipelineStateMachine.Name": "machine", "StreamReaderFunctionUrl.FunctionUrl": "https://r/"}
+    resolver = Resolver(cfn, collection, names, attributes)
+    granted = {
+        attributes[f"{role_id}.Arn"]
+        for role_id in resolver.resources("AWS::IAM::Role")
+        for statement in resolver.role_statements(role_id)
+        if "aoss:APIAccessAll" in as_list(statement["Action"])
+    }
+    assert len(granted) >= 3
+    listed = set(str(resolver.resolve(cfn["Outputs"]["SearchRoleArns"]["Value"])).split(","))
+    assert listed == granted

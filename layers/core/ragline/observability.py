@@ -64,3 +64,15 @@ def stage_span(stage: str, logger: logging.Logger, **keys: str) -> Iterator[None
             yield
     finally:
         logger.debug("stage finished", extra={**extra, "duration_ms": round((time.perf_counter() - started) * 1000, 2)})
+
+
+def failed_call(exc: BaseException) -> dict[str, str]:
+    """Log keys naming what failed: an AWS call's operation and error code (botocore's ClientError), else the type.
+
+    Read by duck typing, so the library's lower tiers need not import botocore.
+    """
+    response = getattr(exc, "response", None)
+    operation = getattr(exc, "operation_name", None)
+    if isinstance(response, dict) and operation:
+        return {"operation": str(operation), "error_code": str(response.get("Error", {}).get("Code", ""))}
+    return {"error_type": type(exc).__name__}

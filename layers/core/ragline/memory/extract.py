@@ -24,6 +24,7 @@ from ragline.memory.models import Memory, memory_enabled, new_memory
 from ragline.memory.store import MemoryStore
 from ragline.memory.text import embedding_text, normalise_memory
 from ragline.models.base import ChatMessage, ChatModel, Embedder, collect, strip_think_tags
+from ragline.observability import failed_call
 from ragline.types import ChatManage, ChatOptions
 
 logger = logging.getLogger(__name__)
@@ -355,8 +356,12 @@ class MemoryExtractor:
             return []
         try:
             return await asyncio.to_thread(self._store_facts, turn, facts)
-        except Exception:
-            logger.warning("storing memories failed", exc_info=True)
+        except Exception as exc:  # the turn is answered; the memories are lost, and the log says which call failed
+            logger.error(
+                "memories not stored: the turn stays answered",
+                exc_info=True,
+                extra={"session_id": turn.session_id, "message_id": turn.message_id, **failed_call(exc)},
+            )
             return []
 
     async def remember_turn(self, cm: ChatManage) -> list[Memory]:

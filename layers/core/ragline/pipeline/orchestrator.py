@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from ragline.event.bus import BusEventType
-from ragline.observability import stage_span
+from ragline.observability import failed_call, stage_span
 from ragline.pipeline.emit import emit, event_id, turn_hex
 from ragline.pipeline.fallback import FallbackResponder
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, EventManager, PluginError
@@ -254,11 +254,16 @@ class Orchestrator:
         for hook in self._after_turn:
             try:
                 await hook(cm)
-            except Exception:
-                logger.warning(
-                    "after-turn work failed",
+            except Exception as exc:  # the turn is answered; what failed here is said in the log, and lost
+                logger.error(
+                    "after-turn work failed: the turn stays answered",
                     exc_info=True,
-                    extra={"session_id": cm.request.session_id, "message_id": cm.request.assistant_message_id},
+                    extra={
+                        "session_id": cm.request.session_id,
+                        "message_id": cm.request.assistant_message_id,
+                        "work": getattr(hook, "__qualname__", repr(hook)),
+                        **failed_call(exc),
+                    },
                 )
 
     async def run(self, cm: ChatManage, plan: Sequence[EventType]) -> StageOutcome:

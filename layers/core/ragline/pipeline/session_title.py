@@ -15,6 +15,7 @@ from ragline.config import PromptTemplates, render_placeholders
 from ragline.event.bus import BusEventType
 from ragline.models.base import ChatMessage, is_generative
 from ragline.models.registry import ModelRegistry, UnknownModel
+from ragline.observability import failed_call
 from ragline.pipeline.emit import emit, event_id
 from ragline.store.base import SessionStore
 from ragline.types import ChatManage, ChatOptions
@@ -140,7 +141,15 @@ class SessionTitler:
             return
         if not title:
             return
-        await asyncio.to_thread(self._sessions.set_title, cm.request.tenant_id, cm.request.session_id, title)
+        try:
+            await asyncio.to_thread(self._sessions.set_title, cm.request.tenant_id, cm.request.session_id, title)
+        except Exception as exc:  # the answer stands untitled: a title is never worth a failed turn
+            logger.error(
+                "session title not stored: the turn stays untitled",
+                exc_info=True,
+                extra={"session_id": cm.request.session_id, **failed_call(exc)},
+            )
+            return
         await emit(
             cm,
             BusEventType.SESSION_TITLE,

@@ -545,6 +545,7 @@ INTERRUPTED_MESSAGES = {
     "restart": "The answer was interrupted: the server stopped while it was being written.",
     "shutdown": "The answer was interrupted: the server shut down before it was finished.",
     "runner_lost": "The answer was interrupted: the process writing it is gone.",
+    "unverifiable": "The answer was interrupted: whether it was still being written could not be checked.",
 }
 
 

@@ -26,6 +26,7 @@ from ragline.container import Container, build_graph, build_models
 from ragline.memory.dynamodb import DynamoMemoryStore
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
+from ragline.serverless.answer_owner import AnswerOwnership
 from ragline.serverless.indexing import LambdaIndexScheduler
 from ragline.serverless.launcher import StepFunctionsLauncher
 from ragline.serverless.settings import AwsSettings
@@ -69,8 +70,9 @@ class AwsRuntime:
     uploads: LargeUploads | None = None
 
     def step_deps(self) -> StepDeps:
-        """What a workflow step needs: the container, the state store and the log."""
-        return StepDeps(container=self.container, state=self.state, log=self.log)
+        """What a workflow step needs: the container, the state store, the log and the answers' owners."""
+        ownership = AnswerOwnership(self.state.table, self.aws.event_ttl_seconds, self.aws.answer_lease_s)
+        return StepDeps(container=self.container, state=self.state, log=self.log, ownership=ownership)
 
     def app(self) -> FastAPI:
         """The HTTP API on this runtime (turns start Step Functions executions)."""

@@ -33,6 +33,9 @@ class AwsSettings(BaseSettings):
     # stream_reader asks the workflow whether a turn whose log has been idle this long still runs (and ends
     # it with an error when its execution ended without a terminal event).
     execution_check_s: float = 10.0
+    # How long the attempt streaming an answer holds it without renewing (serverless/answer_owner.py): a
+    # retry that finds the owner dead waits this long at most before taking the answer over.
+    answer_lease_s: float = 10.0
 
     # The OpenSearch endpoint (a domain's or a serverless collection's); requests are SigV4-signed for
     # ``opensearch_service`` (empty: "aoss" for *.aoss.amazonaws.com, else "es").

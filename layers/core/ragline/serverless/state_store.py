@@ -139,6 +139,11 @@ class StateStore:
         assert existing is not None
         return int(existing["value"])
 
+    def claimed(self, turn: str, name: str) -> int | None:
+        """The value claimed under ``name``, or None while nothing claimed it."""
+        existing = self._get(turn, f"claim#{name}")
+        return None if existing is None else int(existing["value"])
+
     def save_branch(self, turn: str, name: str, payload: str) -> str:
         """Save a parallel branch's result (in S3 when too large for an item); the item name to load it by."""
         item_name = f"branch#{name}"

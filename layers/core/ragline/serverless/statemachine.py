@@ -32,6 +32,9 @@ LAMBDA_TRANSIENT = [
 TIMEOUTS = ["Sandbox.Timedout", "States.Timeout"]
 # Streaming text is not re-generated after a timeout: a second model call would not write the same words.
 NO_TIMEOUT_RETRY = frozenset({EventType.CHAT_COMPLETION_STREAM})
+# A retry of a generating step that waited for the attempt owning the answer until its own time ran out
+# (serverless/step.py): a fresh attempt waits on (the owner ends, or its lease expires, within one more).
+ANSWER_IN_PROGRESS = {"ErrorEquals": ["AnswerInProgress"], "IntervalSeconds": 1, "MaxAttempts": 2}
 
 FALLBACK = "fallback"
 STOPPED = "stopped"
@@ -143,6 +146,8 @@ def _retry(stage: EventType) -> list[dict[str, Any]]:
     ]
     if stage not in NO_TIMEOUT_RETRY:
         retry.append({"ErrorEquals": TIMEOUTS, "IntervalSeconds": 1, "MaxAttempts": 1})
+    else:
+        retry.append(ANSWER_IN_PROGRESS)
     return retry
 
 
@@ -251,6 +256,8 @@ def _terminal_task(phase: str, next_state: str | None, catch_to: str | None) -> 
         "TimeoutSeconds": STEP_TIMEOUT_S,
         "Retry": [{"ErrorEquals": LAMBDA_TRANSIENT, "IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2.0}],
     }
+    if phase == FALLBACK:
+        state["Retry"].append(ANSWER_IN_PROGRESS)
     if next_state is None:
         state["End"] = True
     else:

@@ -7,7 +7,8 @@ Catch routes them without a Choice after every stage.
 
 Idempotent: a retry after the step finished returns the saved outcome without running again; a retry
 after a crash writes its events to the same log offsets (claimed on the first attempt), where
-conditional writes turn repeats into no-ops.
+conditional writes turn repeats into no-ops. A step that generates text (the streaming answer, the fallback)
+cannot be repeated the same, so one attempt owns it (``answer_owner``): the others wait for its outcome.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
+import time
+import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -27,6 +31,7 @@ from ragline.event.bus import EventBus
 from ragline.pipeline.chunk_search_parallel import BranchResult, SearchBranch
 from ragline.pipeline.orchestrator import StageOutcome
 from ragline.runtime.plan import FULL_STAGE_ORDER
+from ragline.serverless.answer_owner import WAIT_POLL_S, AnswerLease, AnswerOwnership, Claim
 from ragline.serverless.cancel import StopFlagToken
 from ragline.serverless.state_store import StateRef, StateStore
 from ragline.stream.base import stream_key
@@ -49,6 +54,28 @@ class Stopped(Exception):
 
 class StageFailed(Exception):
     """A stage failed; its ``error`` event is already in the log."""
+
+
+class AnswerInProgress(Exception):
+    """Another attempt owned the answer and was still streaming when this one ran out of time (retried)."""
+
+
+# Stages whose events a second run would not reproduce (the model's words): one attempt owns each answer.
+GENERATING_STAGES = frozenset({EventType.CHAT_COMPLETION_STREAM})
+# A waiting attempt gives up this long before its own deadline, so it ends with AnswerInProgress, not a timeout.
+WAIT_DEADLINE_MARGIN_S = 10.0
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One invocation of a step: its id (the Lambda request id) and when it must have returned (epoch s)."""
+
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    deadline: float = math.inf
+
+    def out_of_time(self) -> bool:
+        """True when waiting longer would outlast the invocation."""
+        return time.time() > self.deadline - WAIT_DEADLINE_MARGIN_S
 
 
 class TurnRef(BaseModel):
@@ -90,6 +117,7 @@ class StepDeps:
     container: Container
     state: StateStore
     log: DynamoDBStreamManager
+    ownership: AnswerOwnership
     stop_poll_s: float = 0.5
 
 
@@ -114,12 +142,19 @@ def _reply(record: dict[str, Any], ref: StateRef) -> dict[str, Any]:
 class _StepRun:
     """The per-invocation runtime around one stage: log writer, handler, bus, stop polling."""
 
-    def __init__(self, step: StepInput, deps: StepDeps, claim: Callable[[], Awaitable[int]]) -> None:
+    def __init__(
+        self,
+        step: StepInput,
+        deps: StepDeps,
+        claim: Callable[[], Awaitable[int]],
+        lease: AnswerLease | None = None,
+    ) -> None:
         self.key = step.turn.key
         self.cancel = StopFlagToken(deps.state, self.key, deps.stop_poll_s)
+        self.lease = lease
         stream_config = deps.container.config.stream
         self.handler = StreamHandler(
-            StageLog(deps.log, claim),
+            StageLog(deps.log, claim, self._writable if lease is not None else None),
             self.key,
             cancel=self.cancel,
             batch_max_delay_ms=stream_config.batch_max_delay_ms,
@@ -135,13 +170,26 @@ class _StepRun:
             user_message_id=step.turn.user_message_id,
         )
 
+    async def _writable(self) -> bool:
+        assert self.lease is not None
+        if await self.lease.writable():
+            return True
+        self.cancel.cancel("answer_lost")  # another attempt answers: close the model's stream
+        return False
+
     async def __aenter__(self) -> _StepRun:
         self.cancel.start()
+        if self.lease is not None:
+            self.lease.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.handler.flush()
-        await self.cancel.close()
+        try:
+            await self.handler.flush()
+        finally:
+            await self.cancel.close()
+            if self.lease is not None:
+                await self.lease.close()
 
 
 def _claimer(deps: StepDeps, step: StepInput, name: str) -> Callable[[], Awaitable[int]]:
@@ -154,18 +202,74 @@ def _claimer(deps: StepDeps, step: StepInput, name: str) -> Callable[[], Awaitab
     return claim
 
 
-async def run_step_async(step: StepInput, deps: StepDeps) -> dict[str, Any]:
-    """Run one step of a turn's workflow; its reply (the outcome and the new state's reference) feeds the next state."""
+async def _owner_wrote_words(deps: StepDeps, key: str, name: str) -> bool:
+    """Whether any answer or thinking text of the step ``name`` reached the log (from its claimed offset on)."""
+    start = await asyncio.to_thread(deps.state.claimed, key, name)
+    if start is None:
+        return False
+    return any(
+        event.content and event.type in (ResponseType.ANSWER, ResponseType.THINKING)
+        for event in await deps.log.get_events(key, start)
+    )
+
+
+async def _own_answer(
+    step: StepInput, deps: StepDeps, attempt: Attempt, name: str, finished: Callable[[], dict[str, Any] | None]
+) -> AnswerLease | dict[str, Any]:
+    """This attempt's lease on the step's answer, or the outcome of the attempt that answered.
+
+    ``finished`` reads the outcome a finished attempt saved (the next state version), checked first each time.
+    An attempt that takes over a dead owner's answer answers itself if none of the owner's words reached the log;
+    otherwise it ends the turn with one ``error`` (interrupted), whose outcome it stores for every other attempt.
+    """
+    key = step.turn.key
+    waiting_for = ""
+    while True:
+        done = await asyncio.to_thread(finished)
+        if done is not None:
+            return done
+        acquired = await asyncio.to_thread(deps.ownership.acquire, key, name, attempt.id)
+        if acquired.claim == Claim.ENDED:
+            assert acquired.outcome is not None
+            return acquired.outcome
+        if acquired.claim in (Claim.OWNER, Claim.TAKEN_OVER):
+            lease = AnswerLease(deps.ownership, key, name, attempt.id)
+            if acquired.claim == Claim.OWNER or not await _owner_wrote_words(deps, key, name):
+                return lease
+            logger.warning(
+                "answer's owner died mid-answer: ending the turn", extra={"previous": acquired.previous_owner}
+            )
+            turn = step.turn
+            await deps.container.turns.interrupt(
+                turn.session_id, turn.assistant_message_id, turn.request_id, cause="runner_lost"
+            )
+            outcome: dict[str, Any] = {"outcome": StageOutcome.FAILED, "error": "the answer was interrupted"}
+            await lease.finish(outcome)
+            return outcome
+        if attempt.out_of_time():
+            raise AnswerInProgress(f"attempt {acquired.owner} is still answering")
+        if acquired.owner != waiting_for:
+            waiting_for = acquired.owner
+            logger.info("waiting for the answer's owner", extra={"owner": acquired.owner, "attempt": attempt.id})
+        await asyncio.sleep(WAIT_POLL_S)
+
+
+async def run_step_async(step: StepInput, deps: StepDeps, attempt: Attempt | None = None) -> dict[str, Any]:
+    """Run one step of a turn's workflow; its reply (the outcome and the new state's reference) feeds the next state.
+
+    ``attempt`` identifies this invocation (a retry or a duplicate delivery is another attempt).
+    """
+    attempt = attempt or Attempt()
     if step.phase == "branch":
         return await _run_branch(step, deps)
     if step.phase == "fallback":
-        return await _run_fallback(step, deps)
+        return await _run_fallback(step, deps, attempt)
     if step.phase == "fail":
         return await _run_fail(step, deps)
-    return await _run_stage(step, deps)
+    return await _run_stage(step, deps, attempt)
 
 
-async def _run_stage(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+async def _run_stage(step: StepInput, deps: StepDeps, attempt: Attempt) -> dict[str, Any]:
     if step.state_ref is None:
         raise ValueError("state_ref is required for a stage step")
     container, orchestrator = deps.container, deps.container.orchestrator
@@ -179,9 +283,21 @@ async def _run_stage(step: StepInput, deps: StepDeps) -> dict[str, Any]:
     loaded = deps.state.load(ref)
     if loaded is None:
         raise LookupError(f"state {ref} not found")
-    claim = _claimer(deps, step, f"{next_ref.version}:{stage.value}:{step.phase}")
+    name = f"{next_ref.version}:{stage.value}:{step.phase}"
+    claim = _claimer(deps, step, name)
+    lease: AnswerLease | None = None
+    if stage in GENERATING_STAGES:
+
+        def saved() -> dict[str, Any] | None:
+            found = deps.state.load(next_ref)
+            return None if found is None else found[1]
+
+        owned = await _own_answer(step, deps, attempt, name, saved)
+        if not isinstance(owned, AnswerLease):
+            return _reply(owned, next_ref)
+        lease = owned
     record: dict[str, Any]
-    async with _StepRun(step, deps, claim) as run:
+    async with _StepRun(step, deps, claim, lease) as run:
         cm = ChatManage.load_json(loaded[0], run.context)
         if await run.cancel.refresh():
             outcome = StageOutcome.STOPPED
@@ -203,12 +319,28 @@ async def _run_stage(step: StepInput, deps: StepDeps) -> dict[str, Any]:
                 # The last stage writes ``complete`` itself: one state transition fewer per turn.
                 outcome = await orchestrator.complete(cm)
             record = {"outcome": outcome}
+    if lease is not None and not await lease.writable():
+        # Another attempt took the answer over while this one was stalled: its outcome is the step's.
+        return _reply(await _outcome_of_owner(step, deps, attempt, name), next_ref)
     if outcome == StageOutcome.FAILED:
         record["error"] = await _last_error(deps, step.turn.key)
     deps.state.save(next_ref, cm.dump_json(), record)
+    if lease is not None:
+        await lease.finish(record)
     if outcome in (StageOutcome.COMPLETED, StageOutcome.FAILED):
         await container.turns.finalize(step.turn.session_id, step.turn.assistant_message_id)
     return _reply(record, next_ref)
+
+
+async def _outcome_of_owner(step: StepInput, deps: StepDeps, attempt: Attempt, name: str) -> dict[str, Any]:
+    """Wait for the outcome of the attempt that owns the answer now (this one lost it)."""
+    while True:
+        found = await asyncio.to_thread(deps.ownership.read, step.turn.key, name)
+        if found is not None and found.outcome is not None:
+            return found.outcome
+        if attempt.out_of_time():
+            raise AnswerInProgress("another attempt took the answer over and is still answering")
+        await asyncio.sleep(WAIT_POLL_S)
 
 
 async def _plan(cm: ChatManage, stage: EventType, plan: list[EventType], container: Container) -> dict[str, Any]:
@@ -236,17 +368,32 @@ async def _run_branch(step: StepInput, deps: StepDeps) -> dict[str, Any]:
     return {"branch_ref": name}
 
 
-async def _run_fallback(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+async def _run_fallback(step: StepInput, deps: StepDeps, attempt: Attempt) -> dict[str, Any]:
     latest = deps.state.latest(step.turn.key)
     if latest is None:
         raise LookupError(f"no state for {step.turn.key}")
     ref, state_json = latest
-    async with _StepRun(step, deps, _claimer(deps, step, "fallback")) as run:
+    # The fallback may ask the model too: one attempt owns it, the others return its reply.
+    owned = await _own_answer(step, deps, attempt, "fallback", lambda: None)
+    if not isinstance(owned, AnswerLease):
+        return _fallback_reply(owned)
+    async with _StepRun(step, deps, _claimer(deps, step, "fallback"), owned) as run:
         cm = ChatManage.load_json(state_json, run.context)
         outcome = StageOutcome.STOPPED if await run.cancel.refresh() else await deps.container.orchestrator.fallback(cm)
+    if not await owned.writable():
+        return _fallback_reply(await _outcome_of_owner(step, deps, attempt, "fallback"))
+    reply = {"outcome": outcome, "state_ref": ref.model_dump()}
+    await owned.finish(reply)
     if outcome == StageOutcome.COMPLETED:
         await deps.container.turns.finalize(step.turn.session_id, step.turn.assistant_message_id)
-    return {"outcome": outcome, "state_ref": ref.model_dump()}
+    return reply
+
+
+def _fallback_reply(outcome: dict[str, Any]) -> dict[str, Any]:
+    """The reply of the attempt that owned the fallback; a turn it ended as interrupted fails the workflow."""
+    if outcome.get("outcome") == StageOutcome.FAILED:
+        raise StageFailed(str(outcome.get("error", "the answer was interrupted")))
+    return outcome
 
 
 def _failed_stage(error: dict[str, Any] | None) -> tuple[str, str]:
@@ -284,12 +431,12 @@ async def _run_fail(step: StepInput, deps: StepDeps) -> dict[str, Any]:
     return {"outcome": StageOutcome.FAILED}
 
 
-def run_step(step: StepInput, deps: StepDeps) -> dict[str, Any]:
+def run_step(step: StepInput, deps: StepDeps, attempt: Attempt | None = None) -> dict[str, Any]:
     """The Lambda entry point's body: a fresh event loop per invocation."""
 
     async def run() -> dict[str, Any]:
         try:
-            return await run_step_async(step, deps)
+            return await run_step_async(step, deps, attempt)
         finally:
             await deps.container.models.release_loop()
 

@@ -7,6 +7,12 @@ once a turn's log has been idle for ``check_after_s``, it asks the workflow (:cl
 whether the turn still runs, and if not writes the terminal ``error`` itself (the interrupted error of every
 runtime: ``data.reason = "interrupted"``, ``cause`` runner_lost, ``partial``) at the next offset — a conditional write, so a step that does write its own end still wins
 — and completes the message with the answer so far. The reader then serves that ``error`` and closes.
+
+A check that fails is logged with the call that failed. A refusal (the role lacks the grant, the credentials are
+bad) will not pass by waiting, and a throttle or outage that outlasts the client's own retries for
+``MAX_FAILED_CHECKS`` checks in a row is no better: either way the reader cannot tell whether anything still
+writes, so it ends the turn with the interrupted error (``cause`` unverifiable) instead of waiting on pings
+until its own time limit.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ragline.observability import failed_call
 from ragline.runtime.turns import interrupted_event
 from ragline.serverless.state_store import StateStore
 from ragline.stream.dynamodb import DynamoDBStreamManager
@@ -32,6 +39,20 @@ logger = logging.getLogger(__name__)
 EXPRESS_LIMIT_S = 300.0
 EXPRESS_GRACE_S = 30.0
 RUNNER_LOST = "runner_lost"
+UNVERIFIABLE = "unverifiable"
+# Failed checks in a row after which a reader stops hoping the next one will do (one check per idle interval).
+MAX_FAILED_CHECKS = 3
+# Errors that no retry cures: the call is refused as configured.
+REFUSALS = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "InvalidClientTokenId",
+        "MissingAuthenticationToken",
+    }
+)
 
 
 class ExecutionLiveness:
@@ -71,14 +92,14 @@ class ExecutionLiveness:
             raise
 
 
-def interrupted_error(turn: str, status: str, events: list[StreamEvent]) -> StreamEvent:
+def interrupted_error(turn: str, status: str, events: list[StreamEvent], cause: str = RUNNER_LOST) -> StreamEvent:
     """The ``error`` a reader writes for a turn whose execution ended without one.
 
     The interrupted error every runtime writes for a turn whose runner is gone (``cause`` runner_lost, ``partial``),
-    with the execution's status beside it.
+    with the execution's status beside it (UNKNOWN, with ``cause`` unverifiable, when it could not be read).
     """
     request_id = events[0].id if events else hashlib.sha1(turn.encode()).hexdigest()[:8]
-    event = interrupted_event(request_id, RUNNER_LOST, summarize_answer(events))
+    event = interrupted_event(request_id, cause, summarize_answer(events))
     event.data["execution_status"] = status
     return event
 
@@ -103,6 +124,8 @@ class WatchedLog(DynamoDBStreamManager):
         self.on_interrupted = on_interrupted
         # key → (the last offset seen, when it was first seen, when the workflow was last asked)
         self._idle: dict[str, tuple[int, float, float]] = {}
+        # key → checks that failed in a row
+        self._failed_checks: dict[str, int] = {}
 
     async def wait_for_append(self, key: str, after_seq: int, timeout: float) -> bool:
         """Wait for an append; after a silence, end the turn when its execution is gone (then return at once)."""
@@ -117,21 +140,42 @@ class WatchedLog(DynamoDBStreamManager):
                 return True  # the error is there: read it at once
         return await super().wait_for_append(key, after_seq, timeout)
 
+    def _check_failed(self, key: str, exc: Exception) -> bool:
+        """Log a failed check; True when the reader should give up on this turn (a refusal, or too many)."""
+        failed = self._failed_checks.get(key, 0) + 1
+        self._failed_checks[key] = failed
+        call = failed_call(exc)
+        give_up = call.get("error_code") in REFUSALS or failed >= MAX_FAILED_CHECKS
+        logger.error(
+            "could not read the turn's execution status",
+            exc_info=True,
+            extra={**call, "failed_checks": failed, "ending_turn": give_up},
+        )
+        return give_up
+
     async def _end_if_orphaned(self, key: str, after_seq: int) -> bool:
+        cause = RUNNER_LOST
         try:
             status = await asyncio.to_thread(self._liveness.status, key)
-        except Exception:  # the check is retried at the next interval; reading goes on meanwhile
-            logger.exception("could not read the turn's execution status")
-            return False
+        except Exception as exc:  # retried at the next interval, unless it will not pass
+            if not self._check_failed(key, exc):
+                return False
+            status, cause = "UNKNOWN", UNVERIFIABLE
+        else:
+            self._failed_checks.pop(key, None)
         if status == "RUNNING":
             return False
+        self._failed_checks.pop(key, None)
         events = await self.get_events(key)
         if events and events[-1].is_terminal:
             return True
         seq = events[-1].seq + 1 if events else 0
-        written = await asyncio.to_thread(self.put_at, key, seq, interrupted_error(key, status, events))
+        written = await asyncio.to_thread(self.put_at, key, seq, interrupted_error(key, status, events, cause))
         if written:
-            logger.warning("turn interrupted: its workflow ended without a terminal event", extra={"status": status})
+            logger.warning(
+                "turn interrupted: its workflow ended without a terminal event, or could not be checked",
+                extra={"status": status, "cause": cause},
+            )
             if self.on_interrupted is not None:
                 session_id, message_id = key.split("#", 1)
                 await self.on_interrupted(session_id, message_id)

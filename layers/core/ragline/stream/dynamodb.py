@@ -155,11 +155,21 @@ class StageLog(StreamManager):
     or a coroutine function returning it.
     """
 
-    def __init__(self, log: DynamoDBStreamManager, start: int | Callable[[], Awaitable[int]]) -> None:
-        """The step's view of ``log`` from offset ``start``: an offset, or a function that claims one on first append."""
+    def __init__(
+        self,
+        log: DynamoDBStreamManager,
+        start: int | Callable[[], Awaitable[int]],
+        writable: Callable[[], Awaitable[bool]] | None = None,
+    ) -> None:
+        """The step's view of ``log`` from offset ``start``: an offset, or a function that claims one on first append.
+
+        ``writable``, asked before each write, fences a step that generates text: once it says False (another
+        attempt owns the answer) nothing more of this step is written.
+        """
         self._log = log
         self._claim = start if callable(start) else None
         self._next = start if isinstance(start, int) else -1
+        self._writable = writable
         self._ended = False
         self.skipped = 0
 
@@ -169,6 +179,8 @@ class StageLog(StreamManager):
             self._next = await self._claim()
         seq = self._next
         self._next += 1
+        if not self._ended and self._writable is not None and not await self._writable():
+            self._ended = True
         if self._ended:
             self.skipped += 1
             return event.model_copy(update={"seq": seq})
