@@ -286,3 +286,19 @@ def test_a_knowledge_bases_folders_are_none_with_its_document_count(api: Api) ->
     other = api.new_tenant("other")
     reply = api.client.get(f"/api/v1/knowledge-bases/{kb_id}/knowledge/folders", headers={"X-API-Key": other})
     assert reply.status_code == 404
+
+
+def test_a_question_through_the_quick_answer_agent_searches_every_knowledge_base(api: Api) -> None:
+    kb_id = api.create_kb("drinks", DRINKS)
+    session = ok(api.client.post("/api/v1/sessions", json={}), 201)
+    assert session["knowledge_base_ids"] == []
+    question = "What water temperature should I use for coffee?"
+    frames = api.chat(session["id"], question, agent_id="builtin-quick-answer", knowledge_base_ids=[])
+    references = [
+        r for f in frames if f.data.get("response_type") == "references" for r in f.data["knowledge_references"]
+    ]
+    assert references, [f.data.get("response_type") for f in frames]
+    assert {r["knowledge_base_id"] for r in references} == {kb_id}
+    # Without the agent, a session without knowledge bases searches none.
+    frames = api.chat(session["id"], question, knowledge_base_ids=[])
+    assert not [f for f in frames if f.data.get("response_type") == "references"]

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from ragline.container import Container
 from ragline.runtime.suggestions import suggested_questions
+from ragline.runtime.turns import QUICK_ANSWER_AGENT_ID as QUICK_ANSWER_ID
 from ragline.server.deps import ContainerDep, TenantDep, session_of
 from ragline.server.errors import ApiError, not_found
 from ragline.server.views import Envelope
@@ -24,7 +25,6 @@ from ragline.store.models import Tenant
 
 router = APIRouter(prefix="/api/v1", tags=["agents"])
 
-QUICK_ANSWER_ID = "builtin-quick-answer"
 # When the deployment started answering: the built-in agent's record is as old as the process's configuration.
 _EPOCH = "1970-01-01T00:00:00Z"
 
