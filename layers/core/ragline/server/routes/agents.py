@@ -120,6 +120,11 @@ class SuggestedQuestions(BaseModel):
     questions: list[SuggestedQuestion]
 
 
+# A query parameter's characters: percent-encoded (up to 12 bytes each) they stay under the 16 KiB a request line may
+# take in uvicorn (a longer one has its connection closed, no reply); about 27 ids, comma-separated.
+MAX_QUERY_CHARS = 1000
+
+
 def _ids(raw: str) -> list[str]:
     return [part for part in dict.fromkeys(p.strip() for p in raw.split(",")) if part]
 
@@ -129,9 +134,9 @@ async def agent_suggested_questions(
     agent_id: str,
     tenant: TenantDep,
     container: ContainerDep,
-    knowledge_base_ids: Annotated[str, QueryParam(max_length=4000)] = "",
-    knowledge_ids: Annotated[str, QueryParam(max_length=20000)] = "",
-    tag_scopes: Annotated[str, QueryParam(max_length=20000)] = "",
+    knowledge_base_ids: Annotated[str, QueryParam(max_length=MAX_QUERY_CHARS)] = "",
+    knowledge_ids: Annotated[str, QueryParam(max_length=MAX_QUERY_CHARS)] = "",
+    tag_scopes: Annotated[str, QueryParam(max_length=MAX_QUERY_CHARS)] = "",
     limit: Annotated[int, QueryParam(ge=1, le=20)] = 4,
 ) -> Envelope[SuggestedQuestions]:
     """First questions from the titles and headings of the knowledge bases' documents (all of them when none named).
