@@ -108,7 +108,10 @@ def test_knowledge_base_extract_config_turns_graph_extraction_on(api: Api) -> No
     body = {"name": "graph", "extract_config": {"enabled": True, "text": "", "tags": []}}
     data = ok(api.client.post("/api/v1/knowledge-bases", json=body), 201)
     assert data["graph_extraction_enabled"] is True
-    assert data["extract_config"] == {"enabled": True}
+    # The settings sent come back as sent, and the record says what is in force.
+    assert data["extract_config"] == {"enabled": True, "text": "", "tags": []}
+    assert data["indexing_strategy"]["graph_enabled"] is True
+    assert data["capabilities"]["graph"] is True
 
 
 def test_knowledge_base_bad_values_name_the_field(api: Api) -> None:

@@ -7,6 +7,7 @@ searched) that give a matched child its surrounding section.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -158,10 +159,38 @@ def _pack(spans: list[tuple[int, int]], size: int, min_size: int) -> list[tuple[
     return chunks
 
 
+def _word_starts_at(text: str, index: int) -> bool:
+    """A word begins at ``index``: after a space, or at a Han character (Chinese has no spaces between words)."""
+    char = text[index]
+    return not char.isspace() and (text[index - 1].isspace() or "\u3400" <= char <= "\u9fff")
+
+
+def _overlap(text: str, children: list[ChunkSpan], overlap: int) -> None:
+    """Each chunk after the first of a section starts up to ``overlap`` characters into the one before it.
+
+    The start moves back to a word's beginning (never into the middle of one) and never to the previous chunk's
+    start, so a chunk stays an exact slice of the text and a sentence cut between two chunks is read whole in one.
+    """
+    for previous, child in itertools.pairwise(children):
+        earliest = max(previous.start + 1, child.start - overlap)
+        child.start = next((i for i in range(earliest, child.start) if _word_starts_at(text, i)), child.start)
+
+
 def plan_chunks(
-    text: str, *, markdown: bool, chunk_size: int, min_size: int, parent_size: int, fallback_title: str = ""
+    text: str,
+    *,
+    markdown: bool,
+    chunk_size: int,
+    min_size: int,
+    parent_size: int,
+    fallback_title: str = "",
+    chunk_overlap: int = 0,
 ) -> ChunkPlan:
-    """Cut ``text`` into chunks of about ``chunk_size`` characters, grouped under parents of ``parent_size``."""
+    """Cut ``text`` into chunks of about ``chunk_size`` characters, grouped under parents of ``parent_size``.
+
+    With ``chunk_overlap``, each chunk but a section's first also repeats up to that many characters (whole words) of
+    the text before it.
+    """
     title, sections = _sections(text, markdown)
     plan = ChunkPlan(title=title or fallback_title)
     for section in sections:
@@ -189,4 +218,6 @@ def plan_chunks(
                     if s <= plan.children[cursor].start:
                         plan.children[cursor].parent = parent_index
                     cursor += 1
+        if chunk_overlap > 0:
+            _overlap(text, plan.children[first_child:], chunk_overlap)
     return plan

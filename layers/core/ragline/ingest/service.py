@@ -316,6 +316,11 @@ class IngestService:
         self._scheduler = scheduler
 
     @property
+    def reads_images(self) -> bool:
+        """Image files (and the pictures in documents) are read with OCR by this deployment."""
+        return self._images is not None
+
+    @property
     def scheduler(self) -> Callable[[Sequence[Document]], None] | None:
         """Where accepted documents go for their vectors; None: they are indexed in the caller's thread."""
         return self._scheduler
@@ -489,13 +494,17 @@ class IngestService:
         """
         content = item.content
         fallback_title = item.title or (Path(item.filename).stem if item.filename else "") or "Untitled"
+        # The knowledge base's own chunk size when its creator chose one (WeKnora's chunking_config).
+        chunk_size = kb.settings.chunk_size or self._config.chunk_size
         plan = plan_chunks(
             content,
             markdown=reads_as_markdown(item.file_type),
-            chunk_size=self._config.chunk_size,
-            min_size=self._config.chunk_min_size,
-            parent_size=self._config.parent_chunk_size,
+            chunk_size=chunk_size,
+            # A chunk smaller than the minimum is merged into its neighbour: never more than half a chosen size.
+            min_size=min(self._config.chunk_min_size, chunk_size // 2),
+            parent_size=max(self._config.parent_chunk_size, chunk_size),
             fallback_title=fallback_title,
+            chunk_overlap=kb.settings.chunk_overlap,
         )
         if len(plan.children) > self._config.max_chunks_per_document:
             raise TooManyChunks(len(plan.children), self._config.max_chunks_per_document)

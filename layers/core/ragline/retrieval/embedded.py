@@ -116,6 +116,8 @@ def single_threaded_blas() -> None:
 class EmbeddedEngine:
     """Keyword and vector retrieval over the chunks of one SQLite database."""
 
+    engine_name = "sqlite"
+
     def __init__(self, db: Database) -> None:
         """An engine over the chunks, vectors and keyword rows of ``db``; vectors are held in memory per knowledge base."""
         single_threaded_blas()

@@ -246,6 +246,8 @@ class OpenSearchEngine:
     finds nothing: hybrid search counts a failed group as a failed branch.
     """
 
+    engine_name = "opensearch"
+
     def __init__(
         self, client: OpenSearch, index: str, *, method: KnnMethod | None = None, refresh: bool = True
     ) -> None:

@@ -87,12 +87,16 @@ def mentioned_scope(
     return list(dict.fromkeys(kbs)), list(dict.fromkeys(files))
 
 
+# WeKnora's built-in agent, the only one ragline has: its knowledge-base selection is "all", so a question asked
+# through it that names no knowledge base searches every one of the tenant's (as WeKnora's does).
+QUICK_ANSWER_AGENT_ID = "builtin-quick-answer"
+
+
 # WeKnora's chat fields that ragline accepts and does not act on (a debug line says so): agents, the
 # suggestion that led to the question, the client's channel.
 # WeKnora's request fields that ragline accepts and does not act on: the agent's own (agent mode is off), the
 # web page's bookkeeping, and chat attachments (not read yet: the reply is the knowledge base's answer).
 IGNORED_QUESTION_FIELDS = (
-    "agent_id",
     "agent_source_tenant_id",
     "mcp_service_ids",
     "skill_names",
@@ -296,7 +300,7 @@ class TurnService:
     ) -> PipelineRequest:
         """The pipeline request of a question: the session's options, the body's, and the configuration's defaults."""
         conversation = self._config.conversation
-        kb_ids, knowledge_ids = body.scope(session)
+        kb_ids, knowledge_ids = self.scope(session, body)
         summary = conversation.summary
         fallback_response = self._templates.entry("fallback", conversation.fallback_prompt_id).get(
             "response", conversation.fallback_response
@@ -350,9 +354,20 @@ class TurnService:
             vlm_model_id=conversation.vlm_model_id,
         )
 
+    def scope(self, session: Session, body: QuestionBody) -> tuple[list[str], list[str]]:
+        """The knowledge bases and documents a question searches.
+
+        Those it names, else its session's; asked through the built-in quick-answer agent with neither, every knowledge
+        base of the tenant.
+        """
+        kb_ids, knowledge_ids = body.scope(session)
+        if not kb_ids and not knowledge_ids and body.agent_id == QUICK_ANSWER_AGENT_ID:
+            kb_ids = [kb.id for kb in self._knowledge.list_knowledge_bases(session.tenant_id)]
+        return kb_ids, knowledge_ids
+
     def validate_scope(self, session: Session, body: QuestionBody) -> None:
         """Every knowledge base and document named must be the tenant's own (else: unknown, 404)."""
-        kb_ids, knowledge_ids = body.scope(session)
+        kb_ids, knowledge_ids = self.scope(session, body)
         found = {kb.id for kb in self._knowledge.knowledge_bases(session.tenant_id, kb_ids)}
         for kb_id in kb_ids:
             if kb_id not in found:

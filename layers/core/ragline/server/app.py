@@ -25,19 +25,24 @@ from ragline.server.deps import authenticate, tenant_of
 from ragline.server.errors import ERROR_REPLIES, ApiError, install_error_handlers
 from ragline.server.request_id import RequestIdMiddleware
 from ragline.server.routes import (
+    agents,
     auth,
     chat,
     chunks,
     documents,
     faq,
     images,
+    initialization,
     knowledge,
     knowledge_bases,
     messages,
     models,
     search,
     sessions,
+    system,
     tags,
+    tenant_settings,
+    unconfigured,
 )
 from ragline.server.routes.memories import memory_router
 
@@ -47,6 +52,7 @@ WEB_DIR = Path(__file__).with_name("web")
 ROUTERS = (
     auth.router,
     knowledge_bases.router,
+    initialization.router,
     knowledge.router,
     tags.router,
     faq.router,
@@ -57,6 +63,10 @@ ROUTERS = (
     messages.router,
     search.router,
     models.router,
+    agents.router,
+    system.router,
+    tenant_settings.router,
+    unconfigured.router,
     chat.router,
     chat.stream_router,
 )

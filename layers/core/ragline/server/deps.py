@@ -41,6 +41,13 @@ StreamBaseDep = Annotated[str, Depends(stream_base_url_of)]
 
 
 _BEARER = "bearer "
+# Where authenticate leaves the id of a signed-in user (a web-app token, not an API key).
+ACCOUNT_STATE = "account_id"
+
+
+def account_id_of(request: Request) -> str:
+    """The signed-in user's id when the caller sent a web-app token; "" for an API key."""
+    return str(getattr(request.state, ACCOUNT_STATE, "") or "")
 
 
 def authenticate(request: Request) -> Tenant:
@@ -62,7 +69,9 @@ def authenticate(request: Request) -> Tenant:
     container = container_of(request)
     if looks_like_token(key):
         # A web-app user's access token: their own tenant.
-        tenant = container.tenants.by_id(account_of(container, key).tenant_id)
+        user = account_of(container, key)
+        setattr(request.state, ACCOUNT_STATE, user.id)
+        tenant = container.tenants.by_id(user.tenant_id)
     else:
         tenant = container.tenants.for_key(key)
     if tenant is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.runtime.search import SearchHit, search_hit
 from ragline.server.wire import match_type_code, string_map, tenant_number, wire_references
@@ -22,8 +22,13 @@ CHUNK_STATUS_INDEXED = 2
 
 
 class ChunkingConfigView(BaseModel):
-    """A knowledge base's chunking settings as WeKnora shows them (ragline's are the same for every one)."""
+    """A knowledge base's chunking as WeKnora shows it.
 
+    The size and overlap ragline cuts with (the knowledge base's own, else the deployment's), and whatever else of
+    WeKnora's chunking settings the client sent (``strategy``, ``parser_engine_rules``, …), returned as sent.
+    """
+
+    model_config = ConfigDict(extra="allow")
     chunk_size: int
     chunk_overlap: int = 0
     separators: list[str] = Field(default_factory=list)
@@ -32,23 +37,29 @@ class ChunkingConfigView(BaseModel):
     child_chunk_size: int
 
 
-class ModelRef(BaseModel):
-    """A reference to a model by id, in WeKnora's knowledge base record."""
+class IndexingStrategyView(BaseModel):
+    """Which indexes a knowledge base has (WeKnora's ``indexing_strategy``): ragline always keeps both searches."""
 
-    model_id: str = ""
-
-
-class EnabledModel(BaseModel):
-    """A switchable model setting of WeKnora's knowledge base record."""
-
-    enabled: bool = False
-    model_id: str = ""
+    vector_enabled: bool = True
+    keyword_enabled: bool = True
+    wiki_enabled: bool = False
+    graph_enabled: bool = False
 
 
-class ExtractConfigView(BaseModel):
-    """An on/off extraction setting of WeKnora's knowledge base record."""
+class CapabilitiesView(BaseModel):
+    """What a knowledge base can be searched with (WeKnora's computed ``capabilities``)."""
 
-    enabled: bool
+    vector: bool = True
+    keyword: bool = True
+    wiki: bool = False
+    graph: bool = False
+    faq: bool = False
+
+
+class StorageProviderView(BaseModel):
+    """Where a knowledge base's files are kept: the deployment's store (``local`` embedded, ``s3`` on AWS)."""
+
+    provider: str
 
 
 class KnowledgeBaseView(BaseModel):
@@ -60,21 +71,29 @@ class KnowledgeBaseView(BaseModel):
     type: Literal["document", "faq"] = "document"
     is_temporary: bool = False
     tenant_id: int
+    creator_id: str = ""
     chunking_config: ChunkingConfigView
-    image_processing_config: ModelRef = Field(default_factory=ModelRef)
+    image_processing_config: dict[str, Any] = Field(default_factory=lambda: {"model_id": ""})
     embedding_model_id: str
     summary_model_id: str = ""
-    vlm_config: EnabledModel = Field(default_factory=EnabledModel)
-    extract_config: ExtractConfigView | None = None
+    vlm_config: dict[str, Any] = Field(default_factory=lambda: {"enabled": False, "model_id": ""})
+    asr_config: dict[str, Any] = Field(default_factory=lambda: {"enabled": False, "model_id": ""})
+    storage_provider_config: StorageProviderView
+    storage_config: StorageProviderView
+    extract_config: dict[str, Any] | None = None
     faq_config: dict[str, Any] | None = None
     question_generation_config: dict[str, Any] | None = None
     auto_tag_config: dict[str, Any] | None = None
+    wiki_config: dict[str, Any] | None = None
+    indexing_strategy: IndexingStrategyView
+    capabilities: CapabilitiesView
     is_pinned: bool = False
     pinned_at: str | None = None
     knowledge_count: int
     chunk_count: int
     processing_count: int = 0
     is_processing: bool = False
+    share_count: int = 0
     created_at: str
     updated_at: str
     deleted_at: str | None = None
@@ -93,19 +112,62 @@ class KnowledgeBaseView(BaseModel):
         kb: KnowledgeBase,
         chunking: ChunkingConfigView,
         *,
+        storage_provider: str,
         knowledge_count: int,
         chunk_count: int = 0,
         processing_count: int = 0,
     ) -> KnowledgeBaseView:
-        """The view of ``kb`` with its chunking settings and document counts."""
+        """The view of ``kb`` with the deployment's chunking and storage, and its document counts.
+
+        The knowledge base's own chunk size and overlap replace the deployment's; the settings a client sent that
+        ragline keeps without acting on come back as sent.
+        """
+        settings = kb.settings
+        sent: dict[str, Any] = settings.client_config
+        sent_chunking = sent.get("chunking_config") or {}
+        chunking = chunking.model_copy(
+            update={
+                **{k: v for k, v in sent_chunking.items() if k not in ChunkingConfigView.model_fields},
+                "chunk_size": settings.chunk_size or chunking.chunk_size,
+                "child_chunk_size": settings.chunk_size or chunking.child_chunk_size,
+                "chunk_overlap": settings.chunk_overlap,
+                "separators": sent_chunking.get("separators") or chunking.separators,
+            }
+        )
+        storage = StorageProviderView(provider=storage_provider)
+        kb_type = "faq" if sent.get("type") == "faq" else "document"
+        extract = sent.get("extract_config")
+        if kb.graph_extraction_enabled:
+            extract = {**(extract or {}), "enabled": True}
+        optional = {
+            key: sent[key]
+            for key in ("image_processing_config", "vlm_config", "asr_config")
+            if isinstance(sent.get(key), dict)
+        }
         return cls(
             id=kb.id,
             name=kb.name,
             description=kb.description,
+            type=kb_type,
+            is_temporary=bool(sent.get("is_temporary", False)),
             tenant_id=tenant_number(kb.tenant_id),
+            creator_id=settings.creator_id,
             chunking_config=chunking,
             embedding_model_id=kb.embedding_model,
-            extract_config=ExtractConfigView(enabled=True) if kb.graph_extraction_enabled else None,
+            summary_model_id=settings.summary_model_id,
+            storage_provider_config=storage,
+            storage_config=storage,
+            extract_config=extract,
+            faq_config=sent.get("faq_config"),
+            question_generation_config=sent.get("question_generation_config"),
+            auto_tag_config=sent.get("auto_tag_config"),
+            wiki_config=sent.get("wiki_config"),
+            indexing_strategy=IndexingStrategyView(
+                wiki_enabled=kb.wiki_enabled, graph_enabled=kb.graph_extraction_enabled
+            ),
+            capabilities=CapabilitiesView(
+                wiki=kb.wiki_enabled, graph=kb.graph_extraction_enabled, faq=kb_type == "faq"
+            ),
             is_pinned=kb.pinned_at is not None,
             pinned_at=kb.pinned_at,
             knowledge_count=knowledge_count,
@@ -120,6 +182,7 @@ class KnowledgeBaseView(BaseModel):
             graph_extraction_enabled=kb.graph_extraction_enabled,
             language=kb.language,
             embedding_model_auto=kb.embedding_model_auto,
+            **optional,
         )
 
 

@@ -143,6 +143,9 @@ def opensearch_client(aws: AwsSettings, session: boto3.Session) -> Any:
 class LazyEngine:
     """The search engine, built on first use: a function that never searches never imports the client."""
 
+    # What it is once built (the AWS runtime builds OpenSearch), said without building it.
+    engine_name = "opensearch"
+
     def __init__(self, factory: Callable[[], RetrieveEngine]) -> None:
         """An engine built by ``factory`` on first use."""
         self._factory = factory

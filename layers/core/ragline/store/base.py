@@ -12,6 +12,7 @@ from ragline.store.models import (
     DocumentStatus,
     DocumentTotals,
     KnowledgeBase,
+    KnowledgeBaseSettings,
     Message,
     Session,
     SummaryStatus,
@@ -56,6 +57,7 @@ class KnowledgeStore(Protocol):
         wiki_enabled: bool = False,
         graph_extraction_enabled: bool = False,
         embedding_model_auto: bool = False,
+        settings: KnowledgeBaseSettings | None = None,
     ) -> KnowledgeBase:
         """A new knowledge base of the tenant; a name the tenant already uses raises :class:`DuplicateName`."""
         ...
@@ -101,10 +103,11 @@ class KnowledgeStore(Protocol):
         name: str | None = None,
         description: str | None = None,
         pinned: bool | None = None,
+        settings: KnowledgeBaseSettings | None = None,
     ) -> KnowledgeBase | None:
-        """Rename, re-describe, pin or unpin a knowledge base (None: not this tenant's).
+        """Rename, re-describe, pin, unpin or re-set a knowledge base (None: not this tenant's).
 
-        Renames, re-describes, pins or unpins a knowledge base (None: not this tenant's); a name taken by another of the
+        ``settings`` replaces the stored settings whole. A name taken by another of the
         tenant's knowledge bases raises :class:`DuplicateName`.
         """
         ...

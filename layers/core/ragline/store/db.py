@@ -184,6 +184,7 @@ _ADDED_COLUMNS = (
     ("knowledge_bases", "language", "TEXT NOT NULL DEFAULT ''"),
     ("knowledge_bases", "embedding_model_auto", "INTEGER NOT NULL DEFAULT 0"),
     ("knowledge_bases", "pinned_at", "TEXT"),
+    ("knowledge_bases", "settings", "TEXT NOT NULL DEFAULT '{}'"),
     # Document statuses: rows from before them were indexed when stored.
     ("documents", "status", "TEXT NOT NULL DEFAULT 'indexed'"),
     ("documents", "reason", "TEXT NOT NULL DEFAULT ''"),

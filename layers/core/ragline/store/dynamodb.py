@@ -26,6 +26,7 @@ from ragline.store.models import (
     DocumentTotals,
     DuplicateName,
     KnowledgeBase,
+    KnowledgeBaseSettings,
     Message,
     Session,
     SummaryStatus,
@@ -169,6 +170,7 @@ class DynamoKnowledgeStore:
         wiki_enabled: bool = False,
         graph_extraction_enabled: bool = False,
         embedding_model_auto: bool = False,
+        settings: KnowledgeBaseSettings | None = None,
     ) -> KnowledgeBase:
         """A new knowledge base of the tenant; a name the tenant already uses raises :class:`DuplicateName`."""
         kb = KnowledgeBase(
@@ -181,6 +183,7 @@ class DynamoKnowledgeStore:
             wiki_enabled=wiki_enabled,
             graph_extraction_enabled=graph_extraction_enabled,
             embedding_model_auto=embedding_model_auto,
+            settings=settings or KnowledgeBaseSettings(),
         )
         client, table = self._table.meta.client, self._table.name
         try:
@@ -295,8 +298,12 @@ class DynamoKnowledgeStore:
         name: str | None = None,
         description: str | None = None,
         pinned: bool | None = None,
+        settings: KnowledgeBaseSettings | None = None,
     ) -> KnowledgeBase | None:
-        """Rename, re-describe, pin or unpin a knowledge base; None when it is not this tenant's."""
+        """Rename, re-describe, pin, unpin or re-set (``settings``, replaced whole) a knowledge base.
+
+        None when it is not this tenant's.
+        """
         kb = self.knowledge_base(tenant_id, kb_id)
         if kb is None:
             return None
@@ -307,9 +314,9 @@ class DynamoKnowledgeStore:
             changes["name"] = name
         if description is not None and description != kb.description:
             changes["description"] = description
-        if not changes:
+        if not changes and (settings is None or settings == kb.settings):
             return kb
-        updated = kb.model_copy(update=changes)
+        updated = kb.model_copy(update={**changes, **({"settings": settings} if settings is not None else {})})
         client, table = self._table.meta.client, self._table.name
         writes: list[dict[str, Any]] = [
             {

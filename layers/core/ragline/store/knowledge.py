@@ -16,6 +16,7 @@ from ragline.store.models import (
     DocumentTotals,
     DuplicateName,
     KnowledgeBase,
+    KnowledgeBaseSettings,
     SummaryStatus,
     document_changes,
     retagged,
@@ -67,6 +68,7 @@ class SqliteKnowledgeStore:
         wiki_enabled: bool = False,
         graph_extraction_enabled: bool = False,
         embedding_model_auto: bool = False,
+        settings: KnowledgeBaseSettings | None = None,
     ) -> KnowledgeBase:
         """A new knowledge base of the tenant; a name the tenant already uses raises :class:`DuplicateName`."""
         if self.knowledge_base_by_name(tenant_id, name) is not None:
@@ -81,10 +83,12 @@ class SqliteKnowledgeStore:
             wiki_enabled=wiki_enabled,
             graph_extraction_enabled=graph_extraction_enabled,
             embedding_model_auto=embedding_model_auto,
+            settings=settings or KnowledgeBaseSettings(),
         )
         self._db.execute(
             "INSERT INTO knowledge_bases (id, tenant_id, name, description, embedding_model, created_at, wiki_enabled,"
-            " graph_extraction_enabled, embedding_model_auto, language) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " graph_extraction_enabled, embedding_model_auto, language, settings)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 kb.id,
                 kb.tenant_id,
@@ -96,6 +100,7 @@ class SqliteKnowledgeStore:
                 int(kb.graph_extraction_enabled),
                 int(kb.embedding_model_auto),
                 kb.language,
+                kb.settings.model_dump_json(),
             ),
         )
         return kb
@@ -361,8 +366,12 @@ class SqliteKnowledgeStore:
         name: str | None = None,
         description: str | None = None,
         pinned: bool | None = None,
+        settings: KnowledgeBaseSettings | None = None,
     ) -> KnowledgeBase | None:
-        """Rename, re-describe, pin or unpin a knowledge base; None when it is not this tenant's."""
+        """Rename, re-describe, pin, unpin or re-set (``settings``, replaced whole) a knowledge base.
+
+        None when it is not this tenant's.
+        """
         with self._db.transaction() as conn:
             kb = self.knowledge_base(tenant_id, kb_id)
             if kb is None:
@@ -377,13 +386,15 @@ class SqliteKnowledgeStore:
                 changes["name"] = name
             if description is not None and description != kb.description:
                 changes["description"] = description
+            if settings is not None and settings != kb.settings:
+                changes["settings"] = settings.model_dump_json()
             if changes:
                 assignments = ", ".join(f"{column} = ?" for column in changes)
                 conn.execute(
                     f"UPDATE knowledge_bases SET {assignments} WHERE id = ? AND tenant_id = ?",
                     (*changes.values(), kb_id, tenant_id),
                 )
-        return kb.model_copy(update=changes)
+        return _kb({**kb.model_dump(), **changes}) if changes else kb
 
     def delete_knowledge_base(self, tenant_id: str, kb_id: str) -> bool:
         """Removes the knowledge base.

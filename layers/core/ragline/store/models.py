@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, PlainSerializer, model_validator
 
 from ragline.store.ids import new_id, utc_now
 
@@ -31,6 +32,38 @@ def generate_key() -> str:
     return "rl-" + secrets.token_urlsafe(24)
 
 
+class KnowledgeBaseSettings(BaseModel):
+    """What a client chose for a knowledge base beyond ragline's switches.
+
+    The chunking ragline honours (``chunk_size``, ``chunk_overlap``), the chat model picked for it, who made it, and
+    the rest of WeKnora's settings (``indexing_strategy``, ``wiki_config``, ``storage_provider_config``, …) as sent:
+    ragline stores and returns them so WeKnora's web app finds the knowledge base as it configured it.
+    """
+
+    # Characters per chunk; None: the deployment's (``ingestion.chunk_size``).
+    chunk_size: int | None = None
+    # Characters a chunk repeats of the one before it (within a section).
+    chunk_overlap: int = 0
+    summary_model_id: str = ""
+    # The account that made it ("" when an API key did).
+    creator_id: str = ""
+    client_config: dict[str, Any] = Field(default_factory=dict)
+
+
+def _settings_from_storage(value: Any) -> Any:
+    # Both stores keep the settings as one JSON string (a DynamoDB map would turn numbers into Decimals).
+    if isinstance(value, str):
+        return json.loads(value) if value else {}
+    return value
+
+
+StoredSettings = Annotated[
+    KnowledgeBaseSettings,
+    BeforeValidator(_settings_from_storage),
+    PlainSerializer(lambda settings: settings.model_dump_json(), return_type=str),
+]
+
+
 class KnowledgeBase(BaseModel):
     """A knowledge base: a tenant's collection of documents searched together, with one embedding model."""
 
@@ -50,6 +83,7 @@ class KnowledgeBase(BaseModel):
     embedding_model_auto: bool = False
     # When it was pinned to the top of its tenant's list; None when it is not pinned.
     pinned_at: str | None = None
+    settings: StoredSettings = Field(default_factory=KnowledgeBaseSettings)
 
 
 class DocumentStatus(StrEnum):

@@ -30,6 +30,9 @@ def _checked(value: str) -> str:
 class OriginalStore(Protocol):
     """The received bytes of each document, by tenant and document id."""
 
+    # Where they are kept, by WeKnora's name of a storage engine ("local", "s3").
+    provider: str
+
     def save(self, tenant_id: str, document_id: str, data: bytes) -> None:
         """Store the original's bytes, replacing any kept before."""
         ...
@@ -57,6 +60,8 @@ class OriginalStore(Protocol):
 
 class FileOriginalStore:
     """``<root>/<tenant>/<document>`` (the embedded runtime: ``<data_dir>/originals``), written atomically."""
+
+    provider = "local"
 
     def __init__(self, root: Path) -> None:
         """Originals kept as files under ``root``."""
@@ -133,6 +138,8 @@ class FileOriginalStore:
 
 class S3OriginalStore:
     """``s3://<bucket>/originals/<tenant>/<document>``; ``presigner`` (an S3 client with SigV4) signs links."""
+
+    provider = "s3"
 
     def __init__(
         self, s3_client: Any, bucket: str, prefix: str = DEFAULT_PREFIX, *, presigner: Any = None, url_ttl_s: int = 900

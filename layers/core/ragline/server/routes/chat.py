@@ -125,11 +125,11 @@ async def _accept(
         )
     if body.tags or body.tag_ids:
         refs = [*(body.tags or []), *(body.tag_ids or [])]
-        body = body.model_copy(
-            update={
-                "tags": await asyncio.to_thread(tag_filter, container, session.tenant_id, body.scope(session)[0], refs)
-            }
-        )
+
+        def tags_of(body: QuestionBody = body) -> list[str]:
+            return tag_filter(container, session.tenant_id, container.turns.scope(session, body)[0], refs)
+
+        body = body.model_copy(update={"tags": await asyncio.to_thread(tags_of)})
     try:
         turn = await container.turns.accept(session, body, user_id, agent_requested=agent_requested)
     except UnknownKnowledgeBase as exc:

@@ -11,33 +11,66 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi import Query as QueryParam
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragline.container import Container
 from ragline.ingest.language import resolve_embedding_model
 from ragline.runtime.search import SearchBody
 from ragline.runtime.suggestions import suggested_questions
 from ragline.runtime.turns import Query
-from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
+from ragline.server.deps import ContainerDep, TenantDep, account_id_of, knowledge_base_of
 from ragline.server.errors import ApiError, not_found, parse_body
 from ragline.server.records import ChunkingConfigView, KnowledgeBaseView, SearchResultView
 from ragline.server.routes.search import run_search
 from ragline.server.routes.tags import tag_filter
 from ragline.server.views import Done, Envelope
 from ragline.server.wire import log_ignored
-from ragline.store.models import DocumentTotals, DuplicateName, KnowledgeBase, Tenant
+from ragline.store.models import DocumentTotals, DuplicateName, KnowledgeBase, KnowledgeBaseSettings, Tenant
 from ragline.types.text import Identifier, IdList, PlainName, PlainText
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/knowledge-bases", tags=["knowledge bases"])
 
 Config = dict[str, Any] | None
+# A chunk's size in characters, when a knowledge base chooses its own (WeKnora's web app offers 100-4000).
+MIN_CHUNK_SIZE = 50
+MAX_CHUNK_SIZE = 8192
+
+
+class ChunkingBody(BaseModel):
+    """WeKnora's ``chunking_config``: size and overlap are honoured, the rest is kept and returned as sent."""
+
+    model_config = ConfigDict(extra="allow")
+    # Characters; 0 (what WeKnora's Go client sends when unset): the deployment's size.
+    chunk_size: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
+    chunk_overlap: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
+    separators: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _sizes(self) -> ChunkingBody:
+        if 0 < self.chunk_size < MIN_CHUNK_SIZE:
+            raise ValueError(f"chunk_size must be 0 (the deployment's) or at least {MIN_CHUNK_SIZE}")
+        if self.chunk_overlap and self.chunk_overlap >= (self.chunk_size or MIN_CHUNK_SIZE):
+            raise ValueError("chunk_overlap must be smaller than chunk_size")
+        return self
+
+
+class IndexingStrategyBody(BaseModel):
+    """WeKnora's ``indexing_strategy``: the wiki and graph switches act; vector and keyword search are always kept."""
+
+    model_config = ConfigDict(extra="forbid")
+    vector_enabled: bool = True
+    keyword_enabled: bool = True
+    wiki_enabled: bool = False
+    graph_enabled: bool = False
 
 
 class KnowledgeBaseBody(BaseModel):
     """WeKnora's knowledge base and ragline's switches.
 
-    WeKnora's knowledge base (its Go client sends the whole object, read-only fields included) and ragline's switches.
+    Everything WeKnora's web app and Go client send (the Go client sends the whole object back, read-only fields
+    included). ragline acts on the name, description, embedding model, chunk size and overlap, and the wiki and graph
+    switches; it keeps the other settings (``summary_model_id``, ``wiki_config``, ``vlm_config``, …) and returns them.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -49,64 +82,97 @@ class KnowledgeBaseBody(BaseModel):
     # ragline's choice of model (an id, or minilm / e5; unknown: 422). Neither this nor a known
     # embedding_model_id: the documents' language picks it (MiniLM for English, e5 for Chinese or mixed).
     embedding_model: str | None = Field(default=None, max_length=200)
-    # Graph extraction is on when ``extract_config.enabled`` is.
+    # Graph extraction is on when ``extract_config.enabled`` (or ``indexing_strategy.graph_enabled``) is.
     extract_config: Config = None
-    # Accepted and not acted on: ragline chunks, parses and stores the same way for every knowledge base.
+    indexing_strategy: IndexingStrategyBody | None = None
+    chunking_config: ChunkingBody | None = None
+    summary_model_id: str = Field(default="", max_length=200)
+    # Kept and returned as sent: ragline parses, stores and searches the same way whatever they say.
     type: Literal["document", "faq", ""] = "document"
     is_temporary: bool = False
-    chunking_config: Config = None
     image_processing_config: Config = None
-    summary_model_id: Identifier = ""
     vlm_config: Config = None
     asr_config: Config = None
     storage_provider_config: Config = None
     storage_config: Config = None
+    storage_backend_id: str | None = Field(default=None, max_length=200)
     cos_config: Config = None
     faq_config: Config = None
     question_generation_config: Config = None
     auto_tag_config: Config = None
+    wiki_config: Config = None
     vector_store_id: Identifier | None = None
     # Read-only fields of the object WeKnora's Go client sends back: never taken from a request.
     id: Identifier = ""
     tenant_id: int | Identifier | None = None
+    creator_id: Identifier | None = None
+    creator_name: str | None = Field(default=None, max_length=500)
     is_pinned: bool = False
+    pinned_at: Identifier | None = None
     created_at: Identifier | None = None
     updated_at: Identifier | None = None
+    deleted_at: Identifier | None = None
     knowledge_count: int = 0
     chunk_count: int = 0
     is_processing: bool = False
     processing_count: int = 0
+    share_count: int = 0
+    capabilities: Config = None
 
 
-IGNORED_FIELDS = (
+# Settings kept as sent and returned (WeKnora's names), beside those ragline acts on.
+KEPT_SETTINGS = (
     "type",
     "is_temporary",
     "chunking_config",
     "image_processing_config",
-    "summary_model_id",
     "vlm_config",
     "asr_config",
-    "storage_provider_config",
-    "storage_config",
+    "storage_backend_id",
     "cos_config",
     "faq_config",
     "question_generation_config",
     "auto_tag_config",
+    "wiki_config",
+    "extract_config",
     "vector_store_id",
+)
+# Taken from WeKnora's record and never acted on: the storage is the deployment's, the rest is read-only.
+IGNORED_FIELDS = (
+    "storage_provider_config",
+    "storage_config",
     "id",
     "tenant_id",
+    "creator_id",
+    "creator_name",
     "is_pinned",
+    "pinned_at",
     "created_at",
     "updated_at",
+    "deleted_at",
     "knowledge_count",
     "chunk_count",
     "is_processing",
     "processing_count",
+    "share_count",
+    "capabilities",
 )
 
 
+def settings_of(
+    sent: dict[str, Any], chunking: ChunkingBody | None, base: KnowledgeBaseSettings
+) -> KnowledgeBaseSettings:
+    """``base`` with what a client sent: its chunk size and overlap, and its other settings kept as sent."""
+    client_config = {**base.client_config, **{k: v for k, v in sent.items() if v is not None}}
+    update: dict[str, Any] = {"client_config": client_config}
+    if chunking is not None:
+        update["chunk_size"] = chunking.chunk_size or None
+        update["chunk_overlap"] = chunking.chunk_overlap
+    return base.model_copy(update=update)
+
+
 def chunking_of(container: Container) -> ChunkingConfigView:
-    """The deployment's chunking settings, as every knowledge base shows them."""
+    """The deployment's chunking settings, which a knowledge base's own size and overlap replace."""
     ingestion = container.config.ingestion
     return ChunkingConfigView(
         chunk_size=ingestion.chunk_size,
@@ -115,12 +181,18 @@ def chunking_of(container: Container) -> ChunkingConfigView:
     )
 
 
+def storage_provider(container: Container) -> str:
+    """Where this deployment keeps the files documents were made from (``local``, ``s3``)."""
+    return container.originals.provider if container.originals is not None else "local"
+
+
 def knowledge_base_view(container: Container, kb: KnowledgeBase, knowledge_count: int) -> KnowledgeBaseView:
     """The view of ``kb``, its documents counted whole (none to count when ``knowledge_count`` is 0)."""
     totals = container.knowledge.document_totals(kb.tenant_id, kb.id) if knowledge_count else DocumentTotals()
     return KnowledgeBaseView.of(
         kb,
         chunking_of(container),
+        storage_provider=storage_provider(container),
         knowledge_count=totals.documents,
         chunk_count=totals.chunks,
         processing_count=totals.processing,
@@ -129,24 +201,34 @@ def knowledge_base_view(container: Container, kb: KnowledgeBase, knowledge_count
 
 @router.post("", status_code=201)
 def create_knowledge_base(
-    body: KnowledgeBaseBody, tenant: TenantDep, container: ContainerDep
+    body: KnowledgeBaseBody, request: Request, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
     """Create a knowledge base; its embedding model is chosen by its documents' language unless named."""
     log_ignored(body, IGNORED_FIELDS, "create knowledge base")
+    sent = body.model_dump(include=set(KEPT_SETTINGS), exclude_unset=True)
+    settings = settings_of(sent, body.chunking_config, KnowledgeBaseSettings(creator_id=account_id_of(request)))
+    settings.summary_model_id = body.summary_model_id
     embedder = _embedding_model(container, body.embedding_model) if body.embedding_model else body.embedding_model_id
     if embedder and not container.models.has_embedder(embedder):
         logger.debug("create knowledge base: unknown embedding_model_id %r, chosen by language", embedder)
         embedder = ""
-    graph = body.graph_extraction_enabled or bool((body.extract_config or {}).get("enabled"))
+    strategy = body.indexing_strategy
+    graph = (
+        body.graph_extraction_enabled
+        or bool((body.extract_config or {}).get("enabled"))
+        or (strategy is not None and strategy.graph_enabled)
+    )
+    wiki = body.wiki_enabled or (strategy is not None and strategy.wiki_enabled)
     try:
         kb = container.knowledge.create_knowledge_base(
             tenant.id,
             body.name.strip(),
             embedder or container.models.default_embedder_id,
             body.description,
-            wiki_enabled=body.wiki_enabled,
+            wiki_enabled=wiki,
             graph_extraction_enabled=graph,
             embedding_model_auto=not embedder,
+            settings=settings,
         )
     except DuplicateName:
         raise ApiError(409, "duplicate_name", f"a knowledge base named {body.name!r} exists", "name") from None
@@ -256,6 +338,7 @@ def duplicate_knowledge_base(
                 wiki_enabled=kb.wiki_enabled,
                 graph_extraction_enabled=kb.graph_extraction_enabled,
                 embedding_model_auto=kb.embedding_model_auto,
+                settings=kb.settings.model_copy(update={"creator_id": account_id_of(request)}),
             )
             break
         except DuplicateName:
@@ -393,29 +476,47 @@ async def _hybrid_search(kb_id: str, request: Request, tenant: Tenant, container
     return await run_search(container, tenant.id, search)
 
 
-class KnowledgeBaseUpdateBody(BaseModel):
-    """WeKnora's update.
+class KnowledgeBaseConfigBody(BaseModel):
+    """WeKnora's update ``config``: chunk size and overlap act on later uploads; the rest is kept as sent."""
 
-    A name, a description and a ``config`` (chunking, image processing, FAQ, …) that ragline accepts and does not act
-    on: its chunking is the same for every knowledge base.
-    """
+    model_config = ConfigDict(extra="forbid")
+    chunking_config: ChunkingBody | None = None
+    image_processing_config: Config = None
+    faq_config: Config = None
+    wiki_config: Config = None
+    auto_tag_config: Config = None
+    indexing_strategy: IndexingStrategyBody | None = None
+
+
+class KnowledgeBaseUpdateBody(BaseModel):
+    """WeKnora's update: a name, a description and a ``config``."""
 
     model_config = ConfigDict(extra="forbid")
     name: PlainName = Field(min_length=1, max_length=200)
     description: PlainText | None = Field(default=None, max_length=2000)
-    config: Config = None
+    config: KnowledgeBaseConfigBody | None = None
 
 
 @router.put("/{kb_id}")
 def update_knowledge_base(
     kb_id: str, body: KnowledgeBaseUpdateBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[KnowledgeBaseView]:
-    """Rename or re-describe a knowledge base; a name the tenant already uses is refused (409)."""
-    log_ignored(body, ("config",), "update knowledge base")
-    knowledge_base_of(container, tenant, kb_id)
+    """Rename, re-describe or re-configure a knowledge base; a name the tenant already uses is refused (409).
+
+    A new chunk size or overlap applies to documents uploaded (or parsed again) after it.
+    """
+    current = knowledge_base_of(container, tenant, kb_id)
+    settings = None
+    if body.config is not None:
+        sent = body.config.model_dump(exclude={"indexing_strategy"}, exclude_unset=True)
+        settings = settings_of(sent, body.config.chunking_config, current.settings)
+        if body.config.indexing_strategy is not None:
+            # Switching the wiki boost or graph extraction on or off is not served by an update (ragline's are set
+            # when the knowledge base is made): the strategy is kept, the record keeps saying what is in force.
+            log_ignored(body.config, ("indexing_strategy",), "update knowledge base")
     try:
         kb = container.knowledge.update_knowledge_base(
-            tenant.id, kb_id, name=body.name.strip(), description=body.description
+            tenant.id, kb_id, name=body.name.strip(), description=body.description, settings=settings
         )
     except DuplicateName:
         raise ApiError(409, "duplicate_name", f"a knowledge base named {body.name!r} exists", "name") from None

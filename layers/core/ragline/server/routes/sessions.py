@@ -43,6 +43,18 @@ PageNumber = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
 
 
+class SessionAgentConfig(BaseModel):
+    """WeKnora's web app's ``agent_config`` of a new session.
+
+    Its knowledge bases become the session's (when ``knowledge_base_ids`` names none); the rest (iterations,
+    temperature, tools of agent mode, which ragline does not have) is accepted and not acted on.
+    """
+
+    model_config = ConfigDict(extra="allow")
+    knowledge_bases: list[str] = Field(default_factory=list, max_length=100)
+    knowledge_ids: list[str] = Field(default_factory=list, max_length=1000)
+
+
 class SessionBody(BaseModel):
     """WeKnora's session (a title and a description) and the knowledge bases ragline searches by default."""
 
@@ -50,16 +62,20 @@ class SessionBody(BaseModel):
     knowledge_base_ids: IdList = Field(default_factory=list)
     title: PlainName = Field(default="", max_length=200)
     description: PlainText = Field(default="", max_length=2000)
+    agent_config: SessionAgentConfig | None = None
 
 
 @router.post("", status_code=201)
 def create_session(body: SessionBody, tenant: TenantDep, container: ContainerDep) -> Envelope[SessionView]:
     """Create a session over the tenant's knowledge bases (an unknown one is a 404)."""
-    ids = list(dict.fromkeys(body.knowledge_base_ids))
+    field, ids = "knowledge_base_ids", list(dict.fromkeys(body.knowledge_base_ids))
+    if not ids and body.agent_config is not None:
+        log_ignored(body.agent_config, tuple(body.agent_config.model_extra or ()), "create session agent_config")
+        field, ids = "agent_config.knowledge_bases", list(dict.fromkeys(body.agent_config.knowledge_bases))
     found = {kb.id for kb in container.knowledge.knowledge_bases(tenant.id, ids)}
     for kb_id in ids:
         if kb_id not in found:
-            raise not_found(f"knowledge base {kb_id}", "knowledge_base_ids")
+            raise not_found(f"knowledge base {kb_id}", field)
     session = container.sessions.create_session(tenant.id, ids, title=body.title, description=body.description)
     return Envelope(data=SessionView.of(session))
 
