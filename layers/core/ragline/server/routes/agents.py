@@ -94,13 +94,13 @@ def _agent(container: Container, tenant: Tenant, agent_id: str) -> AgentView:
 
 
 @router.get("/agents")
-async def list_agents(tenant: TenantDep, container: ContainerDep) -> AgentList:
+def list_agents(tenant: TenantDep, container: ContainerDep) -> AgentList:
     """The built-in quick-answer agent (ragline has no other)."""
     return AgentList(data=[quick_answer(container, tenant)])
 
 
 @router.get("/agents/{agent_id}")
-async def get_agent(agent_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[AgentView]:
+def get_agent(agent_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[AgentView]:
     """One agent: only ``builtin-quick-answer`` exists (another id is a 404 naming ``agent_id``)."""
     return Envelope(data=_agent(container, tenant, agent_id))
 
@@ -130,7 +130,7 @@ def _ids(raw: str) -> list[str]:
 
 
 @router.get("/agents/{agent_id}/suggested-questions")
-async def agent_suggested_questions(
+def agent_suggested_questions(
     agent_id: str,
     tenant: TenantDep,
     container: ContainerDep,
@@ -196,7 +196,7 @@ def _suggestions(container: Container, tenant: Tenant, session_id: str, message_
 
 
 @router.get("/sessions/{session_id}/messages/{message_id}/suggestions")
-async def message_suggestions(
+def message_suggestions(
     session_id: str, message_id: str, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[SuggestionSet]:
     """An answer's follow-up suggestions: none, the set says they are off (ragline does not generate them)."""
@@ -204,7 +204,7 @@ async def message_suggestions(
 
 
 @router.post("/sessions/{session_id}/messages/{message_id}/suggestions")
-async def ensure_message_suggestions(
+def ensure_message_suggestions(
     session_id: str,
     message_id: str,
     tenant: TenantDep,

@@ -126,7 +126,7 @@ async def _accept(
     if body.tags or body.tag_ids:
         refs = [*(body.tags or []), *(body.tag_ids or [])]
 
-        def tags_of(body: QuestionBody = body) -> list[str]:
+        def tags_of(body: QuestionBody = body) -> list[str] | None:
             return tag_filter(container, session.tenant_id, container.turns.scope(session, body)[0], refs)
 
         body = body.model_copy(update={"tags": await asyncio.to_thread(tags_of)})

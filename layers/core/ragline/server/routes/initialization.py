@@ -8,8 +8,7 @@ keeps the rest as sent. Ollama, remote-model checks and the other setup routes o
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,7 +31,7 @@ class ModelIds(BaseModel):
 
 
 @router.get("/config/{kb_id}")
-async def model_config(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[ModelIds]:
+def model_config(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[ModelIds]:
     """The knowledge base's chat model (as chosen, else the deployment's) and embedding model."""
     kb = knowledge_base_of(container, tenant, kb_id)
     chat = kb.settings.summary_model_id or container.models.default_chat_model_id
@@ -45,7 +44,7 @@ class DocumentSplitting(BaseModel):
     model_config = ConfigDict(extra="allow")
     chunkSize: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
     chunkOverlap: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
-    separators: list[str] | None = None
+    separators: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=50)
 
 
 class ModelConfigBody(BaseModel):
@@ -60,7 +59,7 @@ class ModelConfigBody(BaseModel):
 
 
 @router.put("/config/{kb_id}")
-async def update_model_config(
+def update_model_config(
     kb_id: str, body: ModelConfigBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[ModelIds]:
     """Save the knowledge base's chat model, chunking and (when it changes) embedding model.
@@ -87,7 +86,7 @@ async def update_model_config(
     if embedder and embedder != kb.embedding_model:
         if not container.models.has_embedder(embedder):
             raise ApiError(422, "invalid_field", f"unknown embedding model {embedder!r}", "embeddingModelId")
-        kb = await asyncio.to_thread(container.ingest.change_embedding_model, kb, embedder)
+        kb = container.ingest.change_embedding_model(kb, embedder)
     updated = container.knowledge.update_knowledge_base(tenant.id, kb.id, settings=settings)
     if updated is None:
         raise not_found("knowledge base", "kb_id")

@@ -44,7 +44,7 @@ class ChunkingBody(BaseModel):
     # Characters; 0 (what WeKnora's Go client sends when unset): the deployment's size.
     chunk_size: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
     chunk_overlap: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
-    separators: list[str] | None = None
+    separators: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=50)
 
     @model_validator(mode="after")
     def _sizes(self) -> ChunkingBody:

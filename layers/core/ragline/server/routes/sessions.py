@@ -51,8 +51,8 @@ class SessionAgentConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="allow")
-    knowledge_bases: list[str] = Field(default_factory=list, max_length=100)
-    knowledge_ids: list[str] = Field(default_factory=list, max_length=1000)
+    knowledge_bases: list[Identifier] = Field(default_factory=list, max_length=100)
+    knowledge_ids: list[Identifier] = Field(default_factory=list, max_length=1000)
 
 
 class SessionBody(BaseModel):

@@ -68,7 +68,7 @@ class Capabilities(BaseModel):
 
 
 @router.get("/capabilities")
-async def capabilities(tenant: TenantDep) -> Envelope[Capabilities]:
+def capabilities(tenant: TenantDep) -> Envelope[Capabilities]:
     """Which of WeKnora's features this deployment serves (the web app hides the others)."""
     del tenant
     return Envelope(
@@ -111,7 +111,7 @@ def _engines(container: Container) -> tuple[str, str, str]:
 
 
 @router.get("/info")
-async def system_info(tenant: TenantDep, container: ContainerDep) -> Envelope[SystemInfo]:
+def system_info(tenant: TenantDep, container: ContainerDep) -> Envelope[SystemInfo]:
     """Ragline's version, its search and graph engines, and how long this process has run."""
     del tenant
     keyword, vector, graph = _engines(container)
@@ -156,7 +156,7 @@ def file_types(container: Container) -> list[str]:
 
 
 @router.get("/parser-engines")
-async def parser_engines(tenant: TenantDep, container: ContainerDep) -> ParserEngines:
+def parser_engines(tenant: TenantDep, container: ContainerDep) -> ParserEngines:
     """Ragline's own readers, in-process: one engine for every file type it reads (no remote document reader)."""
     del tenant
     engine = ParserEngine(
@@ -186,7 +186,7 @@ class StorageStatus(BaseModel):
 
 
 @router.get("/storage-engine-status")
-async def storage_engine_status(tenant: TenantDep, container: ContainerDep) -> Envelope[StorageStatus]:
+def storage_engine_status(tenant: TenantDep, container: ContainerDep) -> Envelope[StorageStatus]:
     """Where the files documents are made from are kept: ``local`` embedded, ``s3`` on AWS; no other engine."""
     del tenant
     own = storage_provider(container)

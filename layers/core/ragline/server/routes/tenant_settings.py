@@ -85,7 +85,7 @@ KEYS = {
 
 
 @router.get("/{key}")
-async def tenant_setting(key: str, tenant: TenantDep, container: ContainerDep) -> Envelope[dict[str, Any]]:
+def tenant_setting(key: str, tenant: TenantDep, container: ContainerDep) -> Envelope[dict[str, Any]]:
     """The setting ``key`` in force for the tenant (the deployment's); an unknown key is a 400 naming ``key``."""
     del tenant
     read = KEYS.get(key)

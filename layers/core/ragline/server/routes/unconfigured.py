@@ -42,28 +42,28 @@ class Organizations(BaseModel):
 
 
 @router.get("/organizations")
-async def organizations(tenant: TenantDep) -> Envelope[Organizations]:
+def organizations(tenant: TenantDep) -> Envelope[Organizations]:
     """The caller's organizations: none (ragline has no shared spaces)."""
     del tenant
     return Envelope(data=Organizations())
 
 
 @router.get("/shared-knowledge-bases")
-async def shared_knowledge_bases(tenant: TenantDep) -> Empty:
+def shared_knowledge_bases(tenant: TenantDep) -> Empty:
     """Knowledge bases shared with the caller through organizations: none."""
     del tenant
     return _none()
 
 
 @router.get("/shared-agents")
-async def shared_agents(tenant: TenantDep) -> Empty:
+def shared_agents(tenant: TenantDep) -> Empty:
     """Agents shared with the caller through organizations: none."""
     del tenant
     return _none()
 
 
 @router.get("/user/favorites")
-async def favorites(tenant: TenantDep, type: Annotated[Literal["kb", "agent"] | None, QueryParam()] = None) -> Empty:
+def favorites(tenant: TenantDep, type: Annotated[Literal["kb", "agent"] | None, QueryParam()] = None) -> Empty:
     """The caller's favourite knowledge bases or agents: none (ragline pins knowledge bases instead)."""
     del tenant, type
     return _none()
@@ -76,42 +76,42 @@ class PendingCount(BaseModel):
 
 
 @router.get("/me/invitations/pending-count")
-async def pending_invitations(tenant: TenantDep) -> Envelope[PendingCount]:
+def pending_invitations(tenant: TenantDep) -> Envelope[PendingCount]:
     """Invitations to other tenants waiting for the caller: none (a tenant has one user here)."""
     del tenant
     return Envelope(data=PendingCount())
 
 
 @router.get("/im-channels")
-async def im_channels(tenant: TenantDep) -> Empty:
+def im_channels(tenant: TenantDep) -> Empty:
     """IM channels (WeCom, Feishu, Slack, …) of the tenant's agents: none."""
     del tenant
     return _none()
 
 
 @router.get("/embed-channels")
-async def embed_channels(tenant: TenantDep) -> Empty:
+def embed_channels(tenant: TenantDep) -> Empty:
     """Embedded chat widgets of the tenant's agents: none."""
     del tenant
     return _none()
 
 
 @router.get("/mcp-services")
-async def mcp_services(tenant: TenantDep) -> Empty:
+def mcp_services(tenant: TenantDep) -> Empty:
     """MCP tool services: none (ragline has no agent mode to call tools)."""
     del tenant
     return _none()
 
 
 @router.get("/web-search-providers")
-async def web_search_providers(tenant: TenantDep) -> Empty:
+def web_search_providers(tenant: TenantDep) -> Empty:
     """The tenant's web search providers: none as records (ragline's one is the deployment's, set by environment)."""
     del tenant
     return _none()
 
 
 @router.get("/vector-stores")
-async def vector_stores(tenant: TenantDep) -> Empty:
+def vector_stores(tenant: TenantDep) -> Empty:
     """The tenant's own vector databases: none (ragline's engine is the deployment's)."""
     del tenant
     return _none()
@@ -124,7 +124,7 @@ class Skills(Envelope[list[dict[str, Any]]]):
 
 
 @router.get("/skills")
-async def skills(tenant: TenantDep) -> Skills:
+def skills(tenant: TenantDep) -> Skills:
     """Agent skills: none, and not available (no agent mode, no sandbox)."""
     del tenant
     return Skills(data=[])
@@ -139,7 +139,7 @@ class FolderTree(BaseModel):
 
 
 @router.get("/knowledge-bases/{kb_id}/knowledge/folders")
-async def knowledge_folders(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[FolderTree]:
+def knowledge_folders(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[FolderTree]:
     """The knowledge base's folders: none (uploads are files, not folders), with its document count."""
     kb = knowledge_base_of(container, tenant, kb_id)
     count = container.knowledge.document_counts([kb.id]).get(kb.id, 0)
