@@ -181,3 +181,42 @@ def test_bodies_within_the_limits_are_taken_as_before(small_limits):
         f"/api/v1/knowledge-bases/{kb}/documents", json={"title": "Mid", "content": "word " * 20_000}
     )
     assert document.status_code == 202, document.text
+
+
+@pytest.fixture
+def checked_lengths(monkeypatch) -> list[int]:
+    """The length of every value whose characters were read (the control-character check)."""
+    import ragline.types.text as text
+
+    seen: list[int] = []
+    original = text.forbidden_characters
+
+    def recording(value: str, *, allow_line_breaks: bool) -> str | None:
+        seen.append(len(value))
+        return original(value, allow_line_breaks=allow_line_breaks)
+
+    monkeypatch.setattr(text, "forbidden_characters", recording)
+    return seen
+
+
+def test_a_huge_text_field_is_refused_by_its_length_before_its_characters_are_read(ragline, checked_lengths):
+    # A 19 MB question (a question's route takes 20 MB: its images) and 1.9 MB values in the fields that had no
+    # limit, or one checked after the characters: each kept the event loop busy for 15-42 s, character by character.
+    from ragline.types.text import MAX_TEXT_CHARS
+
+    kb = ragline.create_kb("bounds")
+    session = ragline.session([kb])
+    huge, large = "a" * (19 * 1024 * 1024), "a" * (1900 * 1024)
+    refused = {
+        "query": ragline.client.post(f"/api/v1/sessions/{session}/questions", json={"query": huge}),
+        "description": ragline.client.put(f"/api/v1/sessions/{session}", json={"description": large}),
+        "query_text": ragline.client.post(f"/api/v1/knowledge-bases/{kb}/hybrid-search", json={"query_text": large}),
+        "title": ragline.client.post("/api/v1/sessions", json={"title": large}),
+    }
+    search = ragline.client.post("/api/v1/knowledge-search", json={"query": large, "knowledge_base_ids": [kb]})
+    refused["query (search)"] = search
+    for name, reply in refused.items():
+        assert reply.status_code == 422, (name, reply.text[:300])
+        assert reply.json()["error"]["field"] == name.split(" ")[0], reply.text[:300]
+    assert checked_lengths == [] or max(checked_lengths) <= MAX_TEXT_CHARS
+    assert ragline.messages(session) == []

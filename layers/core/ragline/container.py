@@ -642,29 +642,6 @@ class Container:
                 return False
             await asyncio.sleep(0.25)
 
-    def wait_indexed(self, documents: Sequence[Document], timeout: float | None = None) -> bool:
-        """Blocks until the background thread is done with ``documents`` (at once without a scheduler).
-
-        Where another process indexes them (AWS's indexing function), waits on their stored statuses instead, at most
-        ``timeout`` (default ``wait_indexed_s``: within the HTTP API's 30-second limit).
-        """
-        if self.ingest.scheduler is None:
-            return True
-        if self.indexer is not None:
-            return self.indexer.wait_for([d.id for d in documents], timeout)
-        deadline = time.monotonic() + (self.wait_indexed_s if timeout is None else timeout)
-        waiting = {(d.tenant_id, d.id) for d in documents}
-        while True:
-            for tenant_id, document_id in list(waiting):
-                stored = self.knowledge.document(tenant_id, document_id)
-                if stored is None or stored.status != DocumentStatus.PENDING:
-                    waiting.discard((tenant_id, document_id))
-            if not waiting:
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.25)
-
     def request_stop_indexing(self) -> None:
         """The background indexing stops after its current batch (shutdown begins; :meth:`stop_indexing` waits)."""
         if self.indexer is not None:

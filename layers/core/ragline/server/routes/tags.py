@@ -169,7 +169,9 @@ def update_tag(
 ) -> Envelope[TagView]:
     """A registered tag's name, colour or order.
 
-    An implicit tag is registered under its own id (so the documents carrying it keep it) with the new values.
+    An implicit tag (a string documents carry) is registered under a new id of its own, and the documents carrying
+    it carry that id from then on: a registered tag's id is always one the server made, never a string a client
+    chose (another tenant's tag id among them).
     """
     kb = knowledge_base_of(container, tenant, kb_id)
     index = tag_index(container, kb)
@@ -186,13 +188,9 @@ def update_tag(
             )
         else:
             tag = container.tags.create_tag(
-                tenant.id,
-                kb.id,
-                name or entry.name,
-                color=body.color or "",
-                sort_order=body.sort_order or 0,
-                tag_id=entry.id,
+                tenant.id, kb.id, name or entry.name, color=body.color or "", sort_order=body.sort_order or 0
             )
+            container.knowledge.replace_document_tag(tenant.id, kb.id, entry.id, tag.id)
     except DuplicateName:
         raise _duplicate(name or entry.name) from None
     if tag is None:
