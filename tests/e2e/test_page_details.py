@@ -137,3 +137,51 @@ def test_search_results_show_the_best_matching_sentence_with_the_terms_highlight
     assert [m.lower() for m in first.locator("mark.term").all_inner_texts()] == terms
     state(page, axe_source, f"search-sentence-{'zh' if terms[0] == '绿茶' else 'en'}")
     assert not page.errors, page.errors
+
+
+# (4) Code blocks: highlighted by highlight.js served from build/, and without it -----------------------------------
+CODE_ANSWER = "Weigh the dose in code:\n\n```python\ndef dose(grams):\n    # a double shot\n    return grams * 2\n```\n"
+CODE = "def dose(grams):\n    # a double shot\n    return grams * 2"
+
+
+def test_code_blocks_are_highlighted_and_still_work_without_the_library(ragline, scripted, lang, axe_source):
+    page = lang
+    ragline.create_kb("grinding", GRINDING)
+    # The library is served by ragline's own server from build/web-vendor (`make web-vendor`), nothing else.
+    library = page.request.get(f"{ragline.url}/vendor/highlight.min.js")
+    assert library.status == 200
+    assert "registerLanguage" in library.text()
+    assert page.request.get(f"{ragline.url}/vendor/axe.min.js").status == 404
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    open_app(page, ragline.url, ragline.key)
+    scripted.queue(Script.answer(CODE_ANSWER))
+    page.fill("#question", "How do I compute the dose?")
+    page.click("#ask")
+    wait_answered(page, 1)
+    code = page.locator('.turn .answer pre code[data-highlighted="python"]')
+    code.wait_for()
+    assert code.inner_text() == CODE  # the same text, coloured
+    assert page.locator(".turn .answer pre code .hljs-keyword").first.inner_text() == "def"
+    assert page.locator(".turn .answer pre code .hljs-comment").inner_text() == "# a double shot"
+    assert page.locator(".turn .answer .code-lang").inner_text() == "python"
+    page.click(".turn .answer .code-copy")
+    assert page.evaluate("() => navigator.clipboard.readText()") == CODE
+    assert [u for u in requested if not u.startswith(ragline.url)] == []
+    state(page, axe_source, "code-highlighted")
+
+    # Without the library (not installed, or it fails to load) the block shows as plain code and still copies.
+    other = page.context.new_page()
+    other.route("**/vendor/**", lambda route: route.abort())
+    errors: list[str] = []
+    other.on("pageerror", lambda exc: errors.append(str(exc)))
+    other.goto(f"{page.url}")
+    other.wait_for_selector(".turn .answer pre code")
+    other.wait_for_function("() => !document.querySelector('.turn')?.dataset.state?.startsWith('stream')")
+    assert other.locator(".turn .answer pre code").inner_text() == CODE
+    assert other.locator(".turn .answer pre code span").count() == 0
+    other.click(".turn .answer .code-copy")
+    assert other.evaluate("() => navigator.clipboard.readText()") == CODE
+    assert not errors, errors
+    other.close()
+    assert not page.errors, page.errors
