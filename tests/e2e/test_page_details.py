@@ -8,13 +8,16 @@ the same states on both screens, light and dark).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import CHROMIUM, PageErrors, check_accessibility, screenshot
 from tests.e2e.test_page_features import open_app, wait_answered
+from tests.e2e.test_page_images import coloured_png
 from tests.support.scripted_model import Piece, Script
 
 pytestmark = pytest.mark.skipif(
@@ -184,4 +187,106 @@ def test_code_blocks_are_highlighted_and_still_work_without_the_library(ragline,
     assert other.evaluate("() => navigator.clipboard.readText()") == CODE
     assert not errors, errors
     other.close()
+    assert not page.errors, page.errors
+
+
+# (4) Message times; the conversation exported as Markdown with its sources, and as JSON ---------------------------
+LABELS = {
+    "en-US": {"question": "## Question · ", "answer": "## Answer · ", "sources": "**Sources**"},
+    "zh-CN": {"question": "## 问题 · ", "answer": "## 回答 · ", "sources": "**来源**"},
+}
+
+
+def test_messages_show_their_times_and_the_conversation_exports_as_markdown_and_json(
+    ragline, scripted, lang, axe_source
+):
+    page = lang
+    ragline.create_kb("grinding", GRINDING)
+    open_app(page, ragline.url, ragline.key)
+    assert page.locator("#export-button").is_hidden()  # nothing to export in a new session
+    scripted.queue(
+        Script([Piece(content="Grind finer for espresso"), Piece(content=' <ref id="c1"/>'), Piece(content=".")])
+    )
+    page.fill("#question", "How fine should I grind for espresso?")
+    page.click("#ask")
+    wait_answered(page, 1)
+    asked = page.locator(".turn .msg.user time.msg-time")
+    answered = page.locator(".turn .msg.assistant time.msg-time")
+    assert asked.is_visible()
+    assert answered.is_visible()
+    assert asked.inner_text()
+    assert answered.inner_text()
+    # After a reload the times are the stored messages' own.
+    page.reload()
+    page.wait_for_selector(".turn .msg.assistant time.msg-time")
+    session = page.evaluate("location.hash").split("/")[-1]
+    messages = ragline.client.get(f"/api/v1/sessions/{session}/messages").json()["data"]
+    assert page.get_attribute(".turn .msg.user time.msg-time", "datetime") == messages[0]["created_at"]
+    assert page.get_attribute(".turn .msg.assistant time.msg-time", "datetime") == messages[1]["updated_at"]
+    title = page.evaluate(
+        "() => new Date(document.querySelector('.turn .msg.user time').dateTime).toLocaleString(document.documentElement.lang)"
+    )
+    assert page.get_attribute(".turn .msg.user time.msg-time", "title") == title
+
+    page.click("#export-button")
+    page.wait_for_selector("#export-options:not([hidden])")
+    state(page, axe_source, "export-menu")
+    with page.expect_download() as markdown_download:
+        page.click('#export-options button[data-format="markdown"]')
+    markdown = Path(markdown_download.value.path()).read_text(encoding="utf-8")
+    stored = ragline.client.get(f"/api/v1/sessions/{session}").json()["data"]
+    labels = LABELS[page.locale]
+    assert markdown.startswith(f"# {stored['title']}\n"), markdown
+    assert labels["question"] in markdown
+    assert labels["answer"] in markdown
+    assert "How fine should I grind for espresso?" in markdown
+    assert "Grind finer for espresso [1]." in markdown
+    assert f"{labels['sources']}\n\n1. Grinding\n   > A burr grinder crushes beans between two burrs." in markdown, (
+        markdown
+    )
+    assert markdown_download.value.suggested_filename.endswith(".md")
+
+    page.click("#export-button")
+    with page.expect_download() as json_download:
+        page.click('#export-options button[data-format="json"]')
+    exported = json.loads(Path(json_download.value.path()).read_text(encoding="utf-8"))
+    assert exported["session"]["id"] == session
+    assert exported["messages"] == messages
+    assert json_download.value.suggested_filename.endswith(".json")
+    page.set_viewport_size({"width": 1400, "height": 900})
+    screenshot(page, f"page-29-{page.locale}-message-times")
+    assert not page.errors, page.errors
+
+
+# (4) The image lightbox ------------------------------------------------------------------------------------------
+def test_a_question_image_opens_at_full_size_in_the_lightbox_and_closes_back_to_it(ragline, scripted, lang, axe_source):
+    page = lang
+    ragline.create_kb("grinding", GRINDING)
+    open_app(page, ragline.url, ragline.key)
+    picture = coloured_png("orange", 960, 640)
+    page.set_input_files("#attach-input", files=[{"name": "grounds.png", "mimeType": "image/png", "buffer": picture}])
+    page.wait_for_selector("#attachments .attachment")
+    scripted.queue(Script.answer("Those grounds look fine."))
+    page.fill("#question", "Is this grind fine enough?")
+    page.click("#ask")
+    wait_answered(page, 1)
+    thumbnail = page.locator('.turn .user-images button.zoom img[data-state="loaded"]')
+    thumbnail.wait_for()
+    small = thumbnail.bounding_box()
+    page.locator(".turn .user-images button.zoom").focus()
+    page.keyboard.press("Enter")  # a keyboard opens it as a click does
+    page.wait_for_selector("#lightbox[open]")
+    page.wait_for_function("() => document.getElementById('lightbox-image').complete")
+    shown = page.evaluate(
+        """() => { const img = document.getElementById('lightbox-image');
+                   return {natural: img.naturalWidth, width: img.getBoundingClientRect().width, alt: img.alt,
+                           caption: document.getElementById('lightbox-caption').textContent}; }"""
+    )
+    assert shown["natural"] == 960
+    assert shown["width"] > 3 * small["width"]
+    assert shown["caption"] == shown["alt"] == thumbnail.get_attribute("alt")
+    state(page, axe_source, "lightbox")
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => !document.getElementById('lightbox').open")
+    assert page.evaluate("document.activeElement.matches('.turn .user-images button.zoom')")
     assert not page.errors, page.errors

@@ -5,7 +5,7 @@
 
 import { api, uploadFile } from './api.js';
 import { byId, confirmAction, count, formatBytes, formatDate, h } from './dom.js';
-import { imageHandles, storedThumbnail } from './images.js';
+import { imageHandles, zoomableThumbnail } from './images.js';
 import { t } from './i18n.js';
 import { bestSentence, marked } from './passages.js';
 
@@ -13,7 +13,7 @@ import { bestSentence, marked } from './passages.js';
 function passageImages(item, title) {
   const handles = item.chunk_type === 'image_ocr' || item.image_info ? imageHandles(item).slice(0, 3) : [];
   if (!handles.length) return null;
-  return h('div', { class: 'ref-images' }, handles.map((handle, i) => storedThumbnail(handle, t('image.from', { n: i + 1, title }))));
+  return h('div', { class: 'ref-images' }, handles.map((handle, i) => zoomableThumbnail(handle, t('image.from', { n: i + 1, title }))));
 }
 
 /** A search hit's sentence that best matches the query, the query's terms marked, '…' where the passage goes on. */
