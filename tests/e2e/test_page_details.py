@@ -290,3 +290,104 @@ def test_a_question_image_opens_at_full_size_in_the_lightbox_and_closes_back_to_
     page.wait_for_function("() => !document.getElementById('lightbox').open")
     assert page.evaluate("document.activeElement.matches('.turn .user-images button.zoom')")
     assert not page.errors, page.errors
+
+
+# (4) The knowledge-base pages: tags, chunk editing, FAQ, the embedding model --------------------------------------
+def confirm(page: Any) -> None:
+    page.wait_for_selector("#confirm-dialog[open]")
+    page.click("#confirm-ok")
+    page.wait_for_function("() => !document.getElementById('confirm-dialog').open")
+
+
+def test_the_knowledge_base_pages_manage_tags_chunks_faq_and_the_embedding_model(ragline, lang, axe_source):
+    page = lang
+    kb = ragline.create_kb("grinding", GRINDING)
+    api = ragline.client
+    [document] = api.get(f"/api/v1/knowledge-bases/{kb}/documents").json()["data"]
+
+    # Tags: created, then given to the document in its row, then renamed.
+    open_app(page, ragline.url, ragline.key, f"/kb/{kb}/tags")
+    page.wait_for_selector("#tag-create")
+    page.fill("#tag-name", "espresso")
+    page.click("#tag-create button[type=submit]")
+    page.wait_for_selector('#tag-list[data-count="1"] .tag-name')
+    [tag] = api.get(f"/api/v1/knowledge-bases/{kb}/tags").json()["data"]["data"]
+    assert tag["name"] == "espresso"
+    page.click("#kb-view nav.tabs a:first-child")
+    page.wait_for_selector(f'select.doc-tag[data-document-id="{document["id"]}"]')
+    page.select_option(f'select.doc-tag[data-document-id="{document["id"]}"]', tag["id"])
+    page.wait_for_selector(f'select.doc-tag[data-saved="{tag["id"]}"]')
+    assert api.get(f"/api/v1/knowledge-bases/{kb}/documents").json()["data"][0]["tags"] == [tag["id"]]
+    page.click("#kb-tags-tab")
+    page.wait_for_selector("#tag-list .tag-item")
+    assert "1" in page.locator("#tag-list .tag-row .muted").inner_text()  # one document carries it
+    page.click('#tag-list button[data-action="rename"]')
+    page.fill("#tag-list .tag-edit input", "ristretto")
+    page.click("#tag-list .tag-edit button[type=submit]")
+    page.wait_for_function("() => document.querySelector('#tag-list .tag-name')?.textContent === 'ristretto'")
+    assert api.get(f"/api/v1/knowledge-bases/{kb}/tags").json()["data"]["data"][0]["name"] == "ristretto"
+    state(page, axe_source, "kb-tags")
+
+    # A chunk's text edited in place (found by search at once), then left out of search.
+    page.click("#kb-view nav.tabs a:first-child")
+    page.locator("#documents button.link").first.click()
+    page.wait_for_selector("#chunks .chunk .chunk-controls")
+    chunk_id = page.locator("#chunks li.chunk:not(.parent)").first.get_attribute("data-chunk-id")
+    chunk = page.locator(f'#chunks li.chunk[data-chunk-id="{chunk_id}"]')
+    chunk.locator('button[data-action="edit-chunk"]').click()
+    edited = "A burr grinder crushes beans evenly; a blade grinder chops them unevenly."
+    chunk.locator("textarea.chunk-edit-text").fill(edited)
+    state(page, axe_source, "kb-chunk-edit")
+    chunk.locator(".chunk-edit button[type=submit]").click()
+    page.wait_for_function(
+        "([id, text]) => document.querySelector(`li.chunk[data-chunk-id='${id}'] pre.chunk-text`).textContent === text",
+        arg=[chunk_id, edited],
+    )
+    assert api.get(f"/api/v1/chunks/by-id/{chunk_id}").json()["data"]["content"] == edited
+    hits = api.post("/api/v1/knowledge-search", json={"query": "blade grinder", "knowledge_base_ids": [kb]}).json()
+    assert chunk_id in [hit["id"] for hit in hits["data"]]
+    chunk.locator(".chunk-controls input[type=checkbox]").uncheck()
+    page.wait_for_selector(f'li.chunk[data-chunk-id="{chunk_id}"][data-enabled="false"]')
+    assert api.get(f"/api/v1/chunks/by-id/{chunk_id}").json()["data"]["is_enabled"] is False
+
+    # FAQ: an entry added, edited, disabled and deleted.
+    page.click("#kb-faq-tab")
+    page.wait_for_selector("#faq-list")
+    page.click(".faq-add summary")
+    page.fill("#faq-new-question", "How long does an espresso shot take?")
+    page.fill("#faq-new-answer", "About 25 to 30 seconds.")
+    page.fill("#faq-new-similar", "How long should I pull a shot?\nShot time?")
+    page.click("#faq-new button[type=submit]")
+    page.wait_for_selector('#faq-list[data-count="1"] .faq-item')
+    [entry] = api.get(f"/api/v1/knowledge-bases/{kb}/faq/entries").json()["data"]["data"]
+    assert entry["standard_question"] == "How long does an espresso shot take?"
+    assert entry["similar_questions"] == ["How long should I pull a shot?", "Shot time?"]
+    state(page, axe_source, "kb-faq")
+    page.click('#faq-list button[data-action="edit"]')
+    page.fill(f"#faq-edit-{entry['id']}-answer", "25 to 30 seconds, for about 36 grams.")
+    page.click(f"#faq-edit-{entry['id']} button[type=submit]")
+    page.wait_for_function("() => document.querySelector('.faq-answer')?.textContent.startsWith('25 to 30')")
+    page.uncheck(f"#faq-enabled-{entry['id']}")
+    page.wait_for_selector('.faq-item[data-enabled="false"]')
+    stored = api.get(f"/api/v1/knowledge-bases/{kb}/faq/entries/{entry['id']}").json()["data"]
+    assert stored["answers"] == ["25 to 30 seconds, for about 36 grams."]
+    assert stored["is_enabled"] is False
+    page.click('#faq-list button[data-action="delete"]')
+    confirm(page)
+    page.wait_for_selector('#faq-list[data-count="0"]')
+    assert api.get(f"/api/v1/knowledge-bases/{kb}/faq/entries").json()["data"]["total"] == 0
+
+    # The embedding model: the deployment's, switched (the documents are embedded again with it).
+    embedders = [m["id"] for m in api.get("/api/v1/models").json()["data"] if m["type"] == "Embedding"]
+    before = api.get(f"/api/v1/knowledge-bases/{kb}").json()["data"]["embedding_model_id"]
+    options = page.eval_on_selector_all("#kb-embedding-model option", "(os) => os.map((o) => o.value)")
+    assert sorted(options) == sorted(embedders)
+    assert len(embedders) >= 2, embedders
+    other = next(m for m in embedders if m != before)
+    page.select_option("#kb-embedding-model", other)
+    confirm(page)
+    page.wait_for_function(
+        "(model) => [...document.querySelectorAll('.toast')].some((t) => t.textContent.includes(model))", arg=other
+    )
+    assert api.get(f"/api/v1/knowledge-bases/{kb}").json()["data"]["embedding_model_id"] == other
+    assert not page.errors, page.errors
