@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM ?=
 
-.PHONY: install run test unit lint asl bench clean browser engines pytest office axe fonts
+.PHONY: install run test unit lint asl bench clean browser engines pytest office axe fonts web-vendor
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +30,10 @@ $(VENV)/.installed-smollm2: $(VENV)/.installed
 	touch $@
 
 ifeq ($(LLM),)
-run: install
+run: install web-vendor
 	$(BIN)/ragline serve --load-sample
 else
-run: $(VENV)/.installed-$(LLM)
+run: $(VENV)/.installed-$(LLM) web-vendor
 	RAGLINE_LLM=$(LLM) $(BIN)/ragline serve --load-sample
 endif
 
@@ -73,6 +73,19 @@ $(AXE_JS):
 		echo "axe: no npm (install Node.js); the browser tests will fail their accessibility checks"; \
 	fi
 axe: $(AXE_JS)
+
+# The chat page highlights code blocks with highlight.js (BSD-3-Clause; its project's prebuilt ES module of the
+# common languages, @highlightjs/cdn-assets), installed from the npm registry into build/web-vendor once and served
+# by `ragline serve` at /vendor/ (never fetched from elsewhere by the page; without it code shows unhighlighted).
+HLJS_VERSION ?= 11.11.1
+HLJS_JS := build/web-vendor/node_modules/@highlightjs/cdn-assets/es/highlight.min.js
+$(HLJS_JS):
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --silent --no-save --no-audit --no-fund --prefix build/web-vendor @highlightjs/cdn-assets@$(HLJS_VERSION); \
+	else \
+		echo "web-vendor: no npm (install Node.js); code blocks will show without highlighting"; \
+	fi
+web-vendor: $(HLJS_JS)
 
 # The document-extraction tests convert ODT and DOCX to PDF with LibreOffice (Debian's nogui Writer), installed
 # the same way when missing; without it those tests skip with one line saying so.
@@ -115,7 +128,7 @@ fonts:
 # Lint and the whole suite, with a real OpenSearch (k-NN) and Neo4j started in the background meanwhile
 # (scripts/engines/engines.py: jars from Maven Central, cached in ~/.m2 and build/engines/; stopped when
 # the command ends, however it ends). The live tests wait until their engine is ready.
-test: install browser office axe fonts
+test: install browser office axe fonts web-vendor
 	$(BIN)/python scripts/engines/engines.py run -- $(MAKE) --no-print-directory lint pytest
 
 # The suite runs in PYTEST_WORKERS processes (pytest-xdist); each test file stays in one worker (loadfile), so

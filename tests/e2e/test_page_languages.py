@@ -45,6 +45,7 @@ NAMES = {
     "MB",
     "KB",
     "FAQ",
+    "JSON",
     "top-k",
     "token",
     "AWS",

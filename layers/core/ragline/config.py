@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".ragline")
     # A built WeKnora web app (its dist/ directory) served at / instead of ragline's own page (``--web-app``).
     web_app_dir: Path | None = None
+    # Libraries the page uses, installed from npm by `make web-vendor` (highlight.js); default: the checkout's
+    # build/web-vendor when it exists. Without them the page works, code unhighlighted.
+    web_vendor_dir: Path | None = None
     config_dir: Path | None = None
     api_key: str | None = None
     host: str = "127.0.0.1"

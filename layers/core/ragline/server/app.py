@@ -48,6 +48,10 @@ from ragline.server.routes.memories import memory_router
 
 # The chat page: plain ES modules and CSS, served as they are (no build step).
 WEB_DIR = Path(__file__).with_name("web")
+# Where `make web-vendor` installs the page's libraries from npm, in a checkout (layers/core/ragline/server/app.py).
+CHECKOUT_VENDOR_DIR = Path(__file__).resolve().parents[4] / "build" / "web-vendor"
+# The page's libraries, each one file served at /vendor/<name> (what the page imports, and only that).
+VENDOR_FILES = {"highlight.min.js": Path("node_modules/@highlightjs/cdn-assets/es/highlight.min.js")}
 
 ROUTERS = (
     auth.router,
@@ -151,6 +155,7 @@ def create_app(
 
     # The chat page at / and its modules under /static/ (the page holds no key: it asks for one once).
     app.mount("/static", StaticFiles(directory=WEB_DIR), name="static")
+    _vendor(app, container.settings.web_vendor_dir if container is not None else None)
 
     # Without a container only the API's schema is built (its OpenAPI document): no page to serve.
     web_app_dir = container.settings.web_app_dir if container is not None else None
@@ -170,6 +175,23 @@ def create_app(
         )
 
     return app
+
+
+def _vendor(app: FastAPI, configured: Path | None) -> None:
+    """The page's libraries at ``/vendor/<name>``.
+
+    From ``configured`` (RAGLINE_WEB_VENDOR_DIR), else the checkout's build/web-vendor; a library not installed
+    answers 404 and the page does without it.
+    """
+    root = configured or CHECKOUT_VENDOR_DIR
+
+    @app.get("/vendor/{name}", include_in_schema=False)
+    async def vendor_file(name: str) -> FileResponse:
+        relative = VENDOR_FILES.get(name)
+        path = root / relative if relative is not None else None
+        if path is None or not path.is_file():
+            raise ApiError(404, "not_found", f"{name} is not installed (make web-vendor)", field="name")
+        return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
 
 
 def _web_app(app: FastAPI, root: Path) -> None:

@@ -10,6 +10,7 @@ import { ChatPage, describeModel } from './chat.js';
 import { byId } from './dom.js';
 import { KnowledgePage } from './kb.js';
 import { SourceViewer } from './viewer.js';
+import { setUpLightbox } from './images.js';
 import { LANGUAGES, locale, setLocale, t, translatePage } from './i18n.js';
 
 translatePage();
@@ -126,6 +127,7 @@ async function loadModels() {
   }
 }
 
+setUpLightbox();
 const viewer = new SourceViewer();
 const chat = new ChatPage({ openSource: (citation) => viewer.open(citation), onModel: showModel, closeDrawer });
 const knowledge = new KnowledgePage({ openSource: (citation) => viewer.open(citation), closeDrawer });

@@ -13,6 +13,7 @@
 import { api, apiReply, streamUrl } from './api.js';
 import { byId, confirmAction, count, formatDate, h, provisionalTitle, toast } from './dom.js';
 import { Attachments } from './images.js';
+import { conversationJson, conversationMarkdown, download, fileName } from './export.js';
 import { SessionOptions } from './options.js';
 import { followStream } from './sse.js';
 import { Turn, emptyState, isEnded, storedState } from './turn.js';
@@ -168,6 +169,51 @@ export class ChatPage {
       searchTimer = setTimeout(() => this.refreshSessions().catch(() => {}), SEARCH_DELAY_MS);
     });
     this.kbChoice.addEventListener('change', () => this.loadSuggestions());
+    this.exportButton = byId('export-button');
+    this.exportOptions = byId('export-options');
+    this.exportButton.addEventListener('click', () => this.showExport(this.exportOptions.hidden));
+    for (const button of this.exportOptions.querySelectorAll('button[data-format]')) {
+      button.addEventListener('click', () => this.exportAs(button.dataset.format));
+    }
+    // The export menu closes on Escape (focus back on its button) and on a click elsewhere.
+    this.exportOptions.parentElement.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && !this.exportOptions.hidden) {
+        this.showExport(false);
+        this.exportButton.focus();
+      }
+    });
+    document.addEventListener('click', (event) => {
+      if (!this.exportOptions.hidden && !this.exportOptions.parentElement.contains(event.target)) this.showExport(false);
+    });
+  }
+
+  showExport(open) {
+    this.exportOptions.hidden = !open;
+    this.exportButton.setAttribute('aria-expanded', String(open));
+    if (open) this.exportOptions.querySelector('button').focus();
+  }
+
+  /** Downloads the session's conversation as Markdown (with its sources) or JSON, from its stored messages. */
+  async exportAs(format) {
+    this.showExport(false);
+    const sessionId = this.sessionId;
+    if (!sessionId) return;
+    try {
+      const [session, messages] = await Promise.all([
+        api('GET', `/api/v1/sessions/${sid(sessionId)}`),
+        api('GET', `/api/v1/sessions/${sid(sessionId)}/messages`),
+      ]);
+      const exportedAt = new Date();
+      if (format === 'json') {
+        download(fileName(session.title, 'json'), 'application/json', conversationJson(session, messages, { exportedAt }));
+      } else {
+        const kbNames = session.knowledge_base_ids.map((id) => (this.knowledgeBases.find((kb) => kb.id === id) || { name: id }).name);
+        download(fileName(session.title, 'md'), 'text/markdown', conversationMarkdown(session, messages, { kbNames, exportedAt }));
+      }
+      this.exportButton.focus();
+    } catch (err) {
+      this.showError(this.composerError, { ...err, message: t('export.failed', { error: err.message }) });
+    }
   }
 
   /** Leaving the page: stop reading (the turn goes on; its saved state lets it resume later). */
@@ -236,6 +282,8 @@ export class ChatPage {
     this.newPanel.hidden = true;
     this.title.textContent = sessionId ? t('loading') : t('session.new');
     this.scope.textContent = '';
+    this.exportButton.hidden = true;
+    this.showExport(false);
     this.showOptionCount();
     let bases;
     try {
@@ -299,6 +347,7 @@ export class ChatPage {
             query: user ? user.content : '',
             images: (user && user.images) || [],
             userMessageId: user ? user.id : '',
+            askedAt: user ? user.created_at : '',
             streamUrl: streamUrl(eventsPath(sessionId, assistant.id)),
             alternativeOf: root,
           }),
@@ -405,6 +454,7 @@ export class ChatPage {
     });
     this.scope.textContent = names.length ? t('session.scope', { names: names.join(', ') }) : t('session.no_kb');
     this.newPanel.hidden = true;
+    this.exportButton.hidden = false;
     this.showOptionCount();
   }
 
@@ -711,6 +761,7 @@ export class ChatPage {
           alternativeOf: group ? group.root : '',
           images: text === null ? [] : images,
           userMessageId: ids.user_message_id,
+          askedAt: new Date().toISOString(),
         }),
         '',
         group,

@@ -38,6 +38,16 @@ export function formatDate(value) {
   return Number.isNaN(date.getTime()) ? '' : date.toLocaleString(locale);
 }
 
+/** A time as the page shows it beside a message: "14:05" today, "Dec 6, 14:05" another day (in the page's locale). */
+export function shortTime(value) {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) return '';
+  const today = new Date().toDateString() === date.toDateString();
+  const options = today ? { hour: '2-digit', minute: '2-digit' } : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' };
+  if (date.getFullYear() !== new Date().getFullYear()) options.year = 'numeric';
+  return date.toLocaleString(locale, options);
+}
+
 /** "1 document", "3 documents" ("3 个文档"): the catalogue's `n.<noun>` in the page's language. */
 export function count(n, noun) {
   return t(`n.${noun}`, { n });

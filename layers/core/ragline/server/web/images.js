@@ -58,6 +58,47 @@ export function storedThumbnail(handle, alt, className = 'thumb') {
   return img;
 }
 
+// The lightbox ---------------------------------------------------------------------------------------------------
+/**
+ * An image that opens in the lightbox: the <img> inside a button (a keyboard can open it too), named after the
+ * picture. `img`: an <img> (a stored thumbnail, a preview).
+ */
+export function zoomable(img) {
+  return h('button', { type: 'button', class: 'zoom', 'aria-label': t('image.enlarge', { alt: img.alt }), title: t('image.enlarge', { alt: img.alt }), onclick: (event) => openLightbox(img, event.currentTarget) }, img);
+}
+
+/** A stored image's thumbnail that opens in the lightbox. */
+export function zoomableThumbnail(handle, alt, className = 'thumb') {
+  return zoomable(storedThumbnail(handle, alt, className));
+}
+
+/** Shows `img` at full size in the lightbox dialog, its name under it; closing it gives the focus back to `opener`. */
+export function openLightbox(img, opener = null) {
+  const dialog = document.getElementById('lightbox');
+  const full = document.getElementById('lightbox-image');
+  const caption = document.getElementById('lightbox-caption');
+  if (!dialog || !img.src) return;
+  full.src = img.src;
+  full.alt = img.alt;
+  caption.textContent = img.alt;
+  dialog.dataset.handle = img.dataset.handle || '';
+  dialog.addEventListener('close', () => opener?.focus(), { once: true });
+  dialog.showModal();
+  document.getElementById('lightbox-close').focus();
+}
+
+/** Wires the lightbox's close button and its backdrop (Escape closes any dialog). */
+export function setUpLightbox() {
+  const dialog = document.getElementById('lightbox');
+  document.getElementById('lightbox-close').addEventListener('click', () => dialog.close());
+  dialog.addEventListener('click', (event) => {
+    if (event.target === dialog) dialog.close();
+  });
+  dialog.addEventListener('close', () => {
+    document.getElementById('lightbox-image').removeAttribute('src');
+  });
+}
+
 /** The image handles a reference or chunk carries: its image_info list, else its image_url; [] for text. */
 export function imageHandles(item) {
   if (!item) return [];

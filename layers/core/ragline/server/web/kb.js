@@ -1,19 +1,21 @@
-// The knowledge-base pages: create, rename, describe and delete a knowledge base; upload documents by
-// drag-and-drop or by choosing several files (in parallel, each with its progress); add a text; the documents
-// with their status (pending / indexed / failed and why), size, pages and chunks, each deleted or re-indexed;
-// a document's chunks; and a search page over the knowledge base with the ranked passages and their scores.
+// The knowledge-base pages: create, rename, describe and delete a knowledge base (and switch its embedding model);
+// upload documents by drag-and-drop or by choosing several files (in parallel, each with its progress); add a
+// text; the documents with their status (pending / indexed / failed and why), size, pages, chunks and tag, each
+// deleted or re-indexed; a document's chunks (edited, searched or not); its FAQ and tags pages (kbmanage.js); and
+// a search page over the knowledge base with the ranked passages and their scores.
 
 import { api, uploadFile } from './api.js';
 import { byId, confirmAction, count, formatBytes, formatDate, h } from './dom.js';
-import { imageHandles, storedThumbnail } from './images.js';
+import { imageHandles, zoomableThumbnail } from './images.js';
 import { t } from './i18n.js';
 import { bestSentence, marked } from './passages.js';
+import { chunkControls, documentTagPicker, embeddingPicker, listTags, renderFaq, renderTags } from './kbmanage.js';
 
 /** Thumbnails of the pictures an image passage was read from, or null for a text passage. */
 function passageImages(item, title) {
   const handles = item.chunk_type === 'image_ocr' || item.image_info ? imageHandles(item).slice(0, 3) : [];
   if (!handles.length) return null;
-  return h('div', { class: 'ref-images' }, handles.map((handle, i) => storedThumbnail(handle, t('image.from', { n: i + 1, title }))));
+  return h('div', { class: 'ref-images' }, handles.map((handle, i) => zoomableThumbnail(handle, t('image.from', { n: i + 1, title }))));
 }
 
 /** A search hit's sentence that best matches the query, the query's terms marked, '…' where the passage goes on. */
@@ -117,6 +119,12 @@ export class KnowledgePage {
       this.renderSearch(kb);
       return;
     }
+    if (sub === 'faq' || sub === 'tags') {
+      const section = h('section', { id: `kb-${sub}`, class: `kb-${sub}` });
+      this.detail.replaceChildren(this.head(kb, sub), section);
+      await (sub === 'faq' ? renderFaq(kb, section) : renderTags(kb, section));
+      return;
+    }
     this.renderDetail(kb);
     await this.loadDocuments();
   }
@@ -166,6 +174,8 @@ export class KnowledgePage {
       'nav',
       { class: 'tabs', 'aria-label': t('kb') },
       h('a', { href: `#/kb/${encodeURIComponent(kb.id)}`, 'aria-current': current === 'documents' ? 'page' : null }, t('documents')),
+      h('a', { href: `#/kb/${encodeURIComponent(kb.id)}/faq`, 'aria-current': current === 'faq' ? 'page' : null, id: 'kb-faq-tab' }, t('faq')),
+      h('a', { href: `#/kb/${encodeURIComponent(kb.id)}/tags`, 'aria-current': current === 'tags' ? 'page' : null, id: 'kb-tags-tab' }, t('tags')),
       h('a', { href: `#/kb/${encodeURIComponent(kb.id)}/search`, 'aria-current': current === 'search' ? 'page' : null, id: 'kb-search-tab' }, t('search')),
     );
     const error = h('p', { class: 'error-text', role: 'alert', hidden: true });
@@ -219,9 +229,8 @@ export class KnowledgePage {
         { class: 'muted small-text' },
         h('span', { id: 'kb-document-count' }, count(kb.document_count, 'document')),
         t('kb.meta', { created: formatDate(kb.created_at) }),
-        ' ',
-        h('span', { translate: 'no' }, kb.embedding_model),
       ),
+      embeddingPicker(kb, () => (current === 'documents' ? this.loadDocuments() : null)),
       tabs,
     );
   }
@@ -353,8 +362,9 @@ export class KnowledgePage {
     const kbId = this.kbId;
     clearTimeout(this.pendingPoll);
     let docs;
+    let tags;
     try {
-      docs = await api('GET', `${kbPath(kbId)}/documents?limit=1000`);
+      [docs, tags] = await Promise.all([api('GET', `${kbPath(kbId)}/documents?limit=1000`), listTags(kbId).catch(() => [])]);
     } catch (err) {
       this.documents.replaceChildren(h('p', { class: 'notice error', role: 'alert' }, err.message));
       return;
@@ -384,6 +394,7 @@ export class KnowledgePage {
         cell(t('col.size'), formatBytes(doc.size_bytes), 'num doc-size'),
         cell(t('col.pages'), doc.pages ? String(doc.pages) : '—', 'num doc-pages'),
         cell(t('chunks'), String(doc.chunk_count), 'num doc-chunks'),
+        cell(t('col.tag'), documentTagPicker({ id: kbId }, doc, tags, (err) => this.documents.prepend(h('p', { class: 'notice error', role: 'alert' }, err.message))), 'doc-tag-cell'),
         cell(t('col.type'), h('span', { translate: 'no' }, doc.file_type)),
         cell(t('col.added'), formatDate(doc.created_at)),
         cell(
@@ -402,7 +413,7 @@ export class KnowledgePage {
         'table',
         { class: 'grid documents-table' },
         h('caption', { class: 'visually-hidden' }, t('documents.caption')),
-        h('thead', {}, h('tr', {}, ['col.title', 'col.status', 'col.size', 'col.pages', 'chunks', 'col.type', 'col.added', 'col.actions'].map((key) => h('th', { scope: 'col' }, t(key))))),
+        h('thead', {}, h('tr', {}, ['col.title', 'col.status', 'col.size', 'col.pages', 'chunks', 'col.tag', 'col.type', 'col.added', 'col.actions'].map((key) => h('th', { scope: 'col' }, t(key))))),
         h('tbody', {}, rows),
       ),
     );
@@ -463,7 +474,7 @@ export class KnowledgePage {
         chunks.map((chunk) =>
           h(
             'li',
-            { class: `chunk${chunk.searchable ? '' : ' parent'}`, dataset: { chunkId: chunk.id } },
+            { class: `chunk${chunk.searchable ? '' : ' parent'}`, dataset: { chunkId: chunk.id, enabled: String(chunk.is_enabled !== false) } },
             h(
               'div',
               { class: 'chunk-meta' },
@@ -473,12 +484,23 @@ export class KnowledgePage {
               t('chunk.chars', { n: chunk.content.length }),
             ),
             passageImages(chunk, doc.title || doc.filename || t('the_document')),
-            h('pre', { class: 'chunk-text' }, chunk.content),
+            ...this.chunkBody(doc, chunk),
           ),
         ),
       ),
     );
     this.chunks.scrollIntoView({ block: 'start' });
+  }
+
+  /** A chunk's text; a passage's also whether it is searched and its text edited in place. */
+  chunkBody(doc, chunk) {
+    const text = h('pre', { class: 'chunk-text' }, chunk.content);
+    if (!chunk.searchable) return [text];
+    const { controls, form, error } = chunkControls(doc, chunk, text, (stored) => {
+      const item = text.closest('li.chunk');
+      if (item) item.dataset.enabled = String(stored.is_enabled !== false);
+    });
+    return [controls, error, text, form];
   }
 
   // Search ----------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 import { copyText, h } from './dom.js';
 import { t } from './i18n.js';
+import { highlightCode } from './syntax.js';
 
 const CITATION = /<(kb|web)\s+((?:[\w-]+="[^"]*"\s*)*)\/>/g;
 const ATTRIBUTE = /([\w-]+)="([^"]*)"/g;
@@ -179,6 +180,8 @@ function blocks(lines, ctx) {
       const source = ctx.restore(body.join('\n'));
       const code = h('code', language ? { class: `language-${language}` } : {}, source);
       out.push(codeBlock(code, source, language));
+      // Coloured once highlight.js is loaded (when it is installed); the text stays the same.
+      queueMicrotask(() => highlightCode(code, language));
       continue;
     }
     m = HEADING.exec(line);

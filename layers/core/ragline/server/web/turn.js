@@ -3,8 +3,8 @@
 // The state is plain JSON (kept in sessionStorage while the turn runs, so a reload resumes after the last
 // frame received); the view is rebuilt from it at most once per animation frame.
 
-import { copyText, count, h } from './dom.js';
-import { imageHandles, storedThumbnail } from './images.js';
+import { copyText, count, formatDate, h, shortTime } from './dom.js';
+import { imageHandles, storedThumbnail, zoomable, zoomableThumbnail } from './images.js';
 import { citationClaims, renderMarkdown, safeUrl, stripPartialTag } from './markdown.js';
 import { code, t } from './i18n.js';
 
@@ -48,6 +48,8 @@ export function emptyState(init = {}) {
     feedback: '',
     feedbackComment: '',
     alternativeOf: '',
+    askedAt: '', // ISO times: the question sent, the answer ended (the stored messages' created_at, updated_at)
+    answeredAt: '',
     ...init,
   };
 }
@@ -73,10 +75,21 @@ export function storedState(sessionId, user, assistant) {
     feedback: assistant ? assistant.feedback || '' : '',
     feedbackComment: assistant ? assistant.feedback_comment || '' : '',
     alternativeOf: assistant ? assistant.alternative_of || '' : '',
+    askedAt: user ? user.created_at : '',
+    answeredAt: assistant ? assistant.updated_at || assistant.created_at : '',
   });
 }
 
 export const isEnded = (state) => Boolean(state.completed || state.error || state.stopped);
+
+/** A message's time: short on the page (the time of day today, else the date too), in full as its title. */
+function showTime(el, iso) {
+  el.hidden = !iso;
+  if (!iso || el.dateTime === iso) return;
+  el.dateTime = iso;
+  el.textContent = shortTime(iso);
+  el.title = formatDate(iso);
+}
 
 function toolWindow(tool, ended) {
   const [running, done] = TOOLS[tool.name] ? TOOLS[tool.name].map((key) => t(key)) : [t('tool.running', { name: tool.name }), tool.name];
@@ -171,7 +184,9 @@ export class Turn {
       ),
     );
     this.userImages = h('div', { class: 'user-images', role: 'group', 'aria-label': t('question.images'), hidden: true });
-    this.userEl = h('div', { class: 'msg user' }, this.userImages, this.userText, this.editForm, this.editButton);
+    this.askedTime = h('time', { class: 'msg-time', hidden: true });
+    this.answeredTime = h('time', { class: 'msg-time', hidden: true });
+    this.userEl = h('div', { class: 'msg user' }, this.userImages, this.userText, this.editForm, h('div', { class: 'msg-foot' }, this.askedTime, this.editButton));
     this.progressEl = h('div', { class: 'progress' });
     this.reasoningSummary = h('summary', { onclick: () => (this.userToggled = true) }, t('reasoning'));
     this.reasoningText = h('div', { class: 'reasoning-text' });
@@ -201,7 +216,7 @@ export class Turn {
       this.errorEl,
       this.stoppedEl,
       this.statusEl,
-      this.actionsEl,
+      (this.answerFoot = h('div', { class: 'msg-foot' }, this.answeredTime, this.actionsEl)),
       this.feedbackForm,
     );
     this.el = h('article', { class: 'turn' }, this.userEl, this.assistantEl);
@@ -415,7 +430,12 @@ export class Turn {
       this.reportedModel = s.modelId;
       this.options.onModel?.(s.modelId);
     }
+    // The answer's time once it ended (live: when its last frame came).
+    if (phase !== 'streaming' && !s.answeredAt && !s.stored) s.answeredAt = new Date().toISOString();
+    showTime(this.askedTime, s.askedAt);
+    showTime(this.answeredTime, phase === 'streaming' ? '' : s.answeredAt);
     this.renderActions(phase);
+    this.answerFoot.hidden = this.answeredTime.hidden && this.actionsEl.hidden;
     this.options.onRender?.(this);
   }
 
@@ -427,8 +447,8 @@ export class Turn {
     this.renderedImages = key;
     const label = (i, caption) => t('question.image', { n: i + 1 }) + (caption ? `: ${caption}` : '');
     const thumbs = stored.length
-      ? stored.map((image, i) => storedThumbnail(image.url, label(i, image.caption)))
-      : this.previews.map((src, i) => h('img', { class: 'thumb', src, alt: label(i, ''), dataset: { state: 'preview' } }));
+      ? stored.map((image, i) => zoomableThumbnail(image.url, label(i, image.caption)))
+      : this.previews.map((src, i) => zoomable(h('img', { class: 'thumb', src, alt: label(i, ''), dataset: { state: 'preview' } })));
     this.userImages.replaceChildren(...thumbs);
     this.userImages.hidden = thumbs.length === 0;
     if (stored.length && this.previews.length) {

@@ -6,7 +6,7 @@
 
 import { api } from './api.js';
 import { byId, h } from './dom.js';
-import { imageHandles, storedThumbnail } from './images.js';
+import { imageHandles, zoomableThumbnail } from './images.js';
 import { t } from './i18n.js';
 import { renderMarkdown } from './markdown.js';
 import { highlightRendered } from './passages.js';
@@ -101,7 +101,7 @@ export class SourceViewer {
   showImages(chunk, doc) {
     const handles = chunk.chunk_type === 'image_ocr' || chunk.image_info ? imageHandles(chunk) : [];
     this.images.replaceChildren(
-      ...handles.map((handle, i) => storedThumbnail(handle, doc ? t('image.from', { n: i + 1, title: doc }) : t('image.n', { n: i + 1 }), 'source-image')),
+      ...handles.map((handle, i) => zoomableThumbnail(handle, doc ? t('image.from', { n: i + 1, title: doc }) : t('image.n', { n: i + 1 }), 'source-image')),
     );
     this.images.hidden = handles.length === 0;
   }
