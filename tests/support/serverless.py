@@ -49,6 +49,7 @@ import pytest
 
 from ragline.serverless.template_tables import create_tables, load_template, table_specs
 from tests.support.cfn import ACCOUNT_ID, REGION, ROOT, TEMPLATE_PATH, Resolver, sam_transform
+from tests.support.extraction_gate import ExtractionGate
 from tests.support.gateways import FunctionUrl, HttpApi
 from tests.support.grants import Call, IamRequest, Policy, read_calls
 from tests.support.lambdas import SANDBOX_DIR, FunctionSpec, LambdaService, Result
@@ -229,6 +230,24 @@ class DeployedStack:
         finally:
             spec.environment = original
             self.lambdas.recycle(function_id)
+
+    @contextmanager
+    def extraction_gate(self, directory: Path, *function_ids: str) -> Iterator[ExtractionGate]:
+        """Hold every document extraction in ``function_ids``' sandboxes until the test opens the gate (their
+        sandboxes restart with it, then again without it when the block ends, the gate opened)."""
+        gate = ExtractionGate(directory)
+        specs = [self.lambdas.spec(f) for f in function_ids]
+        for spec in specs:
+            spec.environment = {**spec.environment, "SANDBOX_EXTRACTION_GATE": str(directory)}
+            self.lambdas.recycle(spec.logical_id)
+        try:
+            yield gate
+        finally:
+            gate.open()
+            self.lambdas.drain(timeout=180.0)
+            for spec in specs:
+                spec.environment = {k: v for k, v in spec.environment.items() if k != "SANDBOX_EXTRACTION_GATE"}
+                self.lambdas.recycle(spec.logical_id)
 
     @contextmanager
     def role_statements(self, function_id: str, statements: list[dict[str, Any]]) -> Iterator[None]:

@@ -19,6 +19,18 @@ if _config:
     _spec.loader.exec_module(_grants)
     _grants.install(_config)
 
+# A test that controls how long reading a file takes (tests/support/extraction_gate.py).
+_gate = os.environ.get("SANDBOX_EXTRACTION_GATE")
+if _gate:
+    _path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "extraction_gate.py")
+    _spec = importlib.util.spec_from_file_location("_sandbox_extraction_gate", _path)
+    assert _spec is not None
+    assert _spec.loader is not None
+    _gate_module = importlib.util.module_from_spec(_spec)
+    sys.modules[_spec.name] = _gate_module
+    _spec.loader.exec_module(_gate_module)
+    _gate_module.install(_gate)
+
 # Packages the Lambda layers leave out cannot be imported here either, though the test virtualenv has them.
 _absent = frozenset(filter(None, os.environ.get("SANDBOX_ABSENT_MODULES", "").split(",")))
 if _absent:
