@@ -30,17 +30,3 @@ if _gate:
     sys.modules[_spec.name] = _gate_module
     _spec.loader.exec_module(_gate_module)
     _gate_module.install(_gate)
-
-# Packages the Lambda layers leave out cannot be imported here either, though the test virtualenv has them.
-_absent = frozenset(filter(None, os.environ.get("SANDBOX_ABSENT_MODULES", "").split(",")))
-if _absent:
-    from importlib.machinery import PathFinder
-
-    _find_spec = PathFinder.find_spec.__func__  # type: ignore[attr-defined]
-
-    def _layer_find_spec(cls, fullname, path=None, target=None):  # type: ignore[no-untyped-def]
-        if fullname.partition(".")[0] in _absent:
-            return None
-        return _find_spec(cls, fullname, path, target)
-
-    PathFinder.find_spec = classmethod(_layer_find_spec)  # type: ignore[method-assign, assignment]
