@@ -6,10 +6,13 @@ LLM ?=
 
 .PHONY: install run test unit lint asl bench clean browser engines pytest office axe fonts web-vendor
 
-$(VENV)/.installed: pyproject.toml
+# Exact versions from layers/core/requirements.lock, the lock the CoreLayer installs too (scripts/lock_versions.py
+# writes it from pyproject.toml): what the tests import is what is deployed.
+LOCK := layers/core/requirements.lock
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,ocr]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ocr]' -c $(LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps 'rapidocr-onnxruntime==$(RAPIDOCR_VERSION)'
 	touch $@
 

@@ -3,7 +3,8 @@
 ingest_turn accepts an upload (chunks stored, ``pending``) and invokes this function with
 ``{"ragline": "index", "tenant_id", "document_ids"}``; a file sent to S3 through a presigned upload URL comes
 as ``{"ragline": "index", "kind": "upload", "tenant_id", "upload_id"}`` and is read, extracted and accepted
-here first. Idempotent and resumable (``ragline.serverless.indexing``): Lambda's retries, a duplicate
+here first; a file uploaded through the API was kept unread by ingest_turn and is read here before its vectors
+(``IngestService.extract_when_indexing``). Idempotent and resumable (``ragline.serverless.indexing``): Lambda's retries, a duplicate
 delivery, a timeout mid-document all end with the document indexed once, or ``failed`` with the reason.
 """
 
@@ -28,6 +29,8 @@ def worker() -> DocumentWorker:
     runtime = build_aws_runtime()
     if runtime.scheduler is None:
         raise RuntimeError("RAGLINE_INDEX_FUNCTION is not set: the function cannot continue a long document")
+    # This function is off the request path: a file it accepts (a presigned upload) is read at once.
+    runtime.container.ingest.extract_when_indexing(False)
     state = runtime.state.table
     ttl = runtime.aws.event_ttl_seconds
     s3 = runtime.session.client("s3", endpoint_url=runtime.aws.aws_endpoint_url or None)  # type: ignore[union-attr]

@@ -116,8 +116,8 @@ def _search(aws, kb: str, query: str) -> list[dict]:
 
 def test_pdf_html_word_and_excel_uploads_are_read_on_aws_and_found_by_search(aws, aws_search):
     """The CoreLayer carries PDFium, trafilatura and openpyxl (Word is read with the standard library): each file
-    type is read by ingest_turn, indexed by the indexing function and found in the real OpenSearch, through the
-    deployed handlers and their grants."""
+    type is read and indexed by the indexing function (a table by ingest_turn, at once) and found in the real
+    OpenSearch, through the deployed handlers and their grants."""
     from tests.support.documents import HTML, make_pdf
 
     since_calls = len(aws.stack.calls())
@@ -166,6 +166,59 @@ def test_pdf_html_word_and_excel_uploads_are_read_on_aws_and_found_by_search(aws
     # Read by ingest_turn, indexed by the indexing function, searched in OpenSearch: each under its own role.
     searched = {c.function for c in aws.stack.calls()[since_calls:] if c.action.startswith("es:")}
     assert {"IndexDocumentFunction", "IngestTurnFunction"} <= searched
+
+
+def test_a_file_whose_reading_outlasts_the_api_answers_202_and_is_read_by_the_indexing_function(
+    aws, aws_search, tmp_path
+):
+    """API Gateway answers 503 after 30 s, and reading a large PDF takes longer: the upload answers 202 once the
+    original is kept, and the indexing function reads it. Reading here cannot end before the upload's reply has
+    arrived (the gate opens after it), so it outlasts whatever the API waits for: read in ingest_turn, the upload
+    would wait for the gate and API Gateway would give up (503)."""
+    from tests.support.documents import make_pdf
+
+    pdf = make_pdf(["Burr grinders crush the beans evenly.", "Blade grinders chop them unevenly."], title="Grinders")
+    kb = aws.kb()
+    with aws.stack.extraction_gate(tmp_path / "gate", "IngestTurnFunction", "IndexDocumentFunction") as gate:
+        added = aws.api.post(
+            f"/api/v1/knowledge-bases/{kb}/documents", files={"file": ("grinders.pdf", pdf, "application/pdf")}
+        )
+        assert added.status_code == 202, added.text
+        document = added.json()["data"]
+        assert (document["status"], document["chunk_count"], document["file_type"]) == ("pending", 0, "pdf")
+        # The original is kept before the reply: the file can be downloaded while it is being read.
+        original = aws.api.get(f"/api/v1/knowledge/{document['id']}/download")
+        assert original.status_code == 200, original.text
+        assert original.content == pdf
+        # Reading started in the indexing function, and only there; it waits for the gate.
+        indexing = aws.stack.refs["IndexDocumentFunction"]
+        assert wait_until(gate.started, timeout=120, interval=0.1) == [indexing]
+        assert aws.document(kb, document["id"])["status"] == "pending"
+        # The same file again is found by its bytes while it is still unread.
+        again = aws.api.post(
+            f"/api/v1/knowledge-bases/{kb}/documents", files={"file": ("copy.pdf", pdf, "application/pdf")}
+        )
+        assert again.status_code == 200, again.text
+        assert again.json()["data"]["id"] == document["id"]
+        gate.open()
+        read = aws.wait_indexed(kb, document["id"])
+    assert read["status"] == "indexed", read
+    assert (read["pages"], read["title"], read["file_type"]) == (2, "Grinders", "pdf")
+    assert read["embedded_count"] == _searchable_chunks(aws, kb, document["id"]) >= 1
+    hits = _search(aws, kb, "burr grinders crush beans")
+    assert hits
+    assert hits[0]["knowledge_id"] == document["id"], hits[:2]
+    assert gate.started() == [indexing]
+
+    # A file that cannot be read ends failed with the reason (it was accepted before it was read).
+    damaged = aws.api.post(
+        f"/api/v1/knowledge-bases/{kb}/documents",
+        files={"file": ("damaged.pdf", b"%PDF-1.4 not really", "application/pdf")},
+    )
+    assert damaged.status_code == 202, damaged.text
+    failed = aws.wait_indexed(kb, damaged.json()["data"]["id"])
+    assert failed["status"] == "failed", failed
+    assert "could not be read" in failed["reason"]
 
 
 def test_a_delivery_that_fails_after_indexing_is_retried_and_does_the_work_once(aws, aws_search):

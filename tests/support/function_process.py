@@ -1,21 +1,33 @@
 """One Lambda function's INIT in a fresh process, without AWS: its handler imported from ``functions/*/app.py``
-with the environment ``template.yaml`` gives it (resolved against placeholder names), the layer's code on the
-path and what the layer leaves out hidden (the sandboxes' ``sitecustomize``), then what its first invocation
+with the environment ``template.yaml`` gives it (resolved against placeholder names), run by a Python with nothing
+installed and the CoreLayer built for this machine on its path (``layer.py``), then what its first invocation
 builds. Used by ``bench/cold_start.py`` (how long) and the tests (what it imports); no AWS call is made.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
-import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from tests.support.cfn import ROOT, Resolver, sam_transform
 from tests.support.lambdas import SANDBOX_DIR
+from tests.support.layer import CACHE, interpreter, layer_path
+
+
+def _opt_python() -> Path:
+    """A directory holding only the checkout's ragline, as the CoreLayer's python/ holds the built copy."""
+    opt = CACHE / "opt-python"
+    if not (opt / "ragline").exists():
+        opt.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # another test process made it meanwhile
+            (opt / "ragline").symlink_to(ROOT / "layers" / "core" / "ragline")
+    return opt
+
 
 CHILD = r"""
 import importlib.metadata, json, sys, time
@@ -67,8 +79,6 @@ def code_dir(function_id: str) -> Path:
 
 
 def environment(function_id: str) -> dict[str, str]:
-    from tests.support.serverless import absent_modules
-
     _, resolver = _template()
     env = {k: v for k, v in resolver.environment(function_id).items() if k != "RAGLINE_CONFIG_DIR"}
     env.update(
@@ -81,9 +91,8 @@ def environment(function_id: str) -> dict[str, str]:
         AWS_LAMBDA_FUNCTION_NAME=function_id,
         POWERTOOLS_TRACE_DISABLED="true",
         RAGLINE_CONFIG_DIR=str(ROOT / "config"),
-        # The sandboxes' sitecustomize hides what the layer leaves out (no grant check: no AWS call is made).
-        PYTHONPATH=f"{SANDBOX_DIR}:{ROOT / 'layers' / 'core'}",
-        SANDBOX_ABSENT_MODULES=",".join(sorted(absent_modules())),
+        # The CoreLayer built for this machine (no grant check: no AWS call is made).
+        PYTHONPATH=f"{SANDBOX_DIR}:{layer_path(_opt_python())}",
     )
     return env
 
@@ -91,7 +100,7 @@ def environment(function_id: str) -> dict[str, str]:
 def cold_start(function_id: str) -> dict[str, Any]:
     """Import seconds, build seconds, the top-level modules and the distributions one fresh INIT loaded."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD],
+        [interpreter(), "-c", CHILD],
         cwd=code_dir(function_id),
         env=environment(function_id),
         capture_output=True,

@@ -18,9 +18,10 @@ What a deployment has and this has too:
   answered ``AccessDeniedException`` when denied, and logged; ``denials()`` lists the refused calls, so a
   test fails on them even where the code swallows the error.
 
-What differs, on purpose: the layers are this checkout (``layers/core`` and ``config/`` mounted as the sandbox's
-``/opt``; ``RAGLINE_CONFIG_DIR`` points there), packages come from the test virtualenv, AWS endpoints are the
-moto server (``AWS_ENDPOINT_URL``), tracing is off (no X-Ray daemon), each web sandbox listens on a port of its
+What differs, on purpose: the layers are this checkout's (ragline from ``layers/core`` and ``config/`` mounted as
+the sandbox's ``/opt``; ``RAGLINE_CONFIG_DIR`` points there), the packages are the CoreLayer built by its Makefile
+from the versions lock for this machine's Python and architecture (``layer.py``; built once, cached in
+``build/layer/``), run by a Python with nothing else installed, AWS endpoints are the moto server (``AWS_ENDPOINT_URL``), tracing is off (no X-Ray daemon), each web sandbox listens on a port of its
 own instead of 8080, and asynchronous retries wait under a second instead of minutes.
 """
 
@@ -49,9 +50,11 @@ import pytest
 
 from ragline.serverless.template_tables import create_tables, load_template, table_specs
 from tests.support.cfn import ACCOUNT_ID, REGION, ROOT, TEMPLATE_PATH, Resolver, sam_transform
+from tests.support.extraction_gate import ExtractionGate
 from tests.support.gateways import FunctionUrl, HttpApi
 from tests.support.grants import Call, IamRequest, Policy, read_calls
 from tests.support.lambdas import SANDBOX_DIR, FunctionSpec, LambdaService, Result
+from tests.support.layer import interpreter, layer_path
 from tests.support.polling import CLIENT_TIMEOUT
 from tests.support.servers import ServerThread, free_port
 
@@ -232,6 +235,24 @@ class DeployedStack:
             self.lambdas.recycle(function_id)
 
     @contextmanager
+    def extraction_gate(self, directory: Path, *function_ids: str) -> Iterator[ExtractionGate]:
+        """Hold every document extraction in ``function_ids``' sandboxes until the test opens the gate (their
+        sandboxes restart with it, then again without it when the block ends, the gate opened)."""
+        gate = ExtractionGate(directory)
+        specs = [self.lambdas.spec(f) for f in function_ids]
+        for spec in specs:
+            spec.environment = {**spec.environment, "SANDBOX_EXTRACTION_GATE": str(directory)}
+            self.lambdas.recycle(spec.logical_id)
+        try:
+            yield gate
+        finally:
+            gate.open()
+            self.lambdas.drain(timeout=180.0)
+            for spec in specs:
+                spec.environment = {k: v for k, v in spec.environment.items() if k != "SANDBOX_EXTRACTION_GATE"}
+                self.lambdas.recycle(spec.logical_id)
+
+    @contextmanager
     def role_statements(self, function_id: str, statements: list[dict[str, Any]]) -> Iterator[None]:
         """Run a function with other statements in its role (its sandboxes restart with them, then again with
         the template's when the block ends)."""
@@ -364,30 +385,14 @@ def _start_moto(work_dir: Path, invoke_url: str) -> tuple[subprocess.Popen[bytes
 
 
 def _layers(work_dir: Path) -> Path:
-    """The sandboxes' /opt: the CoreLayer's python/ (the ragline package) and the ConfigLayer's files."""
+    """The sandboxes' /opt: the CoreLayer's python/ (the ragline package from the checkout; its packages are
+    the built layer's, ``tests/support/layer.py``) and the ConfigLayer's files."""
     opt = work_dir / "opt"
     (opt / "python").mkdir(parents=True, exist_ok=True)
     (opt / "python" / "ragline").symlink_to(ROOT / "layers" / "core" / "ragline")
     for entry in (ROOT / "config").iterdir():
         (opt / entry.name).symlink_to(entry)
     return opt
-
-
-def absent_modules() -> set[str]:
-    """The top-level modules of what the layers leave out (scripts/layer_requirements.py), hidden in sandboxes."""
-    import importlib.metadata
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import layer_requirements
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    left_out = {name.lower() for name in layer_requirements.LEFT_OUT} - {"boto3"}
-    modules: set[str] = set()
-    for module, dists in importlib.metadata.packages_distributions().items():
-        if any(d.lower().replace("_", "-") in left_out for d in dists):
-            modules.add(module)
-    return modules
 
 
 def _dummy_zip() -> bytes:
@@ -436,14 +441,14 @@ def deployed_stack(
     policies: dict[str, Policy] = {}
     lock = threading.Lock()
 
-    absent = ",".join(sorted(absent_modules()))
+    # The CoreLayer built for this machine from the lock (cached), and a Python with nothing else installed.
+    layers = layer_path(opt / "python")
 
     def sandbox_environment(spec: FunctionSpec) -> dict[str, str]:
         return {
-            "SANDBOX_ABSENT_MODULES": absent,
             "AWS_ENDPOINT_URL": moto_url,
-            "PYTHONPATH": f"{SANDBOX_DIR}:{opt / 'python'}",
-            "SANDBOX_LAYERS": str(opt / "python"),
+            "PYTHONPATH": f"{SANDBOX_DIR}:{layers}",
+            "SANDBOX_LAYERS": layers,
             "SANDBOX_GRANTS_CONFIG": str(work_dir / f"{spec.logical_id}.grants.json"),
             "RAGLINE_CONFIG_DIR": str(opt),
             "POWERTOOLS_TRACE_DISABLED": "true",
@@ -460,7 +465,7 @@ def deployed_stack(
             log.write(json.dumps(call.__dict__) + "\n")
         return None if allowed else f"PipelineStateMachine may not invoke {spec.arn}"
 
-    lambdas = LambdaService(work_dir, sys.executable, REGION, sandbox_environment, invoke_denied=invoke_denied)
+    lambdas = LambdaService(work_dir, interpreter(), REGION, sandbox_environment, invoke_denied=invoke_denied)
     moto_process, moto_url = _start_moto(work_dir, lambdas.invoke_url)
     servers: list[ServerThread] = []
     try:

@@ -19,16 +19,14 @@ if _config:
     _spec.loader.exec_module(_grants)
     _grants.install(_config)
 
-# Packages the Lambda layers leave out cannot be imported here either, though the test virtualenv has them.
-_absent = frozenset(filter(None, os.environ.get("SANDBOX_ABSENT_MODULES", "").split(",")))
-if _absent:
-    from importlib.machinery import PathFinder
-
-    _find_spec = PathFinder.find_spec.__func__  # type: ignore[attr-defined]
-
-    def _layer_find_spec(cls, fullname, path=None, target=None):  # type: ignore[no-untyped-def]
-        if fullname.partition(".")[0] in _absent:
-            return None
-        return _find_spec(cls, fullname, path, target)
-
-    PathFinder.find_spec = classmethod(_layer_find_spec)  # type: ignore[method-assign, assignment]
+# A test that controls how long reading a file takes (tests/support/extraction_gate.py).
+_gate = os.environ.get("SANDBOX_EXTRACTION_GATE")
+if _gate:
+    _path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "extraction_gate.py")
+    _spec = importlib.util.spec_from_file_location("_sandbox_extraction_gate", _path)
+    assert _spec is not None
+    assert _spec.loader is not None
+    _gate_module = importlib.util.module_from_spec(_spec)
+    sys.modules[_spec.name] = _gate_module
+    _spec.loader.exec_module(_gate_module)
+    _gate_module.install(_gate)

@@ -2,8 +2,11 @@
 
 1. **Accept** (on the request path, fast): the text is chunked and the document is stored ``pending`` with
    its chunks and, where the engine indexes keywords apart from vectors (the embedded engine), its keyword
-   rows: the document is keyword-searchable at once.
-2. **Index** (off the request path): :meth:`IngestService.index_document` computes the vectors of one
+   rows: the document is keyword-searchable at once. Where the request path has a deadline of its own (AWS:
+   API Gateway gives up after 30 s), a file is not even read there: its original is kept and the document
+   stored ``pending`` without chunks (:meth:`IngestService.extract_when_indexing`), and step 2 extracts it.
+2. **Index** (off the request path): :meth:`IngestService.index_document` reads a file not read yet, then
+   computes the vectors of one
    document's chunks in length-sorted batches, writes them as they come (search uses the vectors already
    present) and reports progress, then marks the document ``indexed`` — or ``failed`` with the reason. It
    is idempotent and resumable (it starts at the progress already recorded), so it can run from the
@@ -36,7 +39,7 @@ from ragline.config import IngestionConfig
 from ragline.files.reading import NoText, UnsupportedFile, UnsupportedFileType
 from ragline.ingest.chunker import plan_chunks
 from ragline.ingest.collector import full_collections_deferred
-from ragline.ingest.extract import NOT_READ_DIRECTLY, Extracted, extract, reads_as_markdown
+from ragline.ingest.extract import NOT_READ_DIRECTLY, Extracted, extract, reads_as_markdown, require_reader
 from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
 from ragline.ingest.images import (
     IMAGE_SUFFIXES,
@@ -84,6 +87,9 @@ _R = TypeVar("_R")
 
 # Progress and cancellation are checked between batches of this many chunks.
 _KEYWORD_BATCH = 2000
+# The content hash of a document accepted unread (extract_when_indexing): its file's bytes, since its text is not
+# known when it is stored; with no chunks yet, it marks a document whose file the indexing worker reads first.
+UNREAD_FILE_HASH = "file-sha256:"
 
 
 class IngestCancelled(Exception):
@@ -304,6 +310,8 @@ class IngestService:
         self._config = config
         # Where accepted documents go for their vectors; None: indexed at once, in the caller's thread.
         self._scheduler: Callable[[Sequence[Document]], None] | None = None
+        # Files are read by the scheduler's worker, not on the request path (see extract_when_indexing).
+        self._extract_later = False
         self._kb_lock = threading.Lock()
 
     # Scheduling -----------------------------------------------------------------------------------------
@@ -314,6 +322,16 @@ class IngestService:
         must eventually call :meth:`index_document` for each.
         """
         self._scheduler = scheduler
+
+    def extract_when_indexing(self, later: bool = True) -> None:
+        """Read uploaded files in :meth:`index_documents` rather than in :meth:`accept_bytes`.
+
+        For a runtime whose request path has a deadline extraction can pass (AWS: API Gateway's 30 s; a large PDF
+        takes longer): the file is kept as the document's original and the document stored ``pending`` with no
+        chunks, and the scheduler's worker extracts, chunks and indexes it. Needs a scheduler and an originals
+        store; tables, images and wiki pages are still read at once (their readers are bounded or answer at once).
+        """
+        self._extract_later = later
 
     @property
     def reads_images(self) -> bool:
@@ -422,6 +440,8 @@ class IngestService:
                     if not table.duplicate:
                         self._originals.save(table.document.tenant_id, table.document.id, raw)
             return results[0]
+        if self._reads_later(filename, raw, chunk_type):
+            return self._accept_unread(kb, filename, raw, title=title, source=source, tags=tags)
         extracted, images = self._extract_with_images(filename, raw, cancel)
         _check(cancel)
         item = DocumentInput(
@@ -438,6 +458,108 @@ class IngestService:
             images=images,
         )
         return self.accept_many(kb, [item], cancel=cancel)[0]
+
+    def _reads_later(self, filename: str, raw: bytes, chunk_type: str) -> bool:
+        """Whether this file is kept unread and extracted by the scheduler's worker (extract_when_indexing)."""
+        if not self._extract_later or self._scheduler is None or self._originals is None:
+            return False
+        if chunk_type != ChunkType.TEXT:
+            return False  # a document holds no chunk type of its own until its chunks exist: wiki pages read now
+        return sniff(raw) is None and Path(filename).suffix.lower() not in IMAGE_SUFFIXES
+
+    def _accept_unread(
+        self, kb: KnowledgeBase, filename: str, raw: bytes, *, title: str, source: str, tags: Sequence[str]
+    ) -> IngestResult:
+        """The file kept as its document's original, the document stored ``pending`` with no chunks.
+
+        Its type is checked now (an unsupported file is refused before anything is stored). The same file again is
+        found by its bytes' hash, which the document keeps (its text is not known yet); until it is read, its title
+        is the one given or the file's name.
+        """
+        file_type = require_reader(filename)
+        content_hash = UNREAD_FILE_HASH + hashlib.sha256(raw).hexdigest()
+        existing = self._knowledge.documents_by_hash(kb.tenant_id, kb.id, content_hash)
+        if existing is not None:
+            return IngestResult(existing, existing.chunk_count, duplicate=True)
+        document = Document(
+            id=new_id(),
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            title=title or Path(filename).stem or "Untitled",
+            filename=filename,
+            file_type=file_type,
+            source=source,
+            content_hash=content_hash,
+            tags=list(dict.fromkeys(t.strip() for t in tags if t.strip())),
+            status=DocumentStatus.PENDING,
+            size_bytes=len(raw),
+            embedding_model=kb.embedding_model,
+        )
+        assert self._originals is not None
+        self._originals.save(document.tenant_id, document.id, raw)
+        try:
+            self._knowledge.insert_document(document, [])
+        except BaseException:
+            self._originals.delete(document.tenant_id, document.id)
+            raise
+        return IngestResult(document, 0)
+
+    def _read_unread(self, document: Document, kb: KnowledgeBase) -> Document:
+        """A document accepted unread (:meth:`_accept_unread`): its original extracted, chunked and stored.
+
+        Keyword-searchable on return, ``pending`` until its vectors are in; ``failed`` with the reason when the file
+        cannot be read (damaged, no text, too many chunks).
+        """
+        raw = self._originals.load(document.tenant_id, document.id) if self._originals is not None else None
+        if raw is None:
+            return self._failed(document, "the uploaded file is no longer kept: upload it again")
+        try:
+            extracted, images = self._extract_with_images(document.filename, raw)
+            given_title = document.title != (Path(document.filename).stem or "Untitled")
+            item = DocumentInput(
+                content=extracted.text,
+                title=document.title if given_title else extracted.title,
+                filename=document.filename,
+                file_type=extracted.file_type,
+                source=document.source,
+                page_starts=extracted.page_starts,
+                tags=document.tags,
+                size_bytes=len(raw),
+                original=raw,
+                images=images,
+            )
+            prepared = self._prepare(kb, item, document.content_hash, 0, keep=document)
+        except (UnsupportedFile, TooManyChunks) as exc:
+            return self._failed(document, str(exc))
+        kb = self._settle_model(kb, [prepared])
+        new = prepared.document
+        new.embedding_model = kb.embedding_model
+        if images and self._originals is not None:
+            save_images(self._originals, new.tenant_id, new.id, images)
+        with self._knowledge.atomic():
+            if not self._knowledge.replace_document(new, [*prepared.parents, *prepared.children]):
+                raise LookupError(document.id)
+            if isinstance(self._engine, KeywordFirstEngine):
+                searchable = [c for c in prepared.children if c.searchable]
+                for start in range(0, len(searchable), _KEYWORD_BATCH):
+                    self._engine.index_keywords(kb.id, searchable[start : start + _KEYWORD_BATCH], document=new)
+        logger.info(
+            "document read",
+            extra={
+                "document_id": new.id,
+                "file_type": new.file_type,
+                "pages": new.pages,
+                "chunks": len(prepared.children),
+            },
+        )
+        return self._knowledge.document(new.tenant_id, new.id) or new
+
+    def _failed(self, document: Document, reason: str) -> Document:
+        logger.warning("document failed", extra={"document_id": document.id, "reason": reason[:200]})
+        failed = self._knowledge.set_document_status(
+            document.tenant_id, document.id, DocumentStatus.FAILED, reason=reason[:500]
+        )
+        return failed or document.model_copy(update={"status": DocumentStatus.FAILED, "reason": reason[:500]})
 
     def _extract_with_images(
         self, filename: str, raw: bytes, cancel: Cancel | None = None
@@ -787,7 +909,15 @@ class IngestService:
             kb = kbs[key]
             if kb is None:
                 continue
-            chunks = searchable_in_order(self._knowledge.chunks_of_document(document.tenant_id, document.id))
+            stored_chunks = self._knowledge.chunks_of_document(document.tenant_id, document.id)
+            if not stored_chunks and document.content_hash.startswith(UNREAD_FILE_HASH):
+                # Accepted unread (extract_when_indexing): its file is read here, off the request path.
+                document = self._read_unread(document, kb)
+                out[document.id] = document
+                if document.status != DocumentStatus.PENDING:
+                    continue
+                stored_chunks = self._knowledge.chunks_of_document(document.tenant_id, document.id)
+            chunks = searchable_in_order(stored_chunks)
             start = min(document.embedded_count, len(chunks))
             done[document.id] = start
             work.extend((document, kb, chunk, vector_text(document, chunk)) for chunk in chunks[start:])

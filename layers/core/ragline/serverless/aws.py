@@ -314,6 +314,9 @@ def build_aws_runtime(
         # Uploads answer 202: their vectors (and graph) are computed by an asynchronous invocation.
         scheduler = LambdaIndexScheduler(session.client("lambda", endpoint_url=endpoint), aws.index_function)
         container.ingest.set_scheduler(scheduler)
+        # API Gateway answers 503 after 30 s, and a large PDF takes longer to read: an uploaded file is kept in S3
+        # and read by the indexing function (the upload answers 202 once the original is stored).
+        container.ingest.extract_when_indexing()
         container.graph_after_indexing = True
         # Presigned with SigV4 (S3 refuses SigV2 URLs in newer regions), Content-Length among the signed headers.
         presigner = session.client("s3", endpoint_url=endpoint, config=BotoConfig(signature_version="s3v4"))

@@ -364,3 +364,53 @@ def test_the_indexer_stop_waits_no_longer_than_its_timeout_counted_from_the_firs
     assert indexer.wait_idle(timeout=30)
     stopped = container.knowledge.document(kb.tenant_id, result.document.id)
     assert stopped.status == DocumentStatus.PENDING
+
+
+def test_a_file_accepted_unread_is_read_when_indexed_and_found_again_by_its_bytes(env):
+    """extract_when_indexing (AWS: reading may outlast the API's 30 s): accepting keeps the file and stores the
+    document pending with no chunks; indexing reads, chunks and embeds it; the same file again is a duplicate
+    before and after it is read; a file that cannot be read ends failed with the reason."""
+    from tests.support.documents import make_pdf
+
+    container, kb, _, _ = env
+    scheduled: list[str] = []
+    container.ingest.set_scheduler(lambda documents: scheduled.extend(d.id for d in documents))
+    container.ingest.extract_when_indexing()
+    pdf = make_pdf(["Hives hold one queen.", "Bees store honey in wax cells."], title="Bees")
+    accepted = container.ingest.accept_bytes(kb, "bees.pdf", pdf)
+    container.ingest.schedule([accepted])
+    document = accepted.document
+    assert (document.status, document.file_type, document.title, accepted.chunk_count) == (
+        DocumentStatus.PENDING,
+        "pdf",
+        "bees",
+        0,
+    )
+    assert scheduled == [document.id]
+    assert container.knowledge.chunks_of_document(kb.tenant_id, document.id) == []
+    assert container.ingest.original(document) == pdf
+    assert container.ingest.accept_bytes(kb, "again.pdf", pdf).duplicate
+    # An unsupported type is still refused at once, before anything is stored.
+    with pytest.raises(UnsupportedFile):
+        container.ingest.accept_bytes(kb, "notes.odt", b"PK")
+
+    read = container.ingest.index_document(kb.tenant_id, document.id)
+    assert read is not None
+    assert (read.status, read.pages, read.title, read.created_at) == (
+        DocumentStatus.INDEXED,
+        2,
+        "Bees",
+        document.created_at,
+    )
+    assert read.embedded_count == read.chunk_count >= 1
+    assert keyword_hits(container, kb, "wax") == [document.id]
+    assert container.ingest.accept_bytes(kb, "third.pdf", pdf).duplicate
+    # Indexing it again (a duplicate delivery) reads nothing again.
+    assert container.ingest.index_document(kb.tenant_id, document.id).status == DocumentStatus.INDEXED
+
+    damaged = container.ingest.accept_bytes(kb, "damaged.pdf", b"%PDF-1.4 broken", title="Broken").document
+    failed = container.ingest.index_document(kb.tenant_id, damaged.id)
+    assert failed is not None
+    assert failed.status == DocumentStatus.FAILED
+    assert "could not be read" in failed.reason
+    assert failed.title == "Broken"
