@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,9 @@ import pytest
 
 from tests.e2e.conftest import SCREENSHOTS
 from tests.support.documents import DRINKS, make_pdf
-from tests.support.servers import free_port
+from tests.support.serverless import OpenSearchTarget, deployed_stack
+from tests.support.servers import ServerThread, free_port
+from tests.support.web_front import web_app_front
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB_APP = Path(os.environ.get("RAGLINE_WEKNORA_WEB", ROOT.parent / "shared" / "weknora-web")) / "dist"
@@ -241,20 +244,64 @@ def documents(tmp_path: Path) -> list[Path]:
     return [markdown, pdf]
 
 
-def test_weknora_web_app_walk_through_on_ragline_serve(browser: Any, served_app: str, documents: list[Path]) -> None:
+def run_in_browser(browser: Any, url: str, documents: list[Path], runtime: str) -> NetworkLog:
+    """The walk-through in a fresh browser context; fails on any error reply the user did not provoke and any page
+    error, and writes the app's network log to test-output/weknora-web-<runtime>-network.txt."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.set_default_timeout(20_000)
     page = context.new_page()
     page_errors: list[str] = []
     page.on("pageerror", lambda exc: page_errors.append(str(exc)))
     try:
-        network = walk_through(page, served_app, documents, "embedded")
+        network = walk_through(page, url, documents, runtime)
     except Exception:
-        shot(page, "embedded", 99, "failed")
+        shot(page, runtime, 99, "failed")
         raise
     finally:
         context.close()
     report = "\n".join(f"{m} {p} {s}" for m, p, s in network.calls)
-    (SCREENSHOTS.parent / "weknora-web-embedded-network.txt").write_text(report + "\n", encoding="utf-8")
+    (SCREENSHOTS.parent / f"weknora-web-{runtime}-network.txt").write_text(report + "\n", encoding="utf-8")
     assert network.errors() == [], report
     assert page_errors == []
+    return network
+
+
+def test_weknora_web_app_walk_through_on_ragline_serve(browser: Any, served_app: str, documents: list[Path]) -> None:
+    run_in_browser(browser, served_app, documents, "embedded")
+
+
+@pytest.fixture(scope="module")
+def deployed_app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """template.yaml deployed in moto (no chat model: extractive answers, as ``ragline serve`` gives), searching the
+    live OpenSearch, with the app's files in front of its HTTP API on one origin (``/api/`` → API Gateway →
+    ``ingest_turn``), as WeKnora's nginx puts them."""
+    dist = _web_app()
+    live = request.getfixturevalue("opensearch")  # skipped without it (a failure under CI)
+    target = OpenSearchTarget(live.url, knn_engine=live.knn_engine)
+    with deployed_stack(tmp_path_factory.mktemp("web-app-stack"), opensearch=target) as stack:
+        stack.warm()
+        front = ServerThread(web_app_front(dist, stack.api_url)).start()
+        try:
+            yield front.url, stack
+        finally:
+            front.stop()
+            # What the walk-through set off asynchronously (the uploads' indexing) ends before the stack does.
+            stack.lambdas.drain(timeout=180.0)
+
+
+def test_weknora_web_app_walk_through_on_the_deployed_stack(
+    browser: Any, deployed_app: Any, documents: list[Path]
+) -> None:
+    url, stack = deployed_app
+    since, first = len(stack.calls()), len(stack.lambdas.invocations)
+    network = run_in_browser(browser, url, documents, "aws")
+    # Every reply the app got came from ingest_turn through API Gateway, the answer's stream included
+    # (knowledge-chat is an API route; API Gateway hands it over whole when the answer ends).
+    invoked = Counter(
+        (i.event["requestContext"]["http"]["method"], i.event["rawPath"])
+        for i in stack.lambdas.invocations[first:]
+        if i.function == "IngestTurnFunction"
+    )
+    replied = Counter((method, path.split("?")[0]) for method, path, _ in network.calls)
+    assert replied - invoked == Counter(), replied - invoked
+    stack.assert_no_denials(since)

@@ -1,10 +1,12 @@
 """Tenant isolation over HTTP, for every route of the API.
 
 Tenant A (the default tenant) owns a knowledge base, a document and its chunks, a session with a finished
-turn and a running one, and a memory. Tenant B is made with ``ragline tenant create`` (the CLI prints its
-key). For every route under /api/v1: no key (or an unknown key) answers 401; B's key on A's ids answers 404,
-as if they did not exist, and changes nothing; A's key on the same request succeeds, so the ids are real.
-Routes without an id in their path are checked for what they could leak (lists, names, ids in the body).
+turn and a running one, and a memory. Tenant B comes in two ways, and the whole suite runs for each: made with
+``ragline tenant create`` (the CLI prints its key, sent as ``X-API-Key``), or a web-app user who registered and
+signed in (their access token, sent as ``Authorization: Bearer``). For every route under /api/v1: no key, an unknown
+key and a forged token naming A's tenant answer 401; B's credential on A's ids answers 404, as if they did not
+exist, and changes nothing; A's key on the same request succeeds, so the ids are real. Routes without an id in
+their path are checked for what they could leak (lists, names, ids in the body).
 
 ``test_every_api_route_is_covered`` fails when a route is added without a probe here.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 from fastapi.routing import APIRoute
 
@@ -47,6 +50,8 @@ class World:
     b_kb: str
     b_session: str
     scripted: Any
+    # A token in the right form naming A's tenant, signed with a guess at the deployment's secret.
+    forged: str
 
     def owner(self, method: str, url: str, status: int, **kwargs: Any) -> httpx.Response:
         reply = self.a.client.request(method, url, **kwargs)
@@ -56,7 +61,7 @@ class World:
     def other(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         """B's request, and the same without a key and with an unknown key."""
         extra = kwargs.pop("headers", {})
-        for key in ({}, {"X-API-Key": "rl-not-a-key"}):
+        for key in ({}, {"X-API-Key": "rl-not-a-key"}, {"Authorization": f"Bearer {self.forged}"}):
             unauthorized = self.anonymous.request(method, url, headers={**extra, **key}, **kwargs)
             assert unauthorized.status_code == 401, (method, url, key, unauthorized.text[:300])
             assert unauthorized.json()["error"]["type"] == "unauthorized"
@@ -79,12 +84,34 @@ def _tenant_from_cli(data_dir: Path, name: str) -> str:
     return lines[-1].strip()
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, shared_models: Any, scripted: Any) -> Iterator[World]:
+def _signed_in(url: str, email: str) -> str:
+    """A web-app user who registered (a tenant of their own) and signed in: their access token."""
+    with httpx.Client(base_url=url, timeout=CLIENT_TIMEOUT) as client:
+        body = {"username": "bea", "email": email, "password": "Passw0rd2024"}
+        assert client.post("/api/v1/auth/register", json=body).status_code == 201
+        login = client.post("/api/v1/auth/login", json={"email": email, "password": body["password"]})
+        assert login.status_code == 200, login.text
+        return str(login.json()["token"])
+
+
+def _forged_token(tenant_id: str) -> str:
+    now = int(time.time())
+    claims = {"iss": "ragline", "sub": "intruder", "tid": tenant_id, "typ": "access", "ver": 0, "jti": "forged"}
+    return jwt.encode({**claims, "iat": now, "exp": now + 3600}, "a guess at the secret, long enough", "HS256")
+
+
+@pytest.fixture(scope="module", params=["api-key", "jwt"])
+def world(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, shared_models: Any, scripted: Any
+) -> Iterator[World]:
+    """A's records, and B with an API key (``api-key``) or a signed-in user's token (``jwt``)."""
     data_dir = tmp_path_factory.mktemp("isolation") / "data"
     server, a = start_ragline(data_dir, shared_models)
-    b_key = _tenant_from_cli(data_dir, "tenant-b")
-    b = httpx.Client(base_url=a.url, headers={"X-API-Key": b_key}, timeout=CLIENT_TIMEOUT)
+    if request.param == "api-key":
+        b_headers = {"X-API-Key": _tenant_from_cli(data_dir, "tenant-b")}
+    else:
+        b_headers = {"Authorization": f"Bearer {_signed_in(a.url, 'bea@example.com')}"}
+    b = httpx.Client(base_url=a.url, headers=b_headers, timeout=CLIENT_TIMEOUT)
     anonymous = httpx.Client(base_url=a.url, timeout=CLIENT_TIMEOUT)
     try:
         kb = a.create_kb("guide", DOCS)
@@ -100,8 +127,22 @@ def world(tmp_path_factory: pytest.TempPathFactory, shared_models: Any, scripted
         memory = a.container.memories.add(new_memory(tenant_a.id, "", "The user runs a reactor.")).id
         b_kb = b.post("/api/v1/knowledge-bases", json={"name": "b-kb"}).json()["data"]["id"]
         b_session = b.post("/api/v1/sessions", json={"knowledge_base_ids": [b_kb]}).json()["data"]["id"]
+        forged = _forged_token(tenant_a.id)
         yield World(
-            a, b, anonymous, kb, document, chunk, session, user_message, message, memory, b_kb, b_session, scripted
+            a,
+            b,
+            anonymous,
+            kb,
+            document,
+            chunk,
+            session,
+            user_message,
+            message,
+            memory,
+            b_kb,
+            b_session,
+            scripted,
+            forged,
         )
     finally:
         b.close()
@@ -676,6 +717,84 @@ def _list_models(w: World) -> None:
     assert w.kb not in theirs.text
 
 
+def _the_deployments(path: str, **params: str) -> Callable[[World], None]:
+    """A route that answers the deployment's settings or features, the same for every tenant: B's reply equals A's
+    (its tenant number aside) and holds nothing of A's."""
+
+    def probe(w: World) -> None:
+        mine = w.owner("GET", path, 200, params=params).json()
+        theirs = w.other("GET", path, params=params)
+        assert theirs.status_code == 200, theirs.text
+        _nothing_of_a(w, theirs.text)
+        assert _without_tenant(theirs.json()) == _without_tenant(mine), (path, theirs.json(), mine)
+
+    return probe
+
+
+def _without_tenant(reply: Any) -> Any:
+    if isinstance(reply, dict):
+        return {k: _without_tenant(v) for k, v in reply.items() if k != "tenant_id"}
+    if isinstance(reply, list):
+        return [_without_tenant(v) for v in reply]
+    return reply
+
+
+def _nothing_of_a(w: World, text: str) -> None:
+    """None of A's ids, nor words of A's document, in a reply to B."""
+    for value in (w.kb, w.document, w.chunk, w.session, w.message, w.memory, "reactor", "heavy water"):
+        assert value not in text.lower(), (value, text[:300])
+
+
+def _list_agents(w: World) -> None:
+    _the_deployments("/api/v1/agents")(w)
+    (theirs,) = w.other("GET", "/api/v1/agents").json()["data"]
+    (mine,) = w.owner("GET", "/api/v1/agents", 200).json()["data"]
+    assert theirs["tenant_id"] != mine["tenant_id"]  # each tenant sees the built-in agent as its own
+
+
+def _agent_suggested_questions(w: World) -> None:
+    url = "/api/v1/agents/builtin-quick-answer/suggested-questions"
+    # Questions come from the caller's own documents: naming A's knowledge base and document finds none of them.
+    for params in ({}, {"knowledge_base_ids": w.kb}, {"knowledge_base_ids": w.kb, "knowledge_ids": w.document}):
+        theirs = w.other("GET", url, params=params)
+        assert theirs.status_code == 200, theirs.text
+        assert theirs.json()["data"]["questions"] == [], (params, theirs.text)
+        _nothing_of_a(w, theirs.text)
+    mine = w.owner("GET", url, 200, params={"knowledge_base_ids": w.kb}).json()["data"]["questions"]
+    assert {q["knowledge_base_id"] for q in mine} == {w.kb}
+
+
+def _initialization_config(w: World) -> None:
+    url = f"/api/v1/initialization/config/{w.kb}"
+    w.denied("GET", url)
+    assert w.owner("GET", url, 200).json()["data"]["embedding_model_id"]
+
+
+def _update_initialization_config(w: World) -> None:
+    url = f"/api/v1/initialization/config/{w.kb}"
+    before = w.owner("GET", url, 200).json()["data"]
+    w.denied("PUT", url, json={"llmModelId": "hijacked", "documentSplitting": {"chunkSize": 100, "chunkOverlap": 0}})
+    assert w.owner("GET", url, 200).json()["data"] == before
+    assert w.owner("PUT", url, 200, json={}).json()["data"] == before
+
+
+def _knowledge_folders(w: World) -> None:
+    url = f"/api/v1/knowledge-bases/{w.kb}/knowledge/folders"
+    w.denied("GET", url)
+    assert w.owner("GET", url, 200).json()["data"]["root_document_count"] >= 1
+
+
+def _message_suggestions(method: str) -> Callable[[World], None]:
+    def probe(w: World) -> None:
+        body = {"json": {}} if method == "POST" else {}
+        w.denied(method, f"/api/v1/sessions/{w.session}/messages/{w.message}/suggestions", **body)
+        w.denied(method, f"/api/v1/sessions/{w.b_session}/messages/{w.message}/suggestions", **body)  # B's session
+        reply = w.owner(method, f"/api/v1/sessions/{w.session}/messages/{w.message}/suggestions", 200, **body)
+        assert reply.json()["data"]["assistant_message_id"] == w.message
+
+    return probe
+
+
 def _keywords(w: World) -> None:
     # Keywords come from the question alone: B's reply holds nothing of A's, and equals A's for one question.
     body = {"query": "How does heavy water cool the reactor?"}
@@ -857,6 +976,30 @@ COVERED: dict[tuple[str, str], Callable[[World], None]] = {
     ("PUT", "/api/v1/sessions/{session_id}/messages/{message_id}/feedback"): _message_feedback,
     ("GET", "/api/v1/knowledge-bases/{kb_id}/suggested-questions"): _suggested_questions,
     ("GET", "/api/v1/models"): _list_models,
+    ("GET", "/api/v1/agents"): _list_agents,
+    ("GET", "/api/v1/agents/{agent_id}"): _the_deployments("/api/v1/agents/builtin-quick-answer"),
+    ("GET", "/api/v1/agents/{agent_id}/suggested-questions"): _agent_suggested_questions,
+    ("GET", "/api/v1/initialization/config/{kb_id}"): _initialization_config,
+    ("PUT", "/api/v1/initialization/config/{kb_id}"): _update_initialization_config,
+    ("GET", "/api/v1/knowledge-bases/{kb_id}/knowledge/folders"): _knowledge_folders,
+    ("GET", "/api/v1/sessions/{session_id}/messages/{message_id}/suggestions"): _message_suggestions("GET"),
+    ("POST", "/api/v1/sessions/{session_id}/messages/{message_id}/suggestions"): _message_suggestions("POST"),
+    ("GET", "/api/v1/system/info"): _the_deployments("/api/v1/system/info"),
+    ("GET", "/api/v1/system/capabilities"): _the_deployments("/api/v1/system/capabilities"),
+    ("GET", "/api/v1/system/parser-engines"): _the_deployments("/api/v1/system/parser-engines"),
+    ("GET", "/api/v1/system/storage-engine-status"): _the_deployments("/api/v1/system/storage-engine-status"),
+    ("GET", "/api/v1/tenants/kv/{key}"): _the_deployments("/api/v1/tenants/kv/retrieval-config"),
+    ("GET", "/api/v1/organizations"): _the_deployments("/api/v1/organizations"),
+    ("GET", "/api/v1/shared-knowledge-bases"): _the_deployments("/api/v1/shared-knowledge-bases"),
+    ("GET", "/api/v1/shared-agents"): _the_deployments("/api/v1/shared-agents"),
+    ("GET", "/api/v1/user/favorites"): _the_deployments("/api/v1/user/favorites", type="kb"),
+    ("GET", "/api/v1/me/invitations/pending-count"): _the_deployments("/api/v1/me/invitations/pending-count"),
+    ("GET", "/api/v1/im-channels"): _the_deployments("/api/v1/im-channels"),
+    ("GET", "/api/v1/embed-channels"): _the_deployments("/api/v1/embed-channels"),
+    ("GET", "/api/v1/mcp-services"): _the_deployments("/api/v1/mcp-services"),
+    ("GET", "/api/v1/web-search-providers"): _the_deployments("/api/v1/web-search-providers"),
+    ("GET", "/api/v1/vector-stores"): _the_deployments("/api/v1/vector-stores"),
+    ("GET", "/api/v1/skills"): _the_deployments("/api/v1/skills"),
     ("POST", "/api/v1/sessions/{session_id}/questions"): _ask,
     ("POST", "/api/v1/knowledge-chat/{session_id}"): _knowledge_chat,
     ("POST", "/api/v1/agent-chat/{session_id}"): _agent_chat,
@@ -885,6 +1028,26 @@ NO_ID_ROUTES = {
     ("GET", "/api/v1/models"),
     ("GET", "/api/v1/memories"),
     ("DELETE", "/api/v1/memories"),
+    # The built-in agent and the deployment's settings and (absent) features: the same for every tenant.
+    ("GET", "/api/v1/agents"),
+    ("GET", "/api/v1/agents/{agent_id}"),
+    ("GET", "/api/v1/agents/{agent_id}/suggested-questions"),
+    ("GET", "/api/v1/system/info"),
+    ("GET", "/api/v1/system/capabilities"),
+    ("GET", "/api/v1/system/parser-engines"),
+    ("GET", "/api/v1/system/storage-engine-status"),
+    ("GET", "/api/v1/tenants/kv/{key}"),
+    ("GET", "/api/v1/organizations"),
+    ("GET", "/api/v1/shared-knowledge-bases"),
+    ("GET", "/api/v1/shared-agents"),
+    ("GET", "/api/v1/user/favorites"),
+    ("GET", "/api/v1/me/invitations/pending-count"),
+    ("GET", "/api/v1/im-channels"),
+    ("GET", "/api/v1/embed-channels"),
+    ("GET", "/api/v1/mcp-services"),
+    ("GET", "/api/v1/web-search-providers"),
+    ("GET", "/api/v1/vector-stores"),
+    ("GET", "/api/v1/skills"),
 }
 # ``url``: an image's handle (resource://images/<owner>/<n>), a question's or a document's.
 ID_PARAMETERS = {

@@ -9,9 +9,10 @@ against the function's role.
 What a deployment has and this has too:
 - the CloudFormation SAM generates (``cfn.sam_transform``), resolved against the physical names given here
   (``ragtest-EventsTable-…``), so each function's environment is the one CloudFormation would set;
-- the tables (key schemas, TTL), the bucket, the SSM parameters and secrets the parameters name, the
-  functions and the state machine (the committed definition with its substitutions) in one moto account,
-  which Step Functions executes and whose Lambda tasks run the real ``pipeline_step`` handler;
+- the tables (key schemas, TTL), the bucket, the SSM parameters and secrets the parameters name, the secrets
+  the template generates (the token-signing secret), the functions and the state machine (the committed
+  definition with its substitutions) in one moto account, which Step Functions executes and whose Lambda
+  tasks run the real ``pipeline_step`` handler;
 - ``ingest_turn`` behind API Gateway's HTTP API (payload 2.0, Mangum), ``stream_reader`` started by its
   ``run.sh`` behind a RESPONSE_STREAM function URL (``gateways``);
 - each function's role: every AWS call a sandbox makes is evaluated against its statements (``grants``),
@@ -352,6 +353,10 @@ def _physical_names(
             )
         elif kind == "AWS::Lambda::Url":
             refs[logical_id] = physical
+        elif kind == "AWS::SecretsManager::Secret":
+            # CloudFormation's name for a secret the template does not name; its Ref (the ARN) is known once
+            # it is created (``_create_secrets``).
+            refs[logical_id] = f"{logical_id}-{_suffix()}"
         elif kind == "AWS::Events::Rule":
             name = physical[:64]
             refs[logical_id] = name
@@ -485,6 +490,7 @@ def deployed_stack(
         cfn = sam_transform(template, parameters)
         refs, attributes = _physical_names(cfn, parameters)
         refs.update({f"secret:{name}": arn for name, arn in secret_arns.items()})
+        refs.update(_create_secrets(secrets_client, cfn, refs))
         stream_reader = refs["StreamReaderFunction"]
         ingest_turn = refs["IngestTurnFunction"]
         api = ServerThread(HttpApi(lambdas, ingest_turn, refs["HttpApi"], ACCOUNT_ID, REGION)).start()
@@ -555,6 +561,28 @@ def deployed_stack(
             moto_process.wait(10)
         except subprocess.TimeoutExpired:
             moto_process.kill()
+
+
+def generated_secret(spec: Mapping[str, Any]) -> str:
+    """A value as Secrets Manager generates one for ``GenerateSecretString`` (length and excluded characters)."""
+    alphabet = string.ascii_letters + string.digits
+    if not spec.get("ExcludePunctuation"):
+        alphabet += string.punctuation
+    alphabet = "".join(c for c in alphabet if c not in str(spec.get("ExcludeCharacters", "")))
+    return "".join(secrets.choice(alphabet) for _ in range(int(spec.get("PasswordLength", 32))))
+
+
+def _create_secrets(client: Any, cfn: Mapping[str, Any], refs: Mapping[str, str]) -> dict[str, str]:
+    """The template's own secrets, created with a generated value as CloudFormation creates them: their ARNs."""
+    arns: dict[str, str] = {}
+    for logical_id, resource in cfn["Resources"].items():
+        if resource["Type"] != "AWS::SecretsManager::Secret":
+            continue
+        props = resource.get("Properties") or {}
+        assert "GenerateSecretString" in props, f"{logical_id}: only generated secrets are deployed here"
+        value = generated_secret(props["GenerateSecretString"])
+        arns[logical_id] = client.create_secret(Name=refs[logical_id], SecretString=value)["ARN"]
+    return arns
 
 
 def _create_resources(

@@ -470,7 +470,43 @@ def test_no_secret_in_plain_text(template: dict[str, Any]) -> None:
         for name, value in variables.items():
             if secretive.search(name):
                 assert isinstance(value, dict), f"{name}: literal value"
-                assert all(r.endswith(("Parameter", "Arn")) for r in references(value)), name
+                # A parameter naming a stored secret, or a secret of the stack's own (its Ref is its ARN).
+                assert all(
+                    r.endswith(("Parameter", "Arn"))
+                    or template["Resources"].get(r, {}).get("Type") == "AWS::SecretsManager::Secret"
+                    for r in references(value)
+                ), name
+
+
+def test_the_token_signing_secret_is_generated_and_read_only_by_the_functions_that_verify_tokens(
+    template: dict[str, Any],
+) -> None:
+    """The web app's tokens are signed with a secret the stack generates in Secrets Manager (never a parameter, a
+    literal or a table item); ingest_turn (which signs and verifies) and stream_reader (which verifies) are given its
+    ARN and may read it, no function may change it, and the functions that serve no caller know nothing of it."""
+    secret = template["Resources"]["TokenSigningSecret"]
+    assert secret["Type"] == "AWS::SecretsManager::Secret"
+    generated = secret["Properties"]["GenerateSecretString"]
+    assert generated["PasswordLength"] >= 32
+    assert "SecretString" not in secret["Properties"]
+    cfn = sam_transform(template)
+    readers = {"IngestTurnFunction", "StreamReaderFunction"}
+    for function_id in FUNCTIONS:
+        variables = template["Resources"][function_id]["Properties"].get("Environment", {}).get("Variables", {})
+        grants = [
+            statement
+            for role_id, statement in iam_statements(cfn)
+            if role_id == f"{function_id}Role"
+            and any(a.startswith("secretsmanager:") for a in as_list(statement["Action"]))
+            and "TokenSigningSecret" in set(references(statement["Resource"]))
+        ]
+        if function_id in readers:
+            assert variables["RAGLINE_TOKEN_SECRET_ARN"] == {"Ref": "TokenSigningSecret"}, function_id
+            assert [set(as_list(g["Action"])) for g in grants] == [{"secretsmanager:GetSecretValue"}], function_id
+        else:
+            assert "RAGLINE_TOKEN_SECRET_ARN" not in variables, function_id
+            assert grants == [], function_id
+    assert "RAGLINE_TOKEN_SECRET_ARN" not in template["Globals"]["Function"]["Environment"]["Variables"]
 
 
 def test_environment_covers_aws_settings(template: dict[str, Any]) -> None:

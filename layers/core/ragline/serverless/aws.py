@@ -2,8 +2,9 @@
 
 Each Lambda function builds one :class:`AwsRuntime` per container (cold start) and reuses it, from its own
 environment (``AwsSettings``: the names template.yaml gives it) and its own boto3 clients. Secrets (API keys
-in SSM, the Neo4j password in Secrets Manager) are read once per container, by the functions that use them;
-``stream_reader`` builds a reader (``reader=True``): no model, no graph, no secret, no search engine.
+in SSM, the Neo4j password and the token-signing secret in Secrets Manager) are read once per container, by the
+functions that use them; ``stream_reader`` builds a reader (``reader=True``): no model, no graph, no search engine
+(it reads the token-signing secret alone, to verify a signed-in user's token).
 """
 
 from __future__ import annotations
@@ -101,6 +102,24 @@ def _secret_value(secret_arn: str, endpoint: str | None) -> str:
     """A Secrets Manager secret, read once per container (a warm invocation pays nothing)."""
     client = boto3.Session().client("secretsmanager", endpoint_url=endpoint)
     return str(client.get_secret_value(SecretId=secret_arn)["SecretString"])
+
+
+def token_secret(session: boto3.Session, secret_arn: str, endpoint: str | None) -> Callable[[], str]:
+    """The token-signing secret's reader, which asks Secrets Manager once per container.
+
+    It asks at the first token signed or verified: a container that serves only API keys never does.
+    """
+    lock = threading.Lock()
+    value: list[str] = []
+
+    def read() -> str:
+        with lock:
+            if not value:
+                client = session.client("secretsmanager", endpoint_url=endpoint)
+                value.append(str(client.get_secret_value(SecretId=secret_arn)["SecretString"]))
+            return value[0]
+
+    return read
 
 
 def neo4j_credentials(secret: str, default_user: str) -> tuple[str, str]:
@@ -243,7 +262,7 @@ def build_aws_runtime(
     start_guard: Callable[[Callable[..., str]], Callable[..., str]] | None = None,
     reader: bool = False,
 ) -> AwsRuntime:
-    """The runtime of one function. ``reader`` (stream_reader) needs no model, graph, secret or engine.
+    """The runtime of one function. ``reader`` (stream_reader) needs no model, graph, API key or engine.
 
     Unit tests inject the knowledge store, the engine and the model registry.
     """
@@ -285,7 +304,11 @@ def build_aws_runtime(
         config,
         templates,
         tenants=DynamoTenantStore(dynamodb.Table(aws.tenants_table)),
-        users=DynamoUserStore(dynamodb.Table(aws.tenants_table)),
+        users=(
+            DynamoUserStore(dynamodb.Table(aws.tenants_table), token_secret(session, aws.token_secret_arn, endpoint))
+            if aws.token_secret_arn
+            else None
+        ),
         knowledge=knowledge or DynamoKnowledgeStore(dynamodb.Table(aws.knowledge_table)),
         tags=DynamoTagStore(dynamodb.Table(aws.knowledge_table)),
         sessions=sessions,

@@ -63,6 +63,9 @@ class AwsSettings(BaseSettings):
     embedding_base_url: str = ""
     embedding_model: str = ""
     embedding_api_key_parameter: str = ""
+    # The Secrets Manager secret the web app's sign-in tokens are signed with (template.yaml's TokenSigningSecret),
+    # given to the functions that verify tokens; empty: no accounts on this function (API keys only).
+    token_secret_arn: str = ""
 
     # The indexing function (template.yaml's IndexDocumentFunction): uploads are indexed by an asynchronous
     # invocation of it. Empty: indexed before the reply (the 30-second limit of the HTTP API then applies).

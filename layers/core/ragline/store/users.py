@@ -1,13 +1,16 @@
 """Accounts of WeKnora's web app: users (one tenant each), revoked tokens and the token-signing secret.
 
-Two stores with one protocol: SQLite for the embedded runtime, the tenants table on AWS (items ``user#<id>``,
-``email#<email>``, ``revoked#<jti>`` and ``secret#jwt``). Passwords arrive hashed (``server/accounts.py``).
+Two stores with one protocol: SQLite for the embedded runtime (the signing secret generated at first use and kept
+in the database), the tenants table on AWS (items ``user#<id>``, ``email#<email>`` and ``revoked#<jti>``; the
+signing secret is a Secrets Manager secret the template generates, never an item). Passwords arrive hashed
+(``server/accounts.py``).
 """
 
 from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
@@ -177,9 +180,13 @@ def _conditional_failure(error: ClientError) -> bool:
 class DynamoUserStore:
     """Users in the tenants table (the table the API's keys are in, already the API function's)."""
 
-    def __init__(self, table: Any) -> None:
-        """Users kept in ``table`` (the tenants table: one ``pk`` key)."""
+    def __init__(self, table: Any, signing_secret: Callable[[], str]) -> None:
+        """Users kept in ``table`` (the tenants table: one ``pk`` key).
+
+        Tokens are signed with what ``signing_secret`` reads: the deployment's secret, from Secrets Manager.
+        """
         self._table = table
+        self._signing_secret = signing_secret
 
     def create(self, email: str, username: str, password_hash: str, tenant_id: str) -> User:
         """A new user and its e-mail claim in one transaction; an address already used raises DuplicateEmail."""
@@ -241,13 +248,5 @@ class DynamoUserStore:
         return "Item" in self._table.get_item(Key={"pk": f"revoked#{jti}"}, ConsistentRead=True)
 
     def signing_secret(self) -> str:
-        """The deployment's secret: the first writer's wins (a conditional put), every container reads it."""
-        try:
-            self._table.put_item(
-                Item={"pk": "secret#jwt", "value": secrets.token_urlsafe(48)}, ConditionExpression=_IS_NEW
-            )
-        except ClientError as error:
-            if not _conditional_failure(error):
-                raise
-        item = self._table.get_item(Key={"pk": "secret#jwt"}, ConsistentRead=True)["Item"]
-        return str(item["value"])
+        """The deployment's token-signing secret, as the function's reader gives it (read once per container)."""
+        return self._signing_secret()
