@@ -85,7 +85,7 @@ def _tenant_from_cli(data_dir: Path, name: str) -> str:
 
 def _signed_in(url: str, email: str) -> str:
     """A web-app user who registered (a tenant of their own) and signed in: their access token."""
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with httpx.Client(base_url=url, timeout=httpx.Timeout(None, connect=60.0)) as client:
         body = {"username": "bea", "email": email, "password": "Passw0rd2024"}
         assert client.post("/api/v1/auth/register", json=body).status_code == 201
         login = client.post("/api/v1/auth/login", json={"email": email, "password": body["password"]})
