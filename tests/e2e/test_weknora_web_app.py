@@ -304,4 +304,7 @@ def test_weknora_web_app_walk_through_on_the_deployed_stack(
     )
     replied = Counter((method, path.split("?")[0]) for method, path, _ in network.calls)
     assert replied - invoked == Counter(), replied - invoked
+    # Its tokens were signed with the secret the template generated, read through ingest_turn's grant.
+    reads = {(c.function, c.resource) for c in stack.calls()[since:] if c.action == "secretsmanager:GetSecretValue"}
+    assert reads == {("IngestTurnFunction", stack.refs["TokenSigningSecret"])}
     stack.assert_no_denials(since)

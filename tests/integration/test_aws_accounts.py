@@ -23,6 +23,8 @@ from tests.support.sse import answer_text, read_frames
 
 PASSWORD = "Passw0rd2024"
 READ_SECRET = "secretsmanager:GetSecretValue"
+# A reply takes as long as it takes on a loaded machine (pytest-timeout is the safety net); connecting is bounded.
+WAIT_FOR_REPLY = httpx.Timeout(None, connect=60.0)
 
 
 def _bearer(token: str) -> dict[str, str]:
@@ -31,7 +33,7 @@ def _bearer(token: str) -> dict[str, str]:
 
 @pytest.fixture
 def anonymous(aws_stack: DeployedStack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=aws_stack.api_url, timeout=60) as client:
+    with httpx.Client(base_url=aws_stack.api_url, timeout=WAIT_FOR_REPLY) as client:
         yield client
 
 
@@ -101,7 +103,7 @@ def test_a_signed_in_user_follows_an_answer_on_the_stream_url_and_a_forged_token
     )
     assert asked.status_code == 202, asked.text
     events = f"api/v1/sessions/{session_id}/messages/{asked.json()['data']['assistant_message_id']}/events"
-    with httpx.Client(base_url=stack.stream_url, timeout=60) as reader:
+    with httpx.Client(base_url=stack.stream_url, timeout=WAIT_FOR_REPLY) as reader:
         frames = read_frames(reader, "GET", events, headers=_bearer(token))
         assert frames[-1].type == "complete"
         assert answer_text(frames) == "Signed in."
