@@ -300,7 +300,7 @@ def test_layers(template: dict[str, Any]) -> None:
     assert "PYTHON_VERSION ?= 3.12" in makefile  # what sam build gets (the tests build for their own Python)
     assert "-c requirements.lock" in makefile
     assert "aarch64" in makefile
-    assert "-r binary-requirements.txt" in makefile
+    assert '-r "$(ARTIFACTS_DIR)/binary-requirements.txt"' in makefile
     assert layers["ConfigLayer"]["Properties"]["ContentUri"] == "config/"
     assert "Metadata" not in layers["ConfigLayer"]  # copied as is: config.yaml lands in /opt
     assert (ROOT / "config" / "config.yaml").is_file()
