@@ -256,9 +256,7 @@ def requests_for(
 
 
 def opensearch_requests(method: str, path: str, target: Mapping[str, str]) -> list[IamRequest]:
-    """An HTTP request to OpenSearch: ``es:ESHttp<Method>`` on the domain's path, or ``aoss:APIAccessAll``."""
-    if target["service"] == "aoss":
-        return [IamRequest("aoss:APIAccessAll", target["arn"])]
+    """An HTTP request to OpenSearch: ``es:ESHttp<Method>`` on the domain's path."""
     return [IamRequest(f"es:ESHttp{method.capitalize()}", f"{target['arn']}/{path.lstrip('/')}")]
 
 

@@ -73,15 +73,12 @@ def _suffix(length: int = 12) -> str:
 
 @dataclass
 class OpenSearchTarget:
-    """The OpenSearch the stack searches: a local URL standing for a domain (or a collection) ARN."""
+    """The OpenSearch the stack searches: a local URL standing for a domain ARN."""
 
     url: str
     arn: str = f"arn:aws:es:{REGION}:{ACCOUNT_ID}:domain/{STACK}-search"
     knn_engine: str = "lucene"
-
-    @property
-    def service(self) -> str:
-        return "aoss" if ":aoss:" in self.arn else "es"
+    service: str = "es"
 
 
 @dataclass
@@ -436,9 +433,7 @@ def deployed_stack(
     if opensearch is not None:
         parameters.setdefault("OpenSearchEndpoint", opensearch.url)
         parameters.setdefault("OpenSearchKnnEngine", opensearch.knn_engine)
-        parameters.setdefault(
-            "OpenSearchDomainArn" if opensearch.service == "es" else "OpenSearchCollectionArn", opensearch.arn
-        )
+        parameters.setdefault("OpenSearchDomainArn", opensearch.arn)
     opt = _layers(work_dir)
     calls_log = work_dir / "calls.jsonl"
     calls_log.touch()

@@ -65,7 +65,6 @@ ALL_OPTIONS = {
     "EmbeddingApiKeyParameter": "/ragline/embedding-api-key",
     "OpenSearchEndpoint": "https://search-ragline.us-east-1.es.amazonaws.com",
     "OpenSearchDomainArn": "arn:aws:es:us-east-1:123456789012:domain/ragline",
-    "OpenSearchCollectionArn": "arn:aws:aoss:us-east-1:123456789012:collection/abc123",
     "SearchInstanceType": "m6g.large.search",
     "SearchVolumeGiB": "50",
     "Neo4jUri": "neo4j+s://graph.example.com:7687",
@@ -196,14 +195,12 @@ def test_conditional_permissions_follow_their_parameters(template: dict[str, Any
     for role_id, statement in iam_statements(cfn):
         by_role.setdefault(role_id, set()).update(as_list(statement["Action"]))
     for role_id in ("IngestTurnFunctionRole", "PipelineStepFunctionRole"):
-        assert {"ssm:GetParameter", "es:ESHttp*", "aoss:APIAccessAll", "secretsmanager:GetSecretValue"} <= by_role[
-            role_id
-        ]
+        assert {"ssm:GetParameter", "es:ESHttp*", "secretsmanager:GetSecretValue"} <= by_role[role_id]
     assert "states:StartExecution" in by_role["IngestTurnFunctionRole"]
     assert "states:StopExecution" in by_role["IngestTurnFunctionRole"]
     assert "states:StopExecution" in by_role["StreamReaderFunctionRole"]
     assert not {"states:StartExecution", "states:StopExecution"} & by_role["PipelineStepFunctionRole"]
-    assert not {"ssm:GetParameter", "es:ESHttp*", "aoss:APIAccessAll"} & by_role["StreamReaderFunctionRole"]
+    assert not {"ssm:GetParameter", "es:ESHttp*"} & by_role["StreamReaderFunctionRole"]
     assert by_role["PipelineStateMachineRole"] >= {"lambda:InvokeFunction", "logs:CreateLogDelivery"}
 
 
@@ -300,9 +297,10 @@ def test_layers(template: dict[str, Any]) -> None:
     assert layers["CoreLayer"]["Metadata"]["BuildArchitecture"] == "arm64"
     makefile = (ROOT / "layers" / "core" / "Makefile").read_text(encoding="utf-8")
     assert "build-CoreLayer:" in makefile  # the target sam build runs
-    assert "--python-version 3.12" in makefile
+    assert "PYTHON_VERSION ?= 3.12" in makefile  # what sam build gets (the tests build for their own Python)
+    assert "-c requirements.lock" in makefile
     assert "aarch64" in makefile
-    assert "-r binary-requirements.txt" in makefile
+    assert '-r "$(ARTIFACTS_DIR)/binary-requirements.txt"' in makefile
     assert layers["ConfigLayer"]["Properties"]["ContentUri"] == "config/"
     assert "Metadata" not in layers["ConfigLayer"]  # copied as is: config.yaml lands in /opt
     assert (ROOT / "config" / "config.yaml").is_file()
@@ -702,26 +700,12 @@ def test_http_samples_reach_their_route_through_mangum(name: str, method: str, r
         assert seen["path_params"]["mid"]
 
 
-def test_search_role_arns_names_every_role_that_may_call_opensearch(template: dict[str, Any]) -> None:
-    """An existing collection's data access policy is written from the SearchRoleArns output: every role granted
-    aoss:APIAccessAll (index_document writes the vectors) must be in it, or its calls are refused."""
-    from tests.support.cfn import Resolver
-
-    collection = {
-        "OpenSearchEndpoint": "https://abc.us-east-1.aoss.amazonaws.com",
-        "OpenSearchCollectionArn": "arn:aws:aoss:us-east-1:123456789012:collection/abc",
-    }
-    cfn = sam_transform(template, collection)
-    names = {logical: f"phys-{logical}" for logical in cfn["Resources"]}
-    attributes = {f"{k}.Arn": f"arn:aws:iam::123456789012:role/{v}" for k, v in names.items()}
-    attributes |= {"PipelineStateMachine.Name": "machine", "StreamReaderFunctionUrl.FunctionUrl": "https://r/"}
-    resolver = Resolver(cfn, collection, names, attributes)
-    granted = {
-        attributes[f"{role_id}.Arn"]
-        for role_id in resolver.resources("AWS::IAM::Role")
-        for statement in resolver.role_statements(role_id)
-        if "aoss:APIAccessAll" in as_list(statement["Action"])
-    }
-    assert len(granted) >= 3
-    listed = set(str(resolver.resolve(cfn["Outputs"]["SearchRoleArns"]["Value"])).split(","))
-    assert listed == granted
+def test_opensearch_serverless_is_not_offered(template: dict[str, Any]) -> None:
+    """The engine writes custom document ids and removes chunks with _delete_by_query, which OpenSearch Serverless
+    vector collections refuse: the template offers no collection (no parameter, no aoss grant) and says why on the
+    endpoint parameter; the code refuses an aoss endpoint (test_opensearch_signing.py)."""
+    assert not [name for name in template["Parameters"] if "Collection" in name]
+    cfn = sam_transform(template, ALL_OPTIONS)
+    actions = {a for _, statement in iam_statements(cfn) for a in as_list(statement["Action"])}
+    assert not [a for a in actions if a.startswith("aoss:")]
+    assert "OpenSearch Serverless is not supported" in template["Parameters"]["OpenSearchEndpoint"]["Description"]

@@ -239,11 +239,11 @@ def _metadata_text(chunk: Chunk, key: str) -> str:
 class OpenSearchEngine:
     """Keyword and vector retrieval over one OpenSearch index shared by every knowledge base and tenant.
 
-    The client is injected so wiring chooses its authentication (basic, SigV4 for ``es`` or ``aoss``) and
-    tests their server. ``method`` is how a new vector field is indexed. ``refresh`` makes a bulk request
-    wait until its chunks are searchable; a service that refreshes on its own schedule (OpenSearch Serverless)
-    takes ``refresh=False``. Client errors propagate, except that a search before anything was ever indexed
-    finds nothing: hybrid search counts a failed group as a failed branch.
+    The client is injected so wiring chooses its authentication (basic, SigV4 for ``es``) and tests their
+    server. ``method`` is how a new vector field is indexed. ``refresh`` makes a bulk request wait until its
+    chunks are searchable (``refresh=False`` leaves it to the index's refresh interval). Client errors
+    propagate, except that a search before anything was ever indexed finds nothing: hybrid search counts a
+    failed group as a failed branch.
     """
 
     engine_name = "opensearch"

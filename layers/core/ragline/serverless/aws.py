@@ -132,10 +132,24 @@ def neo4j_credentials(secret: str, default_user: str) -> tuple[str, str]:
 
 
 # -------------------------------------------------------------------------------------------- OpenSearch
+# OpenSearch Serverless vector collections refuse what the engine does: documents written with their own ids
+# (AOSS assigns them), _delete_by_query (how a document's chunks are removed) and refresh requests.
+AOSS_UNSUPPORTED = (
+    "OpenSearch Serverless is not supported: its vector collections refuse the custom document ids and the "
+    "_delete_by_query the engine uses; use an OpenSearch Service domain"
+)
+
+
+class UnsupportedSearchService(ValueError):
+    """The configured OpenSearch endpoint is of a kind the engine cannot use (OpenSearch Serverless)."""
+
+
 def signing_service(url: str) -> str:
-    """SigV4 signs OpenSearch Serverless requests for ``aoss`` and OpenSearch Service domains for ``es``."""
+    """``es``, the SigV4 service of OpenSearch Service domains; an OpenSearch Serverless endpoint is refused."""
     host = urlsplit(url).hostname or ""
-    return "aoss" if host.endswith(".aoss.amazonaws.com") else "es"
+    if host.endswith(".aoss.amazonaws.com"):
+        raise UnsupportedSearchService(f"{AOSS_UNSUPPORTED} ({host})")
+    return "es"
 
 
 def opensearch_client(aws: AwsSettings, session: boto3.Session) -> Any:
@@ -143,7 +157,9 @@ def opensearch_client(aws: AwsSettings, session: boto3.Session) -> Any:
     from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth
 
     url = aws.opensearch_url
-    service = aws.opensearch_service or signing_service(url)
+    service = signing_service(url)
+    if aws.opensearch_service not in ("", service):
+        raise UnsupportedSearchService(f"{AOSS_UNSUPPORTED} (RAGLINE_OPENSEARCH_SERVICE={aws.opensearch_service})")
     credentials = session.get_credentials()
     if credentials is None:
         raise RuntimeError("no AWS credentials to sign OpenSearch requests with")

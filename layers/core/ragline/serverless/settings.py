@@ -37,8 +37,8 @@ class AwsSettings(BaseSettings):
     # retry that finds the owner dead waits this long at most before taking the answer over.
     answer_lease_s: float = 10.0
 
-    # The OpenSearch endpoint (a domain's or a serverless collection's); requests are SigV4-signed for
-    # ``opensearch_service`` (empty: "aoss" for *.aoss.amazonaws.com, else "es").
+    # The OpenSearch Service domain's endpoint; requests are SigV4-signed for "es" (``opensearch_service``, empty
+    # or "es": OpenSearch Serverless is refused, see serverless/aws.py).
     opensearch_url: str = ""
     opensearch_index: str = "ragline-chunks"
     opensearch_service: str = ""
