@@ -1,4 +1,5 @@
-"""SSE reader process for bench/stream_latency.py: real clients (httpx + httpx-sse) in one asyncio loop.
+"""SSE reader process for bench/stream_latency.py and bench/mixed_load.py: real clients (httpx + httpx-sse) in one
+asyncio loop.
 
 Runs in its own process so the clients' parsing does not share a GIL with the server under test. Talks to
 the parent through stdout, one JSON object per line:
@@ -13,6 +14,16 @@ the parent through stdout, one JSON object per line:
 ``replay URL --repeats R``
     reads URL from start to end R times, one after another, and prints
     ``{"status": "done", "runs": [{"frames", "ms", "first_frame_ms", "answer_chars", "last_type", "last_id"}]}``.
+
+``turns URL --key K --sessions S1,S2,... --phase-file F --question Q --answer A [--drain-s D]``
+    one reader per session of ``ragline serve`` at URL: each asks Q (``POST …/questions``), follows the turn's
+    events to the end, and asks again, until F names the phase ``stop``; turns then in flight are followed at
+    most D s more (then cut, and counted so). Prints ``{"status": "ready"}`` once every reader has received a
+    first frame, then ``{"status": "done", "gaps": {phase: [ms, ...]}, "turns": [...], "errors": [...]}``: a
+    gap is the receive-time gap between two consecutive frames of one stream (the wait before a stream's first
+    frame is not one), filed under the phase F named when the later frame came; a turn is ``{"frames",
+    "terminals", "last", "increasing", "jumps", "text_ok", "cut"}`` (``jumps``: frames whose id is not the
+    previous one + 1, coalesced chunks; ``text_ok``: the answer frames spell A exactly).
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ import asyncio
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -117,18 +129,135 @@ async def replay(url: str, repeats: int) -> None:
     emit({"status": "done", "runs": runs})
 
 
+TERMINAL_TYPES = {"complete", "error", "stop"}
+
+
+class _Phase:
+    """The phase the parent process names in a file (written by rename, so never read half-written)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self.name = self._read()
+
+    def _read(self) -> str:
+        try:
+            return self._path.read_text().strip() or "start"
+        except FileNotFoundError:
+            return "start"
+
+    async def watch(self) -> None:
+        """Until the phase is ``stop``: the file is read every 50 ms."""
+        while self.name != "stop":
+            await asyncio.sleep(0.05)
+            self.name = self._read()
+
+
+async def follow_turns(
+    url: str, key: str, sessions: list[str], phase_file: Path, question: str, answer: str, drain_s: float
+) -> None:
+    phase = _Phase(phase_file)
+    gaps: dict[str, list[float]] = {}
+    turns: list[dict[str, Any]] = []
+    errors: list[str] = []
+    begun: set[str] = set()  # readers whose first turn gave a frame, or failed
+
+    def first_turn_over(session: str) -> None:
+        if session not in begun:
+            begun.add(session)
+            if len(begun) == len(sessions):
+                emit({"status": "ready"})
+
+    async def one_turn(client: httpx.AsyncClient, session: str, number: int) -> None:
+        reply = await client.post(f"/api/v1/sessions/{session}/questions", json={"query": f"{question} ({number})"})
+        if reply.status_code != 202:
+            raise RuntimeError(f"ask answered {reply.status_code}: {reply.text[:200]}")
+        message = reply.json()["data"]["assistant_message_id"]
+        turn: dict[str, Any] = {"frames": 0, "terminals": 0, "last": "", "increasing": True, "jumps": 0}
+        turn.update(text_ok=False, cut=True)
+        turns.append(turn)
+        text: list[str] = []
+        previous_id: int | None = None
+        previous_at: float | None = None
+        async with aconnect_sse(client, "GET", f"/api/v1/sessions/{session}/messages/{message}/events") as source:
+            source.response.raise_for_status()
+            async for sse in source.aiter_sse():
+                if not sse.data:
+                    continue  # a ``: ping`` comment
+                received = time.perf_counter()
+                if previous_at is None:
+                    first_turn_over(session)
+                else:
+                    gaps.setdefault(phase.name, []).append((received - previous_at) * 1000)
+                previous_at = received
+                frame_id = int(sse.id)
+                if previous_id is not None:
+                    turn["increasing"] = turn["increasing"] and frame_id > previous_id
+                    turn["jumps"] += frame_id != previous_id + 1
+                previous_id = frame_id
+                body = json.loads(sse.data)
+                kind = str(body.get("response_type"))
+                turn["frames"] += 1
+                turn["last"] = kind
+                if kind in TERMINAL_TYPES:
+                    turn["terminals"] += 1
+                elif kind == "answer":
+                    text.append(str(body.get("content", "")))
+        turn["text_ok"] = "".join(text) == answer
+        turn["cut"] = False
+
+    async def reader(client: httpx.AsyncClient, session: str) -> None:
+        number = 0
+        while phase.name != "stop":
+            try:
+                await one_turn(client, session, number)
+            except Exception as exc:
+                errors.append(f"{type(exc).__name__}: {exc}"[:300])
+                first_turn_over(session)
+                await asyncio.sleep(0.5)  # a refused or failed ask: not at once again, the server is struggling
+            number += 1
+
+    async with make_client(len(sessions) + 1) as client:
+        client.base_url = httpx.URL(url)
+        client.headers["X-API-Key"] = key
+        tasks = [asyncio.create_task(reader(client, s)) for s in sessions]
+        await phase.watch()  # returns once the phase is "stop"
+        _, pending = await asyncio.wait(tasks, timeout=drain_s)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    emit({"status": "done", "gaps": gaps, "turns": turns, "errors": errors, "cut_readers": len(pending)})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["latency", "replay"])
+    parser.add_argument("mode", choices=["latency", "replay", "turns"])
     parser.add_argument("url")
     parser.add_argument("--readers", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--key", default="")
+    parser.add_argument("--sessions", default="")
+    parser.add_argument("--phase-file", type=Path)
+    parser.add_argument("--question", default="")
+    parser.add_argument("--answer", default="")
+    parser.add_argument("--drain-s", type=float, default=60.0)
     args = parser.parse_args()
     try:
         if args.mode == "latency":
             asyncio.run(latency(args.url, args.readers))
-        else:
+        elif args.mode == "replay":
             asyncio.run(replay(args.url, args.repeats))
+        else:
+            asyncio.run(
+                follow_turns(
+                    args.url,
+                    args.key,
+                    args.sessions.split(","),
+                    args.phase_file,
+                    args.question,
+                    args.answer,
+                    args.drain_s,
+                )
+            )
     except Exception as exc:
         emit({"status": "failed", "error": f"{type(exc).__name__}: {exc}"})
         raise SystemExit(1) from None

@@ -18,10 +18,25 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class RaglineProcess:
-    """One data directory; ``start()`` / ``kill()`` / ``terminate()`` / ``start()`` again on a new port."""
+    """One data directory; ``start()`` / ``kill()`` / ``terminate()`` / ``start()`` again on a new port.
 
-    def __init__(self, data_dir: Path, chat_url: str, *, api_key: str = "rl-process-test-key", **env: str) -> None:
+    ``root`` and ``python`` say which checkout serves (default: this one, with this interpreter); a benchmark
+    runs another checkout's code with its own ``.venv/bin/python`` to compare it with this one.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        chat_url: str,
+        *,
+        api_key: str = "rl-process-test-key",
+        root: Path = ROOT,
+        python: str = sys.executable,
+        **env: str,
+    ) -> None:
         self.data_dir = data_dir
+        self.root = root
+        self.python = python
         self.api_key = api_key
         self.env = {
             **os.environ,
@@ -45,8 +60,8 @@ class RaglineProcess:
         self.starts += 1
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ragline.cli", "serve", "--port", str(port)],
-            cwd=ROOT,
+            [self.python, "-m", "ragline.cli", "serve", "--port", str(port)],
+            cwd=self.root,
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
