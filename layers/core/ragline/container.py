@@ -29,8 +29,8 @@ from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
 from ragline.memory.store import MemoryStore
 from ragline.models import rapid_ocr
-from ragline.models.base import is_generative
-from ragline.models.extractive import ExtractiveChatModel
+from ragline.models.base import Embedder, is_generative
+from ragline.models.extractive import SENTENCE_MODELS, ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
 from ragline.pipeline.chat_completion_stream import PluginChatCompletionStream
 from ragline.pipeline.chunk_merge import PluginMerge
@@ -87,17 +87,15 @@ logger = logging.getLogger(__name__)
 def extractive_model(models: ModelRegistry, word_delay_s: float) -> ExtractiveChatModel:
     """The quoting answerer, reading questions with the local sentence models.
 
-    MiniLM for English, and multilingual-e5 for Chinese where it is installed.
+    For each language the first of ``SENTENCE_MODELS`` this process has (bench/answers/sentence_models.py chose
+    them); without one for Chinese, Chinese is matched by words alone.
     """
-    from ragline.models.e5_multilingual import E5MultilingualEmbedder
-    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
 
-    e5 = E5MultilingualEmbedder.model_id
-    return ExtractiveChatModel(
-        word_delay_s=word_delay_s,
-        embedder=lambda: models.embedder(OnnxMiniLMEmbedder.model_id),
-        multilingual=(lambda: models.embedder(e5)) if models.has_embedder(e5) else None,
-    )
+    def reader(language: str) -> Callable[[], Embedder] | None:
+        model_id = next((m for m in SENTENCE_MODELS[language] if models.has_embedder(m)), "")
+        return (lambda: models.embedder(model_id)) if model_id else None
+
+    return ExtractiveChatModel(word_delay_s=word_delay_s, embedder=reader("en"), multilingual=reader("zh"))
 
 
 def add_fetched_embedders(models: ModelRegistry, batch: int, threads: int | None) -> None:
