@@ -109,7 +109,7 @@ def test_bge_small_zh_reads_chinese_with_512_dimensions():
 def test_the_maven_models_are_offered_only_where_they_were_fetched(tmp_path, monkeypatch):
     from ragline.config import Settings, load_config
     from ragline.container import build_models
-    from ragline.ingest.language import BGE_EN_MODEL, MINILM_MODEL
+    from ragline.ingest.language import BGE_EN_MODEL, ENGLISH, MINILM_MODEL, PREFERRED
     from ragline.models.onnx_embedder import MODELS_DIR_ENV
 
     _fetched("bge-small-en-v1.5-q")
@@ -121,4 +121,4 @@ def test_the_maven_models_are_offered_only_where_they_were_fetched(tmp_path, mon
     monkeypatch.delenv(MODELS_DIR_ENV)
     models = build_models(Settings(), config)
     assert models.has_embedder(BGE_EN_MODEL)
-    assert models.default_embedder_id == BGE_EN_MODEL
+    assert models.default_embedder_id == PREFERRED[ENGLISH][0]
