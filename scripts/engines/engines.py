@@ -43,6 +43,11 @@ from typing import IO, Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+if str(ROOT) not in sys.path:  # run as a script: the shared Maven helper is scripts/maven.py
+    sys.path.insert(0, str(ROOT))
+
+from scripts import maven  # noqa: E402
+
 BUILD = ROOT / "build" / "engines"
 STATE_ENV = "RAGLINE_ENGINES_STATE"
 # Another Maven local repository than ~/.m2 (e.g. to measure a first download).
@@ -100,13 +105,6 @@ def _java_tool(name: str) -> str:
     return found
 
 
-def _maven() -> str:
-    found = shutil.which("mvn")
-    if not found:
-        raise Unavailable("no `mvn` on PATH (Maven fetches the engines from Maven Central)")
-    return found
-
-
 def _digest(*parts: bytes | str) -> str:
     h = hashlib.sha256()
     for part in parts:
@@ -136,16 +134,13 @@ def _resolve_classpath(spec: EngineSpec, workdir: Path) -> list[Path]:
         if cached["key"] == key and entries and all(p.exists() for p in entries):
             return entries
     output = workdir / "classpath.txt"
-    command = [_maven(), "-q", "-B", "-f", str(spec.pom), "dependency:build-classpath", f"-Dmdep.outputFile={output}"]
-    if m2:
-        command.append(f"-Dmaven.repo.local={m2}")
+    arguments = ["-f", str(spec.pom), "dependency:build-classpath", f"-Dmdep.outputFile={output}"]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        raise Unavailable(f"{spec.name}: Maven did not resolve the jars in {FETCH_TIMEOUT_S:.0f} s") from None
-    if done.returncode != 0 or not output.exists():
-        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-        raise Unavailable(f"{spec.name}: Maven could not resolve the jars: {' | '.join(tail)}")
+        maven.run(arguments, what=spec.name, timeout_s=FETCH_TIMEOUT_S, m2=m2)
+    except maven.MavenUnavailable as error:
+        raise Unavailable(f"{error} (Maven fetches the engines from Maven Central)") from None
+    if not output.exists():
+        raise Unavailable(f"{spec.name}: Maven wrote no classpath")
     entries = [Path(p) for p in output.read_text().strip().split(os.pathsep) if p]
     cache.write_text(json.dumps({"key": key, "entries": [str(p) for p in entries]}))
     return entries

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ragline.ingest.language import preferred_embedding_model
 from tests.support.polling import CLIENT_TIMEOUT, wait_until
 
 NOTE = "# Heavy water\n\nHeavy water is deuterium oxide; reactors use it as a moderator."
@@ -42,7 +43,8 @@ def test_an_upload_is_keyword_searchable_at_the_reply_and_indexed_in_the_backgro
     url = f"/api/v1/knowledge-bases/{kb}/documents/{document['id']}"
     indexed = wait_until(lambda: (d := ragline.client.get(url).json()["data"])["status"] == "indexed" and d)
     assert indexed["embedded_count"] == indexed["chunk_count"] == 1
-    assert indexed["embedding_model"] == "local:all-MiniLM-L6-v2-int8"
+    # Detection gave the English knowledge base today's English model (bge-small-en where make install fetched it).
+    assert indexed["embedding_model"] == preferred_embedding_model("en", ragline.container.models)
     listed = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents").json()["data"]
     assert [d["status"] for d in listed] == ["indexed"]
     assert [h["knowledge_id"] for h in search(ragline, kb, "what slows neutrons in a reactor", "vector")] == [

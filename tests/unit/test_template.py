@@ -709,3 +709,17 @@ def test_opensearch_serverless_is_not_offered(template: dict[str, Any]) -> None:
     actions = {a for _, statement in iam_statements(cfn) for a in as_list(statement["Action"])}
     assert not [a for a in actions if a.startswith("aoss:")]
     assert "OpenSearch Serverless is not supported" in template["Parameters"]["OpenSearchEndpoint"]["Description"]
+
+
+def test_the_layer_carries_maven_models_the_runtime_looks_for() -> None:
+    """The CoreLayer copies the Maven models it carries to where the runtime looks inside the package."""
+    from ragline.models.onnx_embedder import _PACKAGED, MAVEN_MODELS
+
+    makefile = (ROOT / "layers" / "core" / "Makefile").read_text(encoding="utf-8")
+    carried = re.search(r"^LAYER_MODELS \?= (.*)$", makefile, re.MULTILINE)
+    assert carried is not None
+    names = carried.group(1).split()
+    assert names, "the layer carries at least one Maven model"
+    assert set(names) <= {spec.directory for spec in MAVEN_MODELS}
+    assert _PACKAGED.relative_to(ROOT / "layers" / "core").as_posix() == "ragline/models/assets/onnx"
+    assert '"$(TARGET)/ragline/models/assets/onnx/$$model"' in makefile

@@ -213,15 +213,28 @@ def _start_background_indexing(settings: Settings) -> Path:
 
 
 @app.command()
-def index() -> None:
+def index(
+    reembed: Annotated[
+        bool,
+        typer.Option(
+            "--reembed",
+            help="First move each knowledge base whose model language detection chose to today's model for its "
+            "language (after a better model was installed), re-embedding its documents.",
+        ),
+    ] = False,
+    kb: Annotated[str | None, typer.Option("--kb", help="With --reembed: only this knowledge base.")] = None,
+) -> None:
     """Compute the vectors of every pending document, with progress.
 
     Compute the vectors of every pending document (left by `ragline ingest --no-wait` or a stopped server), with
-    progress.
+    progress. A knowledge base keeps the model it was embedded with until it is re-embedded explicitly: here with
+    ``--reembed``, or through the API's model switch.
     """
     from ragline.store.models import DocumentStatus
 
     container = _container()
+    if reembed:
+        _adopt_preferred_models(container, kb)
     seen: set[str] = set()
     indexed = failed = 0
     while True:
@@ -233,6 +246,22 @@ def index() -> None:
             indexed += document.status == DocumentStatus.INDEXED
             failed += document.status == DocumentStatus.FAILED
     console.print(f"[green]done[/]: {indexed} documents indexed, {failed} failed")
+
+
+def _adopt_preferred_models(container: Any, name: str | None) -> None:
+    """``index --reembed``: every (or the named) knowledge base whose model detection chose takes today's."""
+    bases = [b for t in container.tenants.list() for b in container.knowledge.list_knowledge_bases(t.id)]
+    bases = [b for b in bases if name is None or b.name == name]
+    if name is not None and not bases:
+        err.print(f"[red]no knowledge base named {name!r}[/]")
+        raise typer.Exit(2)
+    for base in bases:
+        updated = container.ingest.adopt_preferred_model(base)
+        if updated is not None:
+            console.print(f"{base.name}: {base.embedding_model} → {updated.embedding_model}, re-embedding")
+        else:
+            why = "its model was chosen" if not base.embedding_model_auto else "already on today's model"
+            console.print(f"{base.name}: keeps {base.embedding_model} ({why})")
 
 
 @tenant_app.command("create")

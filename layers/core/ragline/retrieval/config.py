@@ -32,7 +32,13 @@ class RetrievalConfig(BaseModel):
     # unread_language_vector_weight against the keyword list's 1 (see retrieval.hybrid.list_weights).
     adaptive: bool = True
     # Embedding model → the query languages ("en", "zh") it reads; models not listed read every language.
-    model_languages: dict[str, list[str]] = Field(default_factory=lambda: {"local:all-MiniLM-L6-v2-int8": ["en"]})
+    model_languages: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "local:all-MiniLM-L6-v2-int8": ["en"],
+            "local:bge-small-en-v1.5-q": ["en"],
+            "local:e5-small-v2-q": ["en"],
+        }
+    )
     unread_language_vector_weight: float = 0.0
     # A knowledge-base group that fails to answer within this time fails the search (all-or-nothing).
     group_timeout_s: float = 30.0
