@@ -53,7 +53,7 @@ IMAGE_ONLY_TITLE = "Question about an image"
 
 # A question as the HTTP API takes it: at least one character that is not whitespace, no NUL, no other
 # control character but tabs and line breaks, no bidi override.
-Query = Annotated[PlainText, Field(min_length=1), AfterValidator(_not_blank_query)]
+Query = Annotated[PlainText, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_not_blank_query)]
 
 
 class MentionedItem(BaseModel):
@@ -120,7 +120,7 @@ class QuestionBody(BaseModel):
     # The images come first so that the query's check sees them: a question may be its images alone.
     images: list[ImageAttachment] | None = Field(default=None, max_length=MAX_QUESTION_IMAGES)
     # At least one character that is not whitespace, unless the question carries images ("" then).
-    query: PlainText = Field(default=None, validate_default=True)
+    query: PlainText = Field(default=None, validate_default=True, max_length=MAX_TEXT_CHARS)
     knowledge_base_ids: IdList | None = None
     knowledge_ids: IdList | None = None
     tags: list[Identifier] | None = Field(default=None, max_length=50)

@@ -51,6 +51,10 @@ def forbidden_characters(value: str, *, allow_line_breaks: bool) -> str | None:
 
 def _checked(allow_line_breaks: bool) -> AfterValidator:
     def check(value: str) -> str:
+        # The field's own limit may be checked after this (an optional field's is): a huge value is refused by
+        # its length alone, its characters unread.
+        if len(value) > MAX_TEXT_CHARS:
+            raise ValueError(f"must be at most {MAX_TEXT_CHARS} characters")
         found = forbidden_characters(value, allow_line_breaks=allow_line_breaks)
         if found is not None:
             raise ValueError(f"must not contain {found}")
@@ -59,10 +63,13 @@ def _checked(allow_line_breaks: bool) -> AfterValidator:
     return AfterValidator(check)
 
 
-# A name or title (one line): no control or bidi characters at all.
-PlainName = Annotated[str, Field(max_length=MAX_NAME_CHARS), _checked(allow_line_breaks=False)]
-# Free text (a question, a description): tabs and line breaks allowed, other controls and bidi refused.
-PlainText = Annotated[str, Field(max_length=MAX_TEXT_CHARS), _checked(allow_line_breaks=True)]
+# A name or title (one line): no control or bidi characters at all. Give the field its own max_length.
+PlainName = Annotated[str, _checked(allow_line_breaks=False)]
+# Free text (a question, a description): tabs and line breaks allowed, other controls and bidi refused. Give the
+# field its own max_length (a limit inside this type would override the field's).
+PlainText = Annotated[str, _checked(allow_line_breaks=True)]
+# A name inside a list or a map (a tag), where no field limit applies: at most MAX_NAME_CHARS.
+ItemName = Annotated[str, Field(max_length=MAX_NAME_CHARS), _checked(allow_line_breaks=False)]
 # An id or a short code a client sends (a knowledge base's id, a model id, a kind).
 Identifier = Annotated[str, Field(max_length=MAX_ID_CHARS)]
 # Ids a request names, at most MAX_LIST_ITEMS.

@@ -25,7 +25,7 @@ from ragline.server.records import KnowledgeView
 from ragline.server.views import Envelope
 from ragline.store.models import KnowledgeBase
 from ragline.types import ChunkType
-from ragline.types.text import MAX_DOCUMENT_CHARS, PlainName, PlainText, forbidden_characters, safe_filename
+from ragline.types.text import MAX_DOCUMENT_CHARS, ItemName, PlainName, PlainText, forbidden_characters, safe_filename
 
 # The largest offset a store takes (SQLite's INTEGER): 2^63 overflowed it (a plain-text 500).
 MAX_OFFSET = 2**63 - 1
@@ -43,7 +43,7 @@ class DocumentBody(BaseModel):
     content: str = Field(min_length=1, max_length=MAX_DOCUMENT_CHARS)
     file_type: Literal["markdown", "text"] = "markdown"
     description: PlainText = Field(default="", max_length=2000)
-    tags: list[PlainName] = Field(default_factory=list, max_length=50)
+    tags: list[ItemName] = Field(default_factory=list, max_length=50)
     kind: Literal["document", "wiki"] = "document"
 
 
@@ -53,7 +53,7 @@ class FAQBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     entries: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_FAQ_ENTRIES)
     title: PlainName = Field(default="FAQ", max_length=500)
-    tags: list[PlainName] = Field(default_factory=list, max_length=50)
+    tags: list[ItemName] = Field(default_factory=list, max_length=50)
 
 
 def _chunk_type(kind: str) -> str:

@@ -37,7 +37,7 @@ from ragline.server.routes.tags import tag_filter, tag_value
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.store.models import Document, DocumentStatus, KnowledgeBase
 from ragline.store.originals import FileOriginalStore, content_disposition
-from ragline.types.text import MAX_DOCUMENT_CHARS, Identifier, PlainName, PlainText
+from ragline.types.text import MAX_DOCUMENT_CHARS, Identifier, ItemName, PlainName, PlainText
 from ragline.web.fetch import FetchError, FetchFailure, fetch_document
 
 logger = logging.getLogger(__name__)
@@ -375,7 +375,7 @@ class TagUpdatesBody(BaseModel):
     """WeKnora's batch tag update: knowledge id → tag id (null clears the document's tag)."""
 
     model_config = ConfigDict(extra="forbid")
-    updates: dict[str, PlainName | None] = Field(min_length=1, max_length=MAX_BATCH_IDS)
+    updates: dict[str, ItemName | None] = Field(min_length=1, max_length=MAX_BATCH_IDS)
     kb_id: str | None = Field(default=None, max_length=200)
 
 
