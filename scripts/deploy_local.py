@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 # The deployed-stack tests' own SAM transform and resolver: what they test is what this deploys.
 from tests.support.cfn import Resolver, sam_transform  # noqa: E402
+from tests.support.serverless import generated_secret  # noqa: E402
 
 TEMPLATE = ROOT / "template.yaml"
 ASL = ROOT / "statemachine" / "pipeline.asl.json"
@@ -236,6 +237,8 @@ class LocalStack:
         self.state_bucket = f"{self.prefix}-state"
         self.state_machine = f"{self.prefix}-pipeline"
         self.stream_url = ""
+        # The template's generated secrets (the token-signing secret): logical id -> ARN, once created.
+        self.secrets: dict[str, str] = {}
 
     @property
     def state_machine_arn(self) -> str:
@@ -245,7 +248,7 @@ class LocalStack:
         return f"arn:aws:lambda:{self.region}:{self.account}:function:{self.functions[function_id]}"
 
     def resolver(self) -> Resolver:
-        refs = {**self.tables, **self.functions, "StateBucket": self.state_bucket}
+        refs = {**self.tables, **self.functions, **self.secrets, "StateBucket": self.state_bucket}
         refs["PipelineStateMachine"] = self.state_machine_arn
         attributes = {f"{f}.Arn": self.function_arn(f) for f in self.functions}
         attributes["PipelineStateMachine.Name"] = self.state_machine
@@ -335,6 +338,19 @@ def main(argv: list[str] | None = None) -> int:
     code_bucket = f"{args.prefix}-deploy"
     for bucket in (stack.state_bucket, code_bucket):
         ensure_bucket(s3, bucket, args.region)
+    secrets_client = session.client("secretsmanager")
+    for logical_id, resource in stack.cfn["Resources"].items():
+        if resource["Type"] != "AWS::SecretsManager::Secret":
+            continue
+        # Created with a generated value, as CloudFormation creates the template's secret; kept on a second deploy.
+        name = f"{args.prefix}-{logical_id}"
+        try:
+            arn = secrets_client.describe_secret(SecretId=name)["ARN"]
+        except secrets_client.exceptions.ResourceNotFoundException:
+            spec = (resource.get("Properties") or {}).get("GenerateSecretString") or {}
+            arn = secrets_client.create_secret(Name=name, SecretString=generated_secret(spec))["ARN"]
+        stack.secrets[logical_id] = arn
+        log(f"secret {name}")
     iam = session.client("iam")
     lambda_role = ensure_role(iam, f"{args.prefix}-lambda", LAMBDA_TRUST)
     states_role = ensure_role(iam, f"{args.prefix}-states", STATES_TRUST)

@@ -517,6 +517,20 @@ def test_stream_reader_serves_the_stream_routes_alone_and_uses_every_grant_of_it
     assert aws.wait(lost)["status"] == "FAILED"
     assert aws.frames(lost)[-1].extra["reason"] == "interrupted"
 
+    # A web-app user's token (not an API key): the reader verifies it with the token-signing secret, and the
+    # session, another tenant's, reads as absent.
+    with httpx.Client(base_url=aws.stack.api_url, timeout=CLIENT_TIMEOUT) as anonymous:
+        user = {"username": "grace", "email": "grace@example.com", "password": "Passw0rd2024"}
+        assert anonymous.post("/api/v1/auth/register", json=user).status_code == 201
+        login = anonymous.post("/api/v1/auth/login", json={"email": user["email"], "password": user["password"]})
+        assert login.status_code == 200, login.text
+    followed = aws.stream.get(
+        f"api/v1/sessions/continue-stream/{session}",
+        params={"message_id": ids["assistant_message_id"]},
+        headers={"Authorization": f"Bearer {login.json()['token']}", "X-API-Key": ""},
+    )
+    assert followed.status_code == 404, followed.text
+
     calls = [c for c in aws.stack.calls()[since:] if c.function == "StreamReaderFunction"]
     assert calls
     assert all(c.allowed for c in calls)

@@ -88,6 +88,9 @@ def test_deploy_local_deploys_every_function_with_the_templates_environment(moto
     refs = {t: f"local-{t.removesuffix('Table').lower()}" for t in template["Resources"] if t.endswith("Table")}
     refs |= {f: n for f, n in names.items()} | {"StateBucket": "local-state"}
     refs["PipelineStateMachine"] = machine["stateMachineArn"]
+    # The template's generated secret, created by the script under the stack's prefix.
+    secrets = session.client("secretsmanager", endpoint_url=moto_url)
+    refs["TokenSigningSecret"] = secrets.describe_secret(SecretId="local-TokenSigningSecret")["ARN"]
     attributes = {f"{f}.Arn": deployed[f]["FunctionArn"] for f in names}
     attributes["StreamReaderFunctionUrl.FunctionUrl"] = stream_url
     resolver = Resolver(

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.support.documents import DRINKS
+from tests.support.polling import wait_until
 from tests.support.runtimes import Api
 
 # What the app's knowledge-base editor sends on "create" with its defaults (KnowledgeBaseEditorModal.vue).
@@ -124,6 +125,12 @@ def test_chunk_size_and_overlap_are_honoured_as_sent(api: Api) -> None:
         files={"file": ("brewing.md", LONG_DOCUMENT.encode(), "text/markdown")},
     )
     knowledge_id = ok(reply)["id"]
+    # On AWS the file is read by index_document after the reply: its chunks exist once it is parsed.
+    wait_until(
+        lambda: ok(api.client.get(f"/api/v1/knowledge/{knowledge_id}"))["parse_status"] in ("completed", "failed"),
+        timeout=300,
+        interval=0.5,
+    )
     chunks = ok(api.client.get(f"/api/v1/chunks/{knowledge_id}", params={"page_size": 100}))
     texts = sorted(
         ((c["start_at"], c["end_at"], c["content"]) for c in chunks if c["chunk_type"] == "text"),

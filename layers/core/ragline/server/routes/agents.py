@@ -8,6 +8,7 @@ configured). Follow-up suggestions after an answer are not generated: each answe
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
@@ -22,6 +23,7 @@ from ragline.server.errors import ApiError, not_found
 from ragline.server.views import Envelope
 from ragline.server.wire import tenant_number
 from ragline.store.models import Tenant
+from ragline.stream.base import stream_key
 
 router = APIRouter(prefix="/api/v1", tags=["agents"])
 
@@ -180,12 +182,16 @@ class EnsureSuggestionsBody(BaseModel):
     regenerate: bool = False
 
 
-def _suggestions(container: Container, tenant: Tenant, session_id: str, message_id: str) -> SuggestionSet:
-    session = session_of(container, tenant, session_id)
-    message = container.sessions.message(tenant.id, session.id, message_id)
+async def _suggestions(container: Container, tenant: Tenant, session_id: str, message_id: str) -> SuggestionSet:
+    session = await asyncio.to_thread(session_of, container, tenant, session_id)
+    message = await asyncio.to_thread(container.sessions.message, tenant.id, session.id, message_id)
     if message is None:
         raise not_found("message", "message_id")
-    if message.role != "assistant" or not message.is_completed:
+    # An answer whose stream has ended is complete, though its message may be saved a moment after the last frame
+    # (the app asks for suggestions as soon as it reads that frame).
+    last = await container.stream.last_event(stream_key(session.id, message.id)) if not message.is_completed else None
+    ended = message.is_completed or (last is not None and last.is_terminal)
+    if message.role != "assistant" or not ended:
         raise ApiError(
             400,
             "invalid_field",
@@ -196,15 +202,15 @@ def _suggestions(container: Container, tenant: Tenant, session_id: str, message_
 
 
 @router.get("/sessions/{session_id}/messages/{message_id}/suggestions")
-def message_suggestions(
+async def message_suggestions(
     session_id: str, message_id: str, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[SuggestionSet]:
     """An answer's follow-up suggestions: none, the set says they are off (ragline does not generate them)."""
-    return Envelope(data=_suggestions(container, tenant, session_id, message_id))
+    return Envelope(data=await _suggestions(container, tenant, session_id, message_id))
 
 
 @router.post("/sessions/{session_id}/messages/{message_id}/suggestions")
-def ensure_message_suggestions(
+async def ensure_message_suggestions(
     session_id: str,
     message_id: str,
     tenant: TenantDep,
@@ -214,4 +220,4 @@ def ensure_message_suggestions(
     """WeKnora's "make the follow-ups": the same suppressed set; ``regenerate`` is a 400 (not allowed, as WeKnora's)."""
     if body is not None and body.regenerate:
         raise ApiError(400, "invalid_field", "suggestion regeneration is not allowed", "regenerate")
-    return Envelope(data=_suggestions(container, tenant, session_id, message_id))
+    return Envelope(data=await _suggestions(container, tenant, session_id, message_id))
