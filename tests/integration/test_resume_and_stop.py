@@ -160,3 +160,38 @@ def test_a_question_asked_again_after_its_accept_died_before_the_start_is_answer
     assert third["assistant_message_id"] == again["assistant_message_id"]
     assert ragline.events(session, again["assistant_message_id"]) == frames
     assert len(scripted.answers) == 1
+
+
+def test_the_conversation_read_right_after_the_last_frame_has_the_saved_answer(ragline, scripted, monkeypatch):
+    """The runner saves the answer from its log just after the log's last event: a client that reads that frame
+    and asks for the conversation at once (WeKnora's app does) gets the answer saved, not one still being
+    written. Here the runner's save is held until the conversation has been read."""
+    import asyncio
+    import threading
+
+    from ragline.runtime.embedded import LocalRunner
+
+    read = threading.Event()
+    held: list[str] = []
+    end = LocalRunner._end
+
+    async def held_end(self, turn, handler, cancel):
+        held.append(turn.assistant_message.id)
+        await asyncio.to_thread(read.wait, 60)
+        return await end(self, turn, handler, cancel)
+
+    monkeypatch.setattr(LocalRunner, "_end", held_end)
+    session = ragline.session([])
+    scripted.queue(Script.answer("Saved ", "at once."))
+    try:
+        frames = ragline.chat(session, "Are you saved?")
+        assert frames[-1].type == "complete"
+        assert held  # the runner had not saved the answer when the last frame was read
+        for reply in (
+            ragline.client.get(f"/api/v1/sessions/{session}/messages"),
+            ragline.client.get(f"/api/v1/messages/{session}/load?limit=20"),
+        ):
+            answer = reply.json()["data"][-1]
+            assert (answer["is_completed"], answer["content"]) == (True, "Saved at once."), answer
+    finally:
+        read.set()

@@ -480,6 +480,25 @@ class TurnService:
             summary.stop_reason,
         )
 
+    async def with_ended_answers(self, messages: Sequence[Message]) -> list[Message]:
+        """``messages``, each answer whose log has ended saved from it first.
+
+        A turn's message is saved from its log just after the log's last event: a client that read that event and
+        asks for the conversation at once gets the saved answer, not the one still being written.
+        """
+        out = []
+        for message in messages:
+            if message.role == "assistant" and not message.is_completed:
+                last = await self._stream.last_event(stream_key(message.session_id, message.id))
+                if last is not None and last.is_terminal:
+                    await self.finalize(message.session_id, message.id)
+                    saved = await asyncio.to_thread(
+                        self._sessions.message, message.tenant_id, message.session_id, message.id
+                    )
+                    message = saved or message
+            out.append(message)
+        return out
+
     async def interrupt(self, session_id: str, message_id: str, request_id: str = "", cause: str = "restart") -> bool:
         """End a turn whose runner is gone (or is going); True when this call wrote the terminal event.
 

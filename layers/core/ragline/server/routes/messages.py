@@ -6,6 +6,7 @@ continue-stream.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Annotated
 
@@ -48,7 +49,7 @@ def page_before(messages: list[Message], before: datetime | None, limit: int) ->
 
 
 @router.get("/{session_id}/load")
-def load_messages(
+async def load_messages(
     session_id: str,
     tenant: TenantDep,
     container: ContainerDep,
@@ -60,10 +61,11 @@ def load_messages(
     With ``before_time`` (the ``created_at`` of the oldest one a client holds), the ``limit`` before it; oldest first
     either way.
     """
-    session = session_of(container, tenant, session_id)
+    session = await asyncio.to_thread(session_of, container, tenant, session_id)
     before = _instant(before_time, "before_time") if before_time and before_time.strip() else None
-    messages = container.sessions.messages(tenant.id, session.id, limit=100_000)
-    return Envelope(data=[MessageView.of(m) for m in page_before(messages, before, limit)])
+    messages = await asyncio.to_thread(container.sessions.messages, tenant.id, session.id, limit=100_000)
+    page = await container.turns.with_ended_answers(page_before(messages, before, limit))
+    return Envelope(data=[MessageView.of(m) for m in page])
 
 
 @router.delete("/{session_id}/{message_id}")

@@ -164,10 +164,11 @@ def get_session(session_id: str, tenant: TenantDep, container: ContainerDep) -> 
 
 
 @router.get("/{session_id}/messages")
-def list_messages(session_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[MessageView]]:
-    """Every message of the session, oldest first."""
-    session = session_of(container, tenant, session_id)
-    return Envelope(data=[MessageView.of(m) for m in container.sessions.messages(tenant.id, session.id)])
+async def list_messages(session_id: str, tenant: TenantDep, container: ContainerDep) -> Envelope[list[MessageView]]:
+    """Every message of the session, oldest first (an answer whose stream has ended, saved)."""
+    session = await asyncio.to_thread(session_of, container, tenant, session_id)
+    messages = await asyncio.to_thread(container.sessions.messages, tenant.id, session.id)
+    return Envelope(data=[MessageView.of(m) for m in await container.turns.with_ended_answers(messages)])
 
 
 class SessionUpdate(BaseModel):
