@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import numpy as np
 import numpy.typing as npt
 
@@ -22,32 +26,85 @@ def _message(message: ChatMessage) -> dict[str, Any]:
     return {"role": message.role, "content": parts}
 
 
+# The OpenAI SDK's retry policy, kept for the call that opens a stream: two retries on these statuses and on a
+# failed connection, 0.5 s doubling to 8 s with jitter, or the server's Retry-After up to a minute.
+_RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+_MAX_RETRIES = 2
+_MAX_RETRY_AFTER_S = 60.0
+_ERROR_EXCERPT_CHARS = 200
+
+
+def _retry_delay(attempt: int, response: httpx.Response | None) -> float:
+    """Seconds before retry ``attempt`` (0-based): the server's ``Retry-After`` when sane, else the backoff."""
+    if response is not None:
+        for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            try:
+                seconds = float(response.headers.get(header, "")) * scale
+            except ValueError:
+                continue
+            if 0 < seconds <= _MAX_RETRY_AFTER_S:
+                return seconds
+    return min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * random.random())
+
+
+def _choices(line: str) -> list[dict[str, Any]] | None:
+    """The ``choices`` of one SSE line of a chat completions stream; None at ``[DONE]``, [] for other lines.
+
+    Parsed with ``json.loads`` into plain dicts: building the SDK's pydantic models for every token cost the event
+    loop more CPU than anything else it did while answers streamed (bench/mixed_load.py, py-spy).
+    """
+    if not line.startswith("data:"):
+        return []  # blank separators, ``:`` comments, ``event:`` and ``id:`` fields
+    data = line[5:].strip()
+    if data == "[DONE]":
+        return None
+    try:
+        payload = json.loads(data)
+    except ValueError as exc:
+        raise ModelCallError(f"malformed stream chunk: {data[:_ERROR_EXCERPT_CHARS]}") from exc
+    if not isinstance(payload, dict):
+        raise ModelCallError(f"malformed stream chunk: {data[:_ERROR_EXCERPT_CHARS]}")
+    if payload.get("error"):
+        raise ModelCallError(f"model error mid-stream: {str(payload['error'])[:_ERROR_EXCERPT_CHARS]}")
+    choices = payload.get("choices") or []
+    return [c for c in choices if isinstance(c, dict)]
+
+
 class OpenAICompatibleChatModel:
     """Streams ``delta.content`` as answer and ``delta.reasoning_content`` (vLLM, DeepSeek) as thinking."""
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         """``model`` at ``base_url``, a server speaking OpenAI's chat completions API."""
         self.model_id = f"{model}@{base_url}"
         self._model = model
-        self._base_url = base_url
-        self._api_key = api_key or "not-needed"
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Authorization": f"Bearer {api_key or 'not-needed'}", "Accept": "text/event-stream"}
         self._timeout = timeout
-        self._clients: dict[int, Any] = {}
+        self._transport = transport
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
 
-    def _client(self) -> Any:
+    def _client(self) -> httpx.AsyncClient:
         """One client per event loop.
 
         Its connection pool is bound to the loop that created it, and a warm Lambda runs each invocation on a new loop.
         """
-        from openai import AsyncOpenAI
-
         loop = asyncio.get_running_loop()
-        client = self._clients.get(id(loop))
-        if client is None or client[0] is not loop:
+        entry = self._clients.get(id(loop))
+        if entry is None or entry[0] is not loop:
             self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
-            client = (loop, AsyncOpenAI(base_url=self._base_url, api_key=self._api_key, timeout=self._timeout))
-            self._clients[id(loop)] = client
-        return client[1]
+            client = httpx.AsyncClient(
+                headers=self._headers, timeout=httpx.Timeout(self._timeout), transport=self._transport
+            )
+            entry = (loop, client)
+            self._clients[id(loop)] = entry
+        return entry[1]
 
     def _request(self, messages: Sequence[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -55,6 +112,7 @@ class OpenAICompatibleChatModel:
             "messages": [_message(m) for m in messages],
             "temperature": options.temperature,
             "max_tokens": options.max_tokens,
+            "stream": True,
         }
         if options.top_p is not None:
             body["top_p"] = options.top_p
@@ -62,34 +120,55 @@ class OpenAICompatibleChatModel:
 
     async def release_loop(self) -> None:
         """Close the client of the running loop (a serverless step's loop ends with its invocation)."""
-        client = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if client is not None:
-            await client[1].close()
+        entry = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if entry is not None:
+            await entry[1].aclose()
+
+    @asynccontextmanager
+    async def _open(self, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+        """The streaming response, retried as the SDK retries until a 200 arrives; a refusal is a ModelCallError."""
+        client = self._client()
+        for attempt in range(_MAX_RETRIES + 1):
+            response: httpx.Response | None = None
+            try:
+                async with client.stream("POST", self._url, json=body) as response:
+                    if response.status_code == 200:
+                        yield response
+                        return
+                    detail = (await response.aread()).decode("utf-8", "replace")[:_ERROR_EXCERPT_CHARS]
+                    if response.status_code not in _RETRY_STATUSES or attempt == _MAX_RETRIES:
+                        raise ModelCallError(f"chat model HTTP {response.status_code}: {detail}")
+            except httpx.HTTPError as exc:
+                if response is not None or attempt == _MAX_RETRIES:
+                    raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+            await asyncio.sleep(_retry_delay(attempt, response))
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
         """Stream the reply's answer and reasoning text; the HTTP stream closes when the reader stops."""
-        from openai import OpenAIError
-
         finish: str | None = None
-        try:
-            stream = await self._client().chat.completions.create(**self._request(messages, options), stream=True)
-            # Closed however the caller stops reading (a stop closes this generator): the HTTP stream ends
-            # now, not when the garbage collector gets to it, and the model stops generating.
-            async with stream:
-                async for event in stream:
-                    for choice in event.choices:
-                        delta = choice.delta
-                        reasoning = getattr(delta, "reasoning_content", None) or (
-                            (delta.model_extra or {}).get("reasoning_content") if delta.model_extra else None
-                        )
-                        if reasoning:
-                            yield ChatChunk("thinking", reasoning)
-                        if delta.content:
-                            yield ChatChunk("answer", delta.content)
-                        if choice.finish_reason:
-                            finish = choice.finish_reason
-        except OpenAIError as exc:
-            raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+        # Closed however the caller stops reading (a stop closes this generator): the HTTP stream ends now, not
+        # when the garbage collector gets to it, and the model stops generating.
+        async with self._open(self._request(messages, options)) as response:
+            lines = response.aiter_lines()
+            while True:
+                try:
+                    line = await anext(lines)
+                except StopAsyncIteration:
+                    break  # the connection ended without [DONE]: what came is the answer, its finish unknown
+                except httpx.HTTPError as exc:
+                    raise ModelCallError(f"stream cut: {type(exc).__name__}: {exc}") from exc
+                choices = _choices(line)
+                if choices is None:
+                    break
+                for choice in choices:
+                    delta = choice.get("delta") or {}
+                    reasoning = delta.get("reasoning_content")
+                    if reasoning:
+                        yield ChatChunk("thinking", reasoning)
+                    if delta.get("content"):
+                        yield ChatChunk("answer", delta["content"])
+                    if choice.get("finish_reason"):
+                        finish = choice["finish_reason"]
         yield ChatChunk("end", finish_reason=finish)
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
