@@ -3,6 +3,7 @@
 
     python scripts/lock_versions.py            # resolves with pip (needs the package index), writes the lock
     python scripts/lock_versions.py --check    # exits 1 when pyproject's dependency lists changed since
+    python scripts/lock_versions.py --keep     # the same, every package still needed kept at its locked version
 
 The layer is resolved first, as ``layers/core/Makefile`` installs it (``requirements.txt``: binary wheels, jieba
 from its source), for this interpreter (the deployed-stack tests import the layer built for it) and then, with
@@ -53,12 +54,16 @@ def pyproject_digest(pyproject: Path = PYPROJECT) -> str:
     return hashlib.sha256(json.dumps(lists, sort_keys=True).encode()).hexdigest()[:16]
 
 
+# Constraints every resolution takes besides its own (``--keep``: the current lock's pins).
+_KEPT: list[str] = []
+
+
 def _resolve(arguments: list[str]) -> dict[str, str]:
     """pip's resolution of ``arguments`` (no install): canonical name → version."""
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
         command = [sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed"]
-        subprocess.run([*command, "--report", str(report), *arguments], check=True)
+        subprocess.run([*command, "--report", str(report), *_KEPT, *arguments], check=True)
         found = json.loads(report.read_text(encoding="utf-8"))["install"]
     return {canonical(i["metadata"]["name"]): i["metadata"]["version"] for i in found}
 
@@ -131,6 +136,11 @@ def read_lock(path: Path = LOCK) -> tuple[str, dict[str, tuple[str, set[str]]]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="fail when pyproject.toml changed since the lock")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep every package still needed at its locked version (a dependency removed or added changes only that)",
+    )
     args = parser.parse_args()
     if args.check:
         digest, _ = read_lock()
@@ -138,8 +148,13 @@ def main() -> int:
             print(f"{LOCK.relative_to(ROOT)} is stale: run python scripts/lock_versions.py", file=sys.stderr)
             return 1
         return 0
-    layer = resolve_layer()
-    LOCK.write_text(render(layer, resolve_venv(layer), pyproject_digest()), encoding="utf-8")
+    with tempfile.TemporaryDirectory() as scratch:
+        if args.keep:
+            _, pins = read_lock()
+            _KEPT.extend(["-c", _constraints(Path(scratch) / "kept.txt", {n: v for n, (v, _) in pins.items()})])
+        layer = resolve_layer()
+        venv = resolve_venv(layer)
+    LOCK.write_text(render(layer, venv, pyproject_digest()), encoding="utf-8")
     print(f"{LOCK.relative_to(ROOT)}: {len(layer)} layer packages", file=sys.stderr)
     return 0
 

@@ -7,6 +7,7 @@ Unqueued requests get the default reply, so concurrent turns need no scripting.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import time
@@ -93,6 +94,9 @@ class ScriptedModel:
         # Query understanding requests: queued replies, else the question itself as a kb_search.
         self.understanding: deque[Script] = deque()
         self.received: list[Received] = []
+        # /v1/embeddings: statuses answered (one per request) before vectors are; the batches received.
+        self.embedding_failures: deque[int] = deque()
+        self.embedding_batches: list[list[str]] = []
         self.app = self._build()
 
     @property
@@ -146,6 +150,27 @@ class ScriptedModel:
 
     def _build(self) -> FastAPI:
         app = FastAPI()
+
+        @app.post("/v1/embeddings")
+        async def embeddings(request: Request) -> Any:
+            body = await request.json()
+            with self._lock:
+                status = self.embedding_failures.popleft() if self.embedding_failures else 200
+                if status == 200:
+                    self.embedding_batches.append(list(body["input"]))
+            if status != 200:
+                return JSONResponse({"error": {"message": "scripted failure", "type": "server_error"}}, status)
+            # Eight numbers from the text's digest: the same text, the same vector; served in reverse order, as
+            # a server may, each with its index.
+            data = [
+                {
+                    "object": "embedding",
+                    "index": i,
+                    "embedding": [b - 128.0 for b in hashlib.sha256(t.encode()).digest()[:8]],
+                }
+                for i, t in enumerate(body["input"])
+            ]
+            return {"object": "list", "data": data[::-1], "model": body.get("model", "scripted")}
 
         @app.post("/v1/chat/completions")
         async def completions(request: Request) -> Any:

@@ -317,7 +317,6 @@ def test_layers(template: dict[str, Any]) -> None:
         "sse-starlette",
         "python-multipart",
         "httpx",
-        "openai",
         "numpy",
         "onnxruntime",
         "tokenizers",

@@ -1,10 +1,15 @@
-"""OpenAI-compatible endpoints (OpenAI, Ollama, vLLM, llama.cpp server) for chat and embeddings."""
+"""OpenAI-compatible endpoints (OpenAI, Ollama, vLLM, llama.cpp server) for chat and embeddings, over httpx.
+
+Not through the OpenAI SDK: its pydantic model per streamed token was the event loop's largest CPU cost, and it
+was 9 MiB of a Lambda layer that must stay under 250 MiB with its bytecode.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import random
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -180,30 +185,59 @@ class OpenAICompatibleEmbedder:
     """Embeddings from ``/v1/embeddings``; the vector space is identified by model name and base URL."""
 
     def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, dimensions: int = 0, batch_size: int = 64
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        dimensions: int = 0,
+        batch_size: int = 64,
+        timeout: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         """``model`` at ``base_url``, a server speaking OpenAI's embeddings API; ``dimensions`` known after the first call."""
-        from openai import OpenAI
-
         self.model_id = f"{model}@{base_url}"
         self.dimensions = dimensions
         self._model = model
+        self._url = base_url.rstrip("/") + "/embeddings"
         self._batch_size = batch_size
-        self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed")
+        # httpx.Client is thread-safe: indexing threads share its connection pool.
+        self._client = httpx.Client(
+            headers={"Authorization": f"Bearer {api_key or 'not-needed'}"},
+            timeout=httpx.Timeout(timeout),
+            transport=transport,
+        )
+
+    def _post(self, texts: list[str]) -> list[list[float]]:
+        """One batch's vectors in input order, retried as the chat call is; a refusal is a ModelCallError."""
+        for attempt in range(_MAX_RETRIES + 1):
+            response: httpx.Response | None = None
+            try:
+                response = self._client.post(self._url, json={"model": self._model, "input": texts})
+            except httpx.HTTPError as exc:
+                if attempt == _MAX_RETRIES:
+                    raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+            else:
+                if response.status_code == 200:
+                    break
+                if response.status_code not in _RETRY_STATUSES or attempt == _MAX_RETRIES:
+                    detail = response.text[:_ERROR_EXCERPT_CHARS]
+                    raise ModelCallError(f"embedding model HTTP {response.status_code}: {detail}")
+            time.sleep(_retry_delay(attempt, response))
+        assert response is not None
+        try:
+            items = sorted(response.json()["data"], key=lambda item: item["index"])
+            rows = [list(item["embedding"]) for item in items]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ModelCallError(f"embedding reply: {response.text[:_ERROR_EXCERPT_CHARS]}") from exc
+        if len(rows) != len(texts):
+            raise ModelCallError(f"embedding reply has {len(rows)} vectors for {len(texts)} texts")
+        return rows
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors in batches of ``batch_size`` texts, normalised here (servers do not all normalise)."""
-        from openai import OpenAIError
-
         rows: list[list[float]] = []
-        try:
-            for start in range(0, len(texts), self._batch_size):
-                reply = self._client.embeddings.create(
-                    model=self._model, input=list(texts[start : start + self._batch_size])
-                )
-                rows.extend(item.embedding for item in sorted(reply.data, key=lambda d: d.index))
-        except OpenAIError as exc:
-            raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
+        for start in range(0, len(texts), self._batch_size):
+            rows.extend(self._post(list(texts[start : start + self._batch_size])))
         matrix = np.asarray(rows, dtype=np.float32)
         if matrix.size:
             self.dimensions = matrix.shape[1]

@@ -1,4 +1,4 @@
-"""OpenAICompatibleChatModel against a real OpenAI-format server (the scripted model over HTTP).
+"""OpenAICompatibleChatModel and OpenAICompatibleEmbedder against a real OpenAI-format server (the scripted model).
 
 The stream is parsed with json.loads rather than the OpenAI SDK's pydantic models; these tests hold it to what the
 SDK did — the same retries before a reply, the same text — and to what it did not: a stream cut mid-reply is a
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from ragline.models.base import ChatChunk, ChatMessage, ModelCallError
-from ragline.models.openai_compatible import OpenAICompatibleChatModel
+from ragline.models.openai_compatible import OpenAICompatibleChatModel, OpenAICompatibleEmbedder
 from ragline.types import ChatOptions
 from tests.support.scripted_model import Piece, Script, ScriptedModel
 
@@ -133,3 +134,34 @@ def test_a_connection_refused_is_a_model_error(fresh_scripts: None) -> None:
     assert chunks == []
     assert error is not None
     assert "ConnectError" in str(error)
+
+
+def test_embeddings_come_back_in_input_order_normalised_in_batches(
+    scripted: ScriptedModel, fresh_scripts: None
+) -> None:
+    scripted.embedding_batches.clear()
+    embedder = OpenAICompatibleEmbedder(f"{scripted.url}/v1", "scripted-embed", "k", batch_size=2)  # type: ignore[attr-defined]
+    texts = ["alpha", "beta", "gamma", "alpha"]
+    matrix = embedder.embed_documents(texts)
+    assert matrix.shape == (4, 8)
+    assert embedder.dimensions == 8
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0)
+    assert np.allclose(matrix[0], matrix[3])  # the same text, the same vector, whatever the reply's order
+    assert not np.allclose(matrix[0], matrix[1])
+    assert scripted.embedding_batches == [["alpha", "beta"], ["gamma", "alpha"]]
+    assert np.allclose(embedder.embed_query("beta"), matrix[1])
+
+
+def test_embeddings_retry_twice_then_name_the_status(scripted: ScriptedModel, fresh_scripts: None) -> None:
+    scripted.embedding_batches.clear()
+    embedder = OpenAICompatibleEmbedder(f"{scripted.url}/v1", "scripted-embed")  # type: ignore[attr-defined]
+    scripted.embedding_failures.extend([502, 503])
+    assert embedder.embed_documents(["after retries"]).shape == (1, 8)
+    scripted.embedding_failures.extend([500, 500, 500])
+    with pytest.raises(ModelCallError, match="HTTP 500"):
+        embedder.embed_documents(["never"])
+    scripted.embedding_failures.extend([401])
+    with pytest.raises(ModelCallError, match="HTTP 401"):
+        embedder.embed_documents(["refused once, not retried"])
+    assert not scripted.embedding_failures
+    assert scripted.embedding_batches == [["after retries"]]
