@@ -56,7 +56,7 @@ print(json.dumps({"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counte
 """
 
 
-def build(name: str, platforms: str) -> Path:
+def build(name: str, platforms: str, python: str) -> Path:
     target = CACHE / name
     if (target / ".complete").exists():
         return target / "python"
@@ -72,6 +72,7 @@ def build(name: str, platforms: str) -> Path:
             f"PYTHON={sys.executable}",
             "PYTHON_VERSION=3.12",
             f"PLATFORMS={platforms}",
+            f"BYTECODE_PYTHON={python}",  # the variants below drop it and compile their own
         ],
         check=True,
         stdout=subprocess.DEVNULL,
@@ -125,8 +126,8 @@ def main() -> None:
         subprocess.run([python, "-m", "venv", "--without-pip", str(bare)], check=True)
     python = str(bare / "bin" / "python")
     runtime = built_layer() / "runtime"  # boto3 and botocore: pure Python, as the Lambda runtime's
-    deployed = build("arm64-py312", ARM64)
-    local = build("local-py312", "")
+    deployed = build("arm64-py312", ARM64, python)
+    local = build("local-py312", "", python)
     load = os.getloadavg()[0]
 
     functions = function_ids()

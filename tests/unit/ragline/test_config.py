@@ -112,3 +112,25 @@ def test_missing_template_raises_key_error_naming_it():
 def test_values_with_regex_replacement_syntax_are_inserted_literally():
     value = r"C:\path\1 \g<0> $1"
     assert render_placeholders("[{{query}}]", {"query": value}) == f"[{value}]"
+
+
+def _leaves(value: object, prefix: str = "") -> dict[str, object]:
+    """``section.key.subkey`` → value, for every leaf of a mapping (an empty mapping is a leaf)."""
+    if isinstance(value, dict) and value:
+        found: dict[str, object] = {}
+        for key, inner in value.items():
+            found.update(_leaves(inner, f"{prefix}.{key}" if prefix else str(key)))
+        return found
+    return {prefix: value}
+
+
+def test_config_yaml_states_every_default_exactly_as_the_code_does():
+    """One source per default: the configuration models hold them (signature defaults read the models), and
+    config/config.yaml, the file an operator edits, lists every one of them with the same value. A key added to
+    the code without the file, a value changed on one side only, or a key the code does not know fails here."""
+    raw = yaml.safe_load((find_config_dir() / "config.yaml").read_text(encoding="utf-8"))
+    in_file = _leaves(raw)
+    in_code = _leaves(AppConfig().model_dump(mode="json"))
+    assert sorted(set(in_code) - set(in_file)) == [], "defaults missing from config/config.yaml"
+    assert sorted(set(in_file) - set(in_code)) == [], "keys in config/config.yaml that no model reads"
+    assert {k: (in_file[k], v) for k, v in in_code.items() if in_file[k] != v} == {}

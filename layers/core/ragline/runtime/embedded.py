@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ragline.config import StreamConfig
+from ragline.config import RecoveryConfig, StreamConfig
 from ragline.event.bus import EventBus
 from ragline.event.cancel import CancelToken
 from ragline.pipeline.orchestrator import Orchestrator
@@ -56,7 +56,7 @@ class LocalRunner:
         turns: TurnService,
         stream_config: StreamConfig,
         leases: SqliteTurnLeases | None = None,
-        heartbeat_interval_s: float = 5.0,
+        heartbeat_interval_s: float = RecoveryConfig().heartbeat_interval_s,
     ) -> None:
         """A runner of ``orchestrator``'s turns writing to ``stream``; with ``leases``, a heartbeat every ``heartbeat_interval_s``."""
         self._orchestrator = orchestrator

@@ -19,6 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
+from ragline.config import RecoveryConfig
 from ragline.runtime.recovery import OpenTurn
 from ragline.store.db import Database
 
@@ -59,7 +60,13 @@ HOST = f"{socket.gethostname()}/{_boot_id()}"
 class SqliteTurnLeases:
     """Runners and their turns in the embedded database (tables ``turn_runners`` and ``turn_leases``)."""
 
-    def __init__(self, db: Database, *, ttl_s: float = 30.0, unclaimed_grace_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        ttl_s: float = RecoveryConfig().runner_ttl_s,
+        unclaimed_grace_s: float = RecoveryConfig().unclaimed_grace_s,
+    ) -> None:
         """Leases in ``db``; a runner silent for ``ttl_s`` is gone, an unclaimed turn gets ``unclaimed_grace_s`` to be claimed."""
         self._db = db
         self._ttl = ttl_s

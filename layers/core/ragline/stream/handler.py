@@ -13,6 +13,7 @@ import asyncio
 from ragline.event.bus import BusEvent, BusEventType
 from ragline.event.cancel import CancelToken
 from ragline.stream.base import StreamManager
+from ragline.stream.config import DEFAULTS
 from ragline.types import ResponseType, StreamEvent
 from ragline.types.stream import COALESCABLE_TYPES
 
@@ -53,8 +54,8 @@ class StreamHandler:
         key: str,
         *,
         cancel: CancelToken | None = None,
-        batch_max_delay_ms: int = 100,
-        batch_max_chars: int = 2048,
+        batch_max_delay_ms: int = DEFAULTS.batch_max_delay_ms,
+        batch_max_chars: int = DEFAULTS.batch_max_chars,
     ) -> None:
         """A handler of the log ``key`` in ``manager``; chunks are batched per ``batch_max_delay_ms`` or ``batch_max_chars``."""
         self._manager = manager

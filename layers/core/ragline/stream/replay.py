@@ -11,6 +11,7 @@ from typing import Any
 
 from ragline.stream.base import StreamManager
 from ragline.stream.coalesce import coalesce
+from ragline.stream.config import DEFAULTS
 from ragline.types import ResponseType, StreamEvent
 
 # The largest offset any log can hold: SQLite's INTEGER (DynamoDB numbers go further). An offset or an id
@@ -72,8 +73,8 @@ async def follow(
     key: str,
     start: int,
     *,
-    min_wait_s: float = 0.05,
-    max_wait_s: float = 1.0,
+    min_wait_s: float = DEFAULTS.poll_min_wait_s,
+    max_wait_s: float = DEFAULTS.poll_max_wait_s,
     coalesce_replay: bool = True,
     max_duration_s: float | None = None,
 ) -> AsyncIterator[StreamEvent]:
