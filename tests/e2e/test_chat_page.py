@@ -561,7 +561,10 @@ def test_the_page_works_against_separate_api_and_stream_origins_with_the_templat
     assert not [path for _, path in api_calls if path.endswith("/events")]
     stream_reads = [last for method, path, last in seen["stream"] if method == "GET" and path == events]
     assert stream_reads[0] is None
-    assert len(stream_reads) >= 4
+    # The first read, at least one cut that the page resumed, and the reload's resume. How many cuts depends on how
+    # many frames the answer became: a busy machine batches more words per frame (a clean clone's .ci/run with
+    # both cores held by a busy loop saw [None, '5', '26']), so the count is a floor, not a figure.
+    assert len(stream_reads) >= 3
     resumed_from = [int(last) for last in stream_reads[1:] if last is not None]
     assert len(resumed_from) == len(stream_reads) - 1
     assert resumed_from == sorted(resumed_from)
