@@ -14,7 +14,10 @@ CLOCKED_MODULES = (
     "ragline.store.tenants",
     "ragline.store.knowledge",
     "ragline.store.sessions",
-    "ragline.store.dynamodb",
+    "ragline.store.dynamodb.tenants",
+    "ragline.store.dynamodb.knowledge",
+    "ragline.store.dynamodb.sessions",
+    "ragline.store.dynamodb.tags",
     "ragline.store.tags",
 )
 
