@@ -46,7 +46,7 @@ def documents(data: Path, count: int) -> list[dict[str, str]]:
 def chunk_texts(docs: list[dict[str, str]]) -> list[str]:
     from ragline.config import load_config
     from ragline.ingest.chunker import plan_chunks
-    from ragline.ingest.service import embedding_text
+    from ragline.ingest.indexing import embedding_text
 
     config, _ = load_config()
     ing = config.ingestion

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from ragline.config import Settings
-from ragline.ingest.service import DocumentInput, embedding_text, store_document
+from ragline.ingest.indexing import embedding_text
+from ragline.ingest.service import DocumentInput, store_document
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.hybrid import hybrid_search

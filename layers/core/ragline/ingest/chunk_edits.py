@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragline.ingest.service import embed_passages, embedding_text
+from ragline.ingest.indexing import embed_passages, embedding_text
 from ragline.models.registry import ModelRegistry
 from ragline.reranking.passages import GENERATED_QUESTIONS_KEY
 from ragline.retrieval.base import RetrieveEngine

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from ragline.config import EnrichmentConfig, PromptTemplates, render_placeholders
 from ragline.ingest.images import sniff
+from ragline.ingest.indexing import embed_passages, vector_text
 from ragline.ingest.language import detect_language
-from ragline.ingest.service import embed_passages, vector_text
 from ragline.models.base import ChatMessage, ChatModel, Embedder, data_url, is_generative, strip_think_tags
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.reranking.passages import GENERATED_QUESTIONS_KEY

@@ -20,25 +20,21 @@ steps in the caller's thread.
 from __future__ import annotations
 
 import bisect
-import functools
 import hashlib
 import itertools
 import json
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Concatenate, ParamSpec, Protocol, TypeVar, runtime_checkable
+from typing import ParamSpec, Protocol, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from ragline.config import IngestionConfig
 from ragline.files.reading import NoText, UnsupportedFile, UnsupportedFileType
 from ragline.ingest.chunker import plan_chunks
-from ragline.ingest.collector import full_collections_deferred
 from ragline.ingest.extract import NOT_READ_DIRECTLY, Extracted, extract, reads_as_markdown, require_reader
 from ragline.ingest.extract import SUPPORTED_SUFFIXES as TEXT_SUPPORTED_SUFFIXES
 from ragline.ingest.images import (
@@ -52,13 +48,24 @@ from ragline.ingest.images import (
     save_images,
     sniff,
 )
+from ragline.ingest.indexing import (
+    KEYWORD_BATCH,
+    UNREAD_FILE_HASH,
+    Cancel,
+    IngestCancelled,
+    KeywordFirstEngine,
+    VectorIndexer,
+    embed_passages,
+    gc_deferred,
+    raise_if_cancelled,
+    searchable_in_order,
+)
 from ragline.ingest.language import (
     choose_embedding_model,
     detect_language,
     merge_language,
     preferred_embedding_model,
 )
-from ragline.models.base import Embedder
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
@@ -90,19 +97,6 @@ logger = logging.getLogger(__name__)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-# Progress and cancellation are checked between batches of this many chunks.
-_KEYWORD_BATCH = 2000
-# The content hash of a document accepted unread (extract_when_indexing): its file's bytes, since its text is not
-# known when it is stored; with no chunks yet, it marks a document whose file the indexing worker reads first.
-UNREAD_FILE_HASH = "file-sha256:"
-
-
-class IngestCancelled(Exception):
-    """The caller went away or the process is stopping.
-
-    Nothing of the document was stored (accept), or it stays ``pending`` with its progress, to be resumed (index).
-    """
-
 
 class NoOriginal(LookupError):
     """The document's original is not kept (documents stored before originals were, FAQ documents).
@@ -127,29 +121,6 @@ class TooManyChunks(ValueError):
         super().__init__(f"the document would have {count} chunks; the limit is {limit} per document")
         self.count = count
         self.limit = limit
-
-
-class Cancel(Protocol):
-    def is_set(self) -> bool: ...
-
-
-@runtime_checkable
-class KeywordFirstEngine(Protocol):
-    """An engine that indexes keywords when a document is accepted and vectors as they are computed."""
-
-    def index_keywords(
-        self, knowledge_base_id: str, chunks: Sequence[Chunk], *, document: Document | None = None
-    ) -> None: ...
-
-    def add_vectors(
-        self,
-        knowledge_base_id: str,
-        embedding_model: str,
-        chunks: Sequence[Chunk],
-        vectors: npt.NDArray[np.float32],
-    ) -> list[str] | None:
-        """Returns the ids of chunks it did not find (None or empty: every vector was written)."""
-        ...
 
 
 @dataclass
@@ -205,18 +176,6 @@ def _page_of(page_starts: Sequence[int], offset: int) -> int | None:
     return max(1, bisect.bisect_right(page_starts, offset))
 
 
-def embedding_text(title: str, header: str, content: str) -> str:
-    """What the embedding model reads: the passage with the title and section it belongs to."""
-    return "\n".join(part for part in (title, header, content) if part)
-
-
-def embed_passages(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """The vectors of ``texts`` in one call; an empty (0, dimensions) matrix when there are none."""
-    if not texts:
-        return np.zeros((0, embedder.dimensions), dtype=np.float32)
-    return embedder.embed_documents(list(texts))
-
-
 def store_document(
     knowledge: KnowledgeStore,
     engine: RetrieveEngine,
@@ -241,25 +200,6 @@ def store_document(
     return IngestResult(document, len(indexed))
 
 
-def vector_text(document: Document, chunk: Chunk) -> str:
-    """What a chunk's vector is made from.
-
-    The text its ingestion path first embedded: an FAQ entry's questions, a table chunk's own text, otherwise the passage with
-    its title and section.
-    """
-    if chunk.chunk_type == ChunkType.FAQ:
-        questions = [chunk.metadata.get("standard_question"), *(chunk.metadata.get("similar_questions") or [])]  # type: ignore[misc]
-        return "\n".join(str(q) for q in questions if q)
-    if chunk.chunk_type in (ChunkType.TABLE_SUMMARY, ChunkType.TABLE_COLUMN):
-        return embedding_text("", chunk.header, chunk.content)
-    return embedding_text(document.title, chunk.header, chunk.content)
-
-
-def searchable_in_order(chunks: Sequence[Chunk]) -> list[Chunk]:
-    """A document's chunks that get vectors, in the order progress counts them."""
-    return sorted((c for c in chunks if c.searchable), key=lambda c: (c.chunk_index, c.chunk_type, c.id))
-
-
 class TableFiles(Protocol):
     """What accepts table files (CSV, TSV, Excel) for this service.
 
@@ -276,17 +216,6 @@ class TableFiles(Protocol):
         source: str = "",
         tags: Sequence[str] = (),
     ) -> list[IngestResult]: ...
-
-
-def _gc_deferred(method: Callable[Concatenate[IngestService, _P], _R]) -> Callable[Concatenate[IngestService, _P], _R]:
-    """Runs an ingestion method with full garbage collections held off (see :mod:`ragline.ingest.collector`)."""
-
-    @functools.wraps(method)
-    def deferred(self: IngestService, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with full_collections_deferred(self._config.defer_full_gc):
-            return method(self, *args, **kwargs)
-
-    return deferred
 
 
 class IngestService:
@@ -318,6 +247,7 @@ class IngestService:
         # Files are read by the scheduler's worker, not on the request path (see extract_when_indexing).
         self._extract_later = False
         self._kb_lock = threading.Lock()
+        self._indexer = VectorIndexer(knowledge, engine, models, config, self._read_unread)
 
     # Scheduling -----------------------------------------------------------------------------------------
     def set_scheduler(self, scheduler: Callable[[Sequence[Document]], None] | None) -> None:
@@ -363,7 +293,7 @@ class IngestService:
                 result.document = refreshed
 
     # Step 1: accept -------------------------------------------------------------------------------------
-    @_gc_deferred
+    @gc_deferred
     def accept_many(
         self, kb: KnowledgeBase, items: Sequence[DocumentInput], cancel: Cancel | None = None
     ) -> list[IngestResult]:
@@ -387,12 +317,12 @@ class IngestService:
                 seen_hashes[content_hash] = len(results)
                 results.append(None)
                 prepared.append(self._prepare(kb, item, content_hash, position=len(results) - 1))
-            _check(cancel)
+            raise_if_cancelled(cancel)
         if prepared:
             kb = self._settle_model(kb, prepared)
         keyword_first = isinstance(self._engine, KeywordFirstEngine)
         for item_prepared in prepared:
-            _check(cancel)
+            raise_if_cancelled(cancel)
             document = item_prepared.document
             document.embedding_model = kb.embedding_model
             chunks = [*item_prepared.parents, *item_prepared.children]
@@ -402,10 +332,10 @@ class IngestService:
                     self._knowledge.insert_document(document, chunks)
                     if keyword_first:
                         searchable = [c for c in item_prepared.children if c.searchable]
-                        for start in range(0, len(searchable), _KEYWORD_BATCH):
-                            _check(cancel)  # raising here rolls the document back: nothing half-stored
+                        for start in range(0, len(searchable), KEYWORD_BATCH):
+                            raise_if_cancelled(cancel)  # raising here rolls the document back: nothing half-stored
                             self._engine.index_keywords(  # type: ignore[attr-defined]
-                                kb.id, searchable[start : start + _KEYWORD_BATCH], document=document
+                                kb.id, searchable[start : start + KEYWORD_BATCH], document=document
                             )
             except BaseException:
                 if self._originals is not None:
@@ -420,7 +350,7 @@ class IngestService:
                 results[index] = IngestResult(first.document, first.chunk_count, duplicate=True)
         return [r for r in results if r is not None]
 
-    @_gc_deferred
+    @gc_deferred
     def accept_bytes(
         self,
         kb: KnowledgeBase,
@@ -448,7 +378,7 @@ class IngestService:
         if self._reads_later(filename, raw, chunk_type):
             return self._accept_unread(kb, filename, raw, title=title, source=source, tags=tags)
         extracted, images = self._extract_with_images(filename, raw, cancel)
-        _check(cancel)
+        raise_if_cancelled(cancel)
         item = DocumentInput(
             content=extracted.text,
             title=title or extracted.title,
@@ -546,8 +476,8 @@ class IngestService:
                 raise LookupError(document.id)
             if isinstance(self._engine, KeywordFirstEngine):
                 searchable = [c for c in prepared.children if c.searchable]
-                for start in range(0, len(searchable), _KEYWORD_BATCH):
-                    self._engine.index_keywords(kb.id, searchable[start : start + _KEYWORD_BATCH], document=new)
+                for start in range(0, len(searchable), KEYWORD_BATCH):
+                    self._engine.index_keywords(kb.id, searchable[start : start + KEYWORD_BATCH], document=new)
         logger.info(
             "document read",
             extra={
@@ -597,7 +527,7 @@ class IngestService:
         images: list[DocumentImage] = []
         if self._images is not None and extracted.file_type in ("pdf", "docx", "pptx"):
             images = self._images.read_document(extracted.file_type, raw, cancel).images
-            _check(cancel)
+            raise_if_cancelled(cancel)
         if not extracted.text.strip() and not any(image.content.strip() for image in images):
             raise no_text or UnsupportedFile("the file has no text")
         return extracted, images
@@ -796,9 +726,9 @@ class IngestService:
         if not chunks:
             return document
         if isinstance(self._engine, KeywordFirstEngine):
-            for start in range(0, len(chunks), _KEYWORD_BATCH):
+            for start in range(0, len(chunks), KEYWORD_BATCH):
                 self._engine.index_keywords(
-                    document.knowledge_base_id, chunks[start : start + _KEYWORD_BATCH], document=document
+                    document.knowledge_base_id, chunks[start : start + KEYWORD_BATCH], document=document
                 )
         updated = self._knowledge.set_document_status(
             document.tenant_id, document.id, DocumentStatus.PENDING, embedded_count=0
@@ -870,8 +800,8 @@ class IngestService:
                 raise LookupError(document.id)
             if isinstance(self._engine, KeywordFirstEngine):
                 searchable = [c for c in prepared.children if c.searchable]
-                for start in range(0, len(searchable), _KEYWORD_BATCH):
-                    self._engine.index_keywords(kb.id, searchable[start : start + _KEYWORD_BATCH], document=new)
+                for start in range(0, len(searchable), KEYWORD_BATCH):
+                    self._engine.index_keywords(kb.id, searchable[start : start + KEYWORD_BATCH], document=new)
         new.chunk_count = len(prepared.children)
         self.schedule([IngestResult(new, new.chunk_count)])
         return self._knowledge.document(document.tenant_id, document.id) or new
@@ -882,7 +812,7 @@ class IngestService:
             return None
         return self._originals.load(document.tenant_id, document.id)
 
-    # Step 2: index --------------------------------------------------------------------------------------
+    # Step 2: index (ragline.ingest.indexing) ----------------------------------------------------------------
     def index_document(
         self,
         tenant_id: str,
@@ -891,13 +821,9 @@ class IngestService:
         cancel: Cancel | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> Document | None:
-        """The vectors of one document (see :meth:`index_documents`); None when it no longer exists."""
-        document = self._knowledge.document(tenant_id, document_id)
-        if document is None:
-            return None
-        return self.index_documents([document], cancel=cancel, progress=progress)[0]
+        """The vectors of one document (see :meth:`VectorIndexer.index_documents`); None when it no longer exists."""
+        return self._indexer.index_document(tenant_id, document_id, cancel=cancel, progress=progress)
 
-    @_gc_deferred
     def index_documents(
         self,
         documents: Sequence[Document],
@@ -906,167 +832,8 @@ class IngestService:
         progress: Callable[[int, int], None] | None = None,
         max_chunks: int | None = None,
     ) -> list[Document]:
-        """Compute and write the missing vectors of pending ``documents``, batching across them.
-
-        Computes and writes the missing vectors of pending ``documents``, sharing batches across them (short documents
-        fill a batch together), and records progress after every batch. Documents that are not pending are returned as
-        they are. A failure marks the documents of the failed batch ``failed`` with the reason; a cancel leaves them
-        ``pending`` (raises :class:`IngestCancelled`). With ``max_chunks``, at most that many chunks are embedded: the
-        documents left unfinished come back ``pending`` with their progress, for a later call.
-        """
-        # The stored record, not the caller's copy: another worker may have moved it on meanwhile.
-        out: dict[str, Document] = {
-            d.id: self._knowledge.document(d.tenant_id, d.id) or d.model_copy(update={"status": DocumentStatus.FAILED})
-            for d in documents
-        }
-        work: list[tuple[Document, KnowledgeBase, Chunk, str]] = []
-        done: dict[str, int] = {}
-        kbs: dict[tuple[str, str], KnowledgeBase | None] = {}
-        for document in list(out.values()):
-            if document.status != DocumentStatus.PENDING:
-                continue
-            key = (document.tenant_id, document.knowledge_base_id)
-            if key not in kbs:
-                kbs[key] = self._knowledge.knowledge_base(*key)
-            kb = kbs[key]
-            if kb is None:
-                continue
-            stored_chunks = self._knowledge.chunks_of_document(document.tenant_id, document.id)
-            if not stored_chunks and document.content_hash.startswith(UNREAD_FILE_HASH):
-                # Accepted unread (extract_when_indexing): its file is read here, off the request path.
-                document = self._read_unread(document, kb)
-                out[document.id] = document
-                if document.status != DocumentStatus.PENDING:
-                    continue
-                stored_chunks = self._knowledge.chunks_of_document(document.tenant_id, document.id)
-            chunks = searchable_in_order(stored_chunks)
-            start = min(document.embedded_count, len(chunks))
-            done[document.id] = start
-            work.extend((document, kb, chunk, vector_text(document, chunk)) for chunk in chunks[start:])
-            if not chunks[start:]:
-                out[document.id] = self._finish(document, kb, start)
-        per_document = Counter(w[0].id for w in work)
-        remaining = {d: per_document[d] for d in done}
-        if max_chunks is not None:
-            work = work[: max(1, max_chunks)]
-        total = len(work)
-        window = max(1, self._config.embed_window)
-        written = 0
-        for begin in range(0, total, window):
-            _check(cancel)
-            batch = [w for w in work[begin : begin + window] if remaining.get(w[0].id, 0) >= 0]
-            if not batch:
-                continue
-            try:
-                vectors = self._embed_batch(batch)
-            except Exception as exc:
-                reason = f"{type(exc).__name__}: {exc}"[:500]
-                logger.exception("indexing failed", extra={"documents": sorted({w[0].id for w in batch})})
-                for document_id in {w[0].id for w in batch}:
-                    document = out[document_id]
-                    failed = self._knowledge.set_document_status(
-                        document.tenant_id, document.id, DocumentStatus.FAILED, reason=reason
-                    )
-                    out[document_id] = failed or document
-                    remaining[document_id] = -1
-                continue
-            written += len(batch)
-            # The batch's vectors and progress in one transaction where the store can (SQLite).
-            with self._knowledge.atomic():
-                self._write_batch(batch, vectors)
-                self._record_progress(batch, out, done, remaining, kbs)
-            if progress is not None:
-                progress(written, total)
-        return [out[d.id] for d in documents]
-
-    def _record_progress(
-        self,
-        batch: Sequence[tuple[Document, KnowledgeBase, Chunk, str]],
-        out: dict[str, Document],
-        done: dict[str, int],
-        remaining: dict[str, int],
-        kbs: dict[tuple[str, str], KnowledgeBase | None],
-    ) -> None:
-        for document_id in dict.fromkeys(w[0].id for w in batch):
-            if remaining.get(document_id, 0) < 0:
-                continue
-            count = sum(1 for w in batch if w[0].id == document_id)
-            done[document_id] += count
-            remaining[document_id] -= count
-            document = out[document_id]
-            if remaining[document_id] == 0:
-                kb = kbs[(document.tenant_id, document.knowledge_base_id)]
-                assert kb is not None
-                out[document_id] = self._finish(document, kb, done[document_id])
-            else:
-                updated = self._knowledge.set_document_status(
-                    document.tenant_id, document.id, DocumentStatus.PENDING, embedded_count=done[document_id]
-                )
-                out[document_id] = updated or document
-
-    def _embed_batch(
-        self, batch: Sequence[tuple[Document, KnowledgeBase, Chunk, str]]
-    ) -> dict[str, tuple[list[int], npt.NDArray[np.float32]]]:
-        """One embedding call per model for the batch (the embedder sorts by length and pads per sub-batch).
-
-        Model → (rows of the batch, their vectors).
-        """
-        by_model: dict[str, list[int]] = {}
-        for index, (_, kb, _, _) in enumerate(batch):
-            by_model.setdefault(kb.embedding_model, []).append(index)
-        return {
-            model: (indexes, embed_passages(self._models.embedder(model), [batch[i][3] for i in indexes]))
-            for model, indexes in by_model.items()
-        }
-
-    def _write_batch(
-        self,
-        batch: Sequence[tuple[Document, KnowledgeBase, Chunk, str]],
-        embedded: dict[str, tuple[list[int], npt.NDArray[np.float32]]],
-    ) -> None:
-        """The vectors of each document of the batch in one statement."""
-        for model, (indexes, vectors) in embedded.items():
-            by_document: dict[str, list[int]] = {}
-            for row, i in enumerate(indexes):
-                by_document.setdefault(batch[i][0].id, []).append(row)
-            for rows in by_document.values():
-                document, kb = batch[indexes[rows[0]]][0], batch[indexes[rows[0]]][1]
-                chunks = [batch[indexes[r]][2] for r in rows]
-                if isinstance(self._engine, KeywordFirstEngine):
-                    missing = self._engine.add_vectors(kb.id, model, chunks, vectors[rows])
-                    if missing:
-                        self._index_missing(kb, model, document, chunks, vectors[rows], set(missing))
-                else:
-                    self._engine.index_chunks(kb.id, model, chunks, vectors[rows], document=document)
-
-    def _index_missing(
-        self,
-        kb: KnowledgeBase,
-        model: str,
-        document: Document,
-        chunks: Sequence[Chunk],
-        vectors: npt.NDArray[np.float32],
-        missing: set[str],
-    ) -> None:
-        """Chunks the engine did not hold when their vectors came.
-
-        The ones the store still has (accepted before their keywords were indexed) are indexed whole; the others were
-        deleted meanwhile and stay so.
-        """
-        still = {c.id for c in self._knowledge.chunks(document.tenant_id, sorted(missing))}
-        rows = [i for i, chunk in enumerate(chunks) if chunk.id in still]
-        if rows:
-            self._engine.index_chunks(kb.id, model, [chunks[i] for i in rows], vectors[rows], document=document)
-
-    def _finish(self, document: Document, kb: KnowledgeBase, embedded: int) -> Document:
-        finished = self._knowledge.set_document_status(
-            document.tenant_id,
-            document.id,
-            DocumentStatus.INDEXED,
-            embedded_count=embedded,
-            embedding_model=kb.embedding_model,
-        )
-        return finished or document
+        """The missing vectors of pending ``documents`` (see :meth:`VectorIndexer.index_documents`)."""
+        return self._indexer.index_documents(documents, cancel=cancel, progress=progress, max_chunks=max_chunks)
 
     # Synchronous ingestion (accept + index in the caller's thread) ---------------------------------------
     def ingest_text(
@@ -1185,8 +952,3 @@ class IngestService:
         embedder = self._models.embedder(kb.embedding_model)
         matrix = embed_passages(embedder, ["\n".join([e.standard_question, *e.similar_questions]) for e in entries])
         return store_document(self._knowledge, self._engine, kb, document, chunks, chunks, matrix)
-
-
-def _check(cancel: Cancel | None) -> None:
-    if cancel is not None and cancel.is_set():
-        raise IngestCancelled()

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragline.ingest.service import IngestResult, embed_passages, embedding_text, store_document
+from ragline.ingest.indexing import embed_passages, embedding_text
+from ragline.ingest.service import IngestResult, store_document
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
