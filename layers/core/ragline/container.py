@@ -25,6 +25,7 @@ from ragline.ingest.images import ImageReader, load_image
 from ragline.ingest.removal import KnowledgeRemoval, sweep_orphaned_originals
 from ragline.ingest.service import IngestService
 from ragline.ingest.tables import TableIngestor
+from ragline.ingest.uploads import UploadFlow
 from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
 from ragline.memory.store import MemoryStore
@@ -582,6 +583,11 @@ class Container:
             return
         self.ingest.set_scheduler(self.indexer.submit)
         self.indexer.start()
+
+    @property
+    def uploads(self) -> UploadFlow:
+        """The sequence every upload route runs after parsing its body (see :class:`UploadFlow`)."""
+        return UploadFlow(self.ingest, self.knowledge, self.settled, self.after_accept)
 
     def after_accept(self, kb: KnowledgeBase, document: Document) -> Document:
         """Schedules the graph and the enrichment of a stored document; returns it marked for enrichment.

@@ -3,8 +3,8 @@
 One size limit, cancellation when the client goes away, the accept step off the event loop, and the reply that says
 where a document is.
 
-Routes stay small: they parse their body, then call :func:`accept_off_loop` with the ingestion call, and
-reply with :func:`document_reply`.
+Routes stay small: they parse their body, hand the ingestion call to :class:`UploadFlow` (the whole sequence after
+it), turn its refusals into replies, and reply with :func:`document_status_code`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from ragline.ingest.service import IngestCancelled, IngestResult
-from ragline.store.models import DocumentStatus
+from ragline.ingest.service import IngestCancelled, IngestResult, IngestService
+from ragline.store.base import KnowledgeStore
+from ragline.store.models import Document, DocumentStatus, KnowledgeBase
 
 T = TypeVar("T")
 
@@ -98,3 +99,49 @@ def document_status_code(result: IngestResult) -> int:
     if result.duplicate:
         return 200
     return 202 if result.document.status == DocumentStatus.PENDING else 201
+
+
+class UploadFlow:
+    """An upload from its accept step to its place in the background: the one sequence every upload route runs.
+
+    The accept step runs off the event loop (cancelled when its client goes away: :class:`ClientGone`), then the
+    document's vectors are scheduled; with ``wait`` their end is awaited (a bounded wait that holds no thread: the
+    reply says ``pending`` past it); then its graph and enrichment are scheduled. The ingestion's refusals
+    (:class:`~ragline.ingest.service.TooManyChunks`, :class:`~ragline.files.reading.UnsupportedFile`) pass through
+    for the route to answer.
+    """
+
+    def __init__(
+        self,
+        ingest: IngestService,
+        knowledge: KnowledgeStore,
+        settled: Callable[[Sequence[Document]], Awaitable[bool]],
+        after_accept: Callable[[KnowledgeBase, Document], Document],
+    ) -> None:
+        """The flow over ``ingest`` and ``knowledge``; ``settled`` waits for indexing, ``after_accept`` schedules the rest."""
+        self._ingest = ingest
+        self._knowledge = knowledge
+        self._settled = settled
+        self._after_accept = after_accept
+
+    async def accept(
+        self,
+        kb: KnowledgeBase,
+        work: Callable[[threading.Event], IngestResult],
+        *,
+        request: _Request | None = None,
+        wait: bool = False,
+    ) -> IngestResult:
+        """Run ``work(cancel)``, the accept step, then the rest of the sequence; the result as the reply shows it."""
+        if request is not None:
+            result = await accept_off_loop(request, work)
+        else:
+            result = await asyncio.to_thread(work, threading.Event())
+        await asyncio.to_thread(self._ingest.schedule, [result])
+        if wait and await self._settled([result.document]):
+            stored = await asyncio.to_thread(self._knowledge.document, kb.tenant_id, result.document.id)
+            result.document = stored or result.document
+        if not result.duplicate:
+            # A model call per chunk: the document is searchable now, its graph and enrichment follow.
+            result.document = await asyncio.to_thread(self._after_accept, kb, result.document)
+        return result

@@ -17,7 +17,7 @@ from ragline.container import Container
 from ragline.files.reading import UnsupportedFile, UnsupportedFileType
 from ragline.ingest.faq import parse_entries, parse_faq_file
 from ragline.ingest.service import DocumentInput, IngestResult, TooManyChunks
-from ragline.ingest.uploads import ClientGone, UploadTooLarge, accept_off_loop, document_status_code, read_body
+from ragline.ingest.uploads import ClientGone, UploadTooLarge, document_status_code, read_body
 from ragline.server.body_limit import upload_body
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read_upload
 from ragline.server.errors import UPLOAD_REPLIES, ApiError, not_found, parse_body
@@ -93,15 +93,9 @@ async def _accept(
     work: Callable[[threading.Event], IngestResult],
     wait: bool,
 ) -> IngestResult:
-    """The accept step off the event loop (cancelled if the client goes away).
-
-    The vectors are then handed to the background indexer — or waited for, with ``wait``. Errors become the API's replies.
-    """
+    """The upload's sequence (:class:`~ragline.ingest.uploads.UploadFlow`), its refusals as the API's replies."""
     try:
-        if request is not None:
-            result = await accept_off_loop(request, work)
-        else:
-            result = await asyncio.to_thread(work, threading.Event())
+        return await container.uploads.accept(kb, work, request=request, wait=wait)
     except TooManyChunks as exc:
         raise ApiError(413, "too_many_chunks", str(exc), "content") from None
     except UnsupportedFile as exc:
@@ -110,14 +104,6 @@ async def _accept(
     except ClientGone:
         # Nobody reads this reply (nginx's "client closed request"); nothing was stored.
         raise ApiError(499, "client_closed_request", "the client went away before the upload was stored") from None
-    await asyncio.to_thread(container.ingest.schedule, [result])
-    if wait and await container.settled([result.document]):
-        stored = await asyncio.to_thread(container.knowledge.document, kb.tenant_id, result.document.id)
-        result.document = stored or result.document
-    if not result.duplicate:
-        # A model call per chunk: the document is searchable now, its graph and enrichment follow.
-        result.document = await asyncio.to_thread(container.after_accept, kb, result.document)
-    return result
 
 
 async def ingest_upload(
