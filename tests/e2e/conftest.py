@@ -31,6 +31,12 @@ CHROMIUM_ARGS = [
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-output" / "screenshots"
 
+# How long a browser wait (a click's element, a selector, a page condition) may take before the test fails. Every
+# wait returns as soon as its condition holds, so this bounds only a failure; on a 2-core machine with both cores
+# busy the page took over 20 s for steps that take 1 s idle (a clean clone's .ci/run under load), so the bound is
+# generous, and longer again when the machine has fewer cores than the suite's two workers expect.
+WAIT_MS = 90_000 * max(1, 2 // max(1, os.cpu_count() or 1))
+
 
 @pytest.fixture(autouse=True)
 def _fresh_scripts(fresh_scripts: None) -> None:
@@ -68,7 +74,7 @@ class PageErrors(list[str]):
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 860})
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     errors = PageErrors()
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
@@ -112,7 +118,7 @@ def screen(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     name = request.param
     context = browser.new_context(**VIEWPORTS[name])
     context.grant_permissions(["clipboard-read", "clipboard-write"])
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     errors = PageErrors()
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))

@@ -10,14 +10,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, screenshot
+from tests.e2e.conftest import CHROMIUM, WAIT_MS, screenshot
 from tests.support.documents import DRINKS as DOCS
 from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Piece, Script
@@ -248,8 +247,8 @@ def test_stop_keeps_the_partial_answer_and_shows_the_stop(ragline, scripted, pag
     frames = ragline.events(session, assistant["id"])
     assert frames[-1].type == "stop"
     assert "complete" not in [f.type for f in frames]
-    # The generation was abandoned, and nothing more reaches the page.
-    time.sleep(0.4)
+    # The generation was abandoned (the model's stream closed before its end), and nothing more reaches the page.
+    wait_until(lambda: scripted.answers[-1].closed_early)
     assert not scripted.answers[-1].completed
     assert last_turn(page)["raw"] == partial  # type: ignore[index]
     screenshot(page, "3-stop-partial-answer")
@@ -315,7 +314,7 @@ def test_knowledge_base_page_creates_uploads_and_lists_documents_and_chunks(ragl
           return cell && cell.dataset.status === 'indexed';
         }""",
         arg=documents[0]["id"],
-        timeout=120_000,
+        timeout=2 * WAIT_MS,
     )
     indexed = ragline.client.get(f"/api/v1/knowledge-bases/{kb_id}/documents/{documents[0]['id']}").json()["data"]
     assert indexed["status"] == "indexed"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, PageErrors, check_accessibility, screenshot
+from tests.e2e.conftest import CHROMIUM, WAIT_MS, PageErrors, check_accessibility, screenshot
 from tests.e2e.test_page_features import open_app, wait_answered
 from tests.e2e.test_page_images import coloured_png
 from tests.support.scripted_model import Piece, Script
@@ -33,7 +33,7 @@ def lang(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     """A desktop page whose browser speaks en-US or zh-CN (``page.locale``), the clipboard allowed."""
     context = browser.new_context(viewport={"width": 1400, "height": 900}, locale=request.param)
     context.grant_permissions(["clipboard-read", "clipboard-write"])
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     errors = PageErrors()
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, check_accessibility, no_horizontal_scroll, shot
+from tests.e2e.conftest import CHROMIUM, WAIT_MS, check_accessibility, no_horizontal_scroll, shot
 from tests.support.documents import DRINKS
 from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Piece, Script
@@ -76,7 +76,7 @@ def wait_answered(page: Any, turns: int) -> None:
         "(n) => document.querySelectorAll('.turn').length === n && "
         "[...document.querySelectorAll('.turn')].every((t) => t.dataset.state !== 'streaming')",
         arg=turns,
-        timeout=30_000,
+        timeout=WAIT_MS,
     )
 
 
@@ -428,7 +428,7 @@ def test_documents_drop_several_files_show_their_status_and_are_reindexed_or_del
     )
     page.evaluate(DROP, [files])
     page.wait_for_function(
-        "() => document.querySelectorAll('.upload-row[data-state=\"done\"]').length === 4", timeout=60_000
+        "() => document.querySelectorAll('.upload-row[data-state=\"done\"]').length === 4", timeout=WAIT_MS
     )
     assert page.evaluate("window.most") >= 2  # uploaded side by side, not one after another
     docs = ragline.client.get(f"/api/v1/knowledge-bases/{kb}/documents").json()["data"]
@@ -436,7 +436,7 @@ def test_documents_drop_several_files_show_their_status_and_are_reindexed_or_del
     page.wait_for_function(
         "() => document.querySelectorAll('#documents tr[data-document-id]').length === 4 && "
         "[...document.querySelectorAll('#documents td.doc-status')].every((c) => c.dataset.status === 'indexed')",
-        timeout=120_000,
+        timeout=2 * WAIT_MS,
     )
     # Each row: status, size, pages, chunks as the API reports them.
     first = docs[0]
@@ -465,7 +465,7 @@ def test_documents_drop_several_files_show_their_status_and_are_reindexed_or_del
     page.wait_for_function(
         "(id) => document.querySelector(`#documents tr[data-document-id='${id}'] td.doc-status`).dataset.status === 'indexed'",
         arg=docs[1]["id"],
-        timeout=120_000,
+        timeout=2 * WAIT_MS,
     )
     assert ragline.client.get(f"/api/v1/knowledge/{docs[1]['id']}").json()["data"]["status"] == "indexed"
     # The chunk list numbers passages once each and counts what it shows.

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ragline.ingest.service import UPLOAD_SUFFIXES
-from tests.e2e.conftest import CHROMIUM, VIEWPORTS, PageErrors
+from tests.e2e.conftest import CHROMIUM, VIEWPORTS, WAIT_MS, PageErrors
 from tests.e2e.test_page_features import DRAWER_IN_PLACE, open_app, session_of, wait_answered
 from tests.e2e.test_page_images import coloured_png
 from tests.support.documents import DRINKS
@@ -35,7 +35,7 @@ KB_PAGE = Path(__file__).resolve().parents[2] / "layers" / "core" / "ragline" / 
 @pytest.fixture
 def phone(browser: Any) -> Iterator[Any]:
     context = browser.new_context(**VIEWPORTS["phone"])
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.errors = PageErrors()  # type: ignore[attr-defined]
     page.on("pageerror", lambda exc: page.errors.append(f"pageerror: {exc}"))
@@ -234,3 +234,35 @@ def test_a_does_not_say_answer_is_marked_as_one_thing(ragline, page):
     wait_answered(page, 1)
     badges = wait_until(lambda: page.locator(".turn .badges .badge").all_inner_texts() or None)
     assert len(badges) == 1, badges
+
+
+# A question asked while the page still loads -----------------------------------------------------------------
+def test_a_question_asked_before_the_knowledge_bases_load_searches_them(ragline, scripted, page):
+    """A fast user (or a slow server) asks before the new-session view has listed its knowledge bases: the
+    question waits for the list and goes to the knowledge bases the view then shows checked, not to none."""
+    kb_id = ragline.create_kb("drinks", DRINKS)
+    held: list[Any] = []
+    released = False
+
+    def hold(route: Any) -> None:
+        # GET /api/v1/knowledge-bases (the new-session view's list) waits until the question has been asked.
+        if route.request.method == "GET" and not released:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(re.compile(r".*/api/v1/knowledge-bases$"), hold)
+    open_app(page, ragline.url, ragline.key)
+    wait_until(lambda: page.evaluate("1") and held)  # (evaluate lets Playwright hand the route to `hold`)
+    scripted.queue(Script.answer("Green tea wants water at 80 °C", ' <ref id="c1"/>', "."))
+    page.fill("#question", "What temperature for green tea?")
+    page.click("#ask")
+    released = True
+    for route in held:
+        route.continue_()
+    wait_answered(page, 1)
+    session = ragline.client.get(f"/api/v1/sessions/{session_of(page)}").json()["data"]
+    assert session["knowledge_base_ids"] == [kb_id]
+    assert page.locator(".turn").first.get_attribute("data-state") == "complete"
+    assert page.locator(".turn .answer button.cite").count() == 1
+    assert not page.errors, page.errors

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, PageErrors, screenshot
+from tests.e2e.conftest import CHROMIUM, WAIT_MS, PageErrors, screenshot
 from tests.e2e.test_page_features import open_app, wait_answered
 from tests.support.scripted_model import Piece, Script
 
@@ -81,7 +81,7 @@ TEXTS = """() => {
 @pytest.fixture
 def chinese(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 900}, locale="zh-CN")
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.errors = PageErrors()  # type: ignore[attr-defined]
     page.on("pageerror", lambda exc: page.errors.append(f"pageerror: {exc}"))

@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM, VIEWPORTS, PageErrors, check_accessibility, no_horizontal_scroll, screenshot
+from tests.e2e.conftest import (
+    CHROMIUM,
+    VIEWPORTS,
+    WAIT_MS,
+    PageErrors,
+    check_accessibility,
+    no_horizontal_scroll,
+    screenshot,
+)
 from tests.e2e.test_page_features import DRAWER_IN_PLACE, open_app, wait_answered
 from tests.support.scripted_model import Piece, Script
 
@@ -48,7 +56,7 @@ def themed(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
     """A page at one of the two screens, in the light or the dark colour scheme of the system."""
     name, scheme = request.param
     context = browser.new_context(**VIEWPORTS[name], color_scheme=scheme)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     errors = PageErrors()
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))

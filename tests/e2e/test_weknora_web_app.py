@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import SCREENSHOTS
+from tests.e2e.conftest import SCREENSHOTS, WAIT_MS
 from tests.support.documents import DRINKS, make_pdf
 from tests.support.serverless import OpenSearchTarget, deployed_stack
 from tests.support.servers import ServerThread, free_port
@@ -173,7 +173,7 @@ def walk_through(page: Any, url: str, files: list[Path], runtime: str) -> Networ
     names = {f.name for f in files}
     while not (names <= set(network.parse_status) and all(network.parse_status[n] == "completed" for n in names)):
         assert "failed" not in network.parse_status.values(), network.parse_status
-        page.wait_for_event("response", timeout=60_000)
+        page.wait_for_event("response", timeout=WAIT_MS)
     for f in files:
         page.get_by_text(f.stem, exact=True).first.wait_for()
     shot(page, runtime, 4, "parsed")
@@ -255,7 +255,7 @@ def run_in_browser(browser: Any, url: str, documents: list[Path], runtime: str) 
     """The walk-through in a fresh browser context; fails on any error reply the user did not provoke and any page
     error, and writes the app's network log to test-output/weknora-web-<runtime>-network.txt."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page_errors: list[str] = []
     page.on("pageerror", lambda exc: page_errors.append(str(exc)))

@@ -100,6 +100,9 @@ export class ChatPage {
     this.shown = false;
     this.live = null; // {turn, controller} of the turn being streamed
     this.showToken = 0;
+    // The view being shown (knowledge bases, session, turns): a question waits for it, so one asked while the
+    // page still loads goes to the knowledge bases it would have shown, not to none.
+    this.loaded = Promise.resolve();
     this.knowledgeBases = [];
     this.groups = [];
     this.pendingDeletes = new Set();
@@ -285,6 +288,12 @@ export class ChatPage {
     this.exportButton.hidden = true;
     this.showExport(false);
     this.showOptionCount();
+    this.loaded = this.load(sessionId, token);
+    await this.loaded;
+  }
+
+  /** The view's data for show(): its knowledge bases, and the session's header and turns (`token`: this showing). */
+  async load(sessionId, token) {
     let bases;
     try {
       [bases] = await Promise.all([api('GET', '/api/v1/knowledge-bases'), this.refreshSessions()]);
@@ -729,6 +738,7 @@ export class ChatPage {
     this.composerError.hidden = true;
     this.askButton.disabled = true;
     try {
+      await this.loaded;
       const attached = text === null ? await this.attachments.payload() : images.map((image) => ({ url: image.url }));
       const previews = text === null ? this.attachments.previews() : [];
       let sessionId = this.sessionId;
