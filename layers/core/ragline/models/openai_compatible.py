@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -19,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragline.models.base import ChatChunk, ChatMessage, ChatResponse, ModelCallError, collect
+from ragline.models.http import MAX_RETRIES, LoopClients, retry_delay, retryable
 from ragline.types import ChatOptions
 
 
@@ -31,25 +31,7 @@ def _message(message: ChatMessage) -> dict[str, Any]:
     return {"role": message.role, "content": parts}
 
 
-# The OpenAI SDK's retry policy, kept for the call that opens a stream: two retries on these statuses and on a
-# failed connection, 0.5 s doubling to 8 s with jitter, or the server's Retry-After up to a minute.
-_RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
-_MAX_RETRIES = 2
-_MAX_RETRY_AFTER_S = 60.0
 _ERROR_EXCERPT_CHARS = 200
-
-
-def _retry_delay(attempt: int, response: httpx.Response | None) -> float:
-    """Seconds before retry ``attempt`` (0-based): the server's ``Retry-After`` when sane, else the backoff."""
-    if response is not None:
-        for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-            try:
-                seconds = float(response.headers.get(header, "")) * scale
-            except ValueError:
-                continue
-            if 0 < seconds <= _MAX_RETRY_AFTER_S:
-                return seconds
-    return min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * random.random())
 
 
 def _choices(line: str) -> list[dict[str, Any]] | None:
@@ -90,26 +72,8 @@ class OpenAICompatibleChatModel:
         self.model_id = f"{model}@{base_url}"
         self._model = model
         self._url = base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Authorization": f"Bearer {api_key or 'not-needed'}", "Accept": "text/event-stream"}
-        self._timeout = timeout
-        self._transport = transport
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
-
-    def _client(self) -> httpx.AsyncClient:
-        """One client per event loop.
-
-        Its connection pool is bound to the loop that created it, and a warm Lambda runs each invocation on a new loop.
-        """
-        loop = asyncio.get_running_loop()
-        entry = self._clients.get(id(loop))
-        if entry is None or entry[0] is not loop:
-            self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
-            client = httpx.AsyncClient(
-                headers=self._headers, timeout=httpx.Timeout(self._timeout), transport=self._transport
-            )
-            entry = (loop, client)
-            self._clients[id(loop)] = entry
-        return entry[1]
+        headers = {"Authorization": f"Bearer {api_key or 'not-needed'}", "Accept": "text/event-stream"}
+        self._clients = LoopClients(headers, timeout, transport)
 
     def _request(self, messages: Sequence[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -125,15 +89,13 @@ class OpenAICompatibleChatModel:
 
     async def release_loop(self) -> None:
         """Close the client of the running loop (a serverless step's loop ends with its invocation)."""
-        entry = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if entry is not None:
-            await entry[1].aclose()
+        await self._clients.release()
 
     @asynccontextmanager
     async def _open(self, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
         """The streaming response, retried as the SDK retries until a 200 arrives; a refusal is a ModelCallError."""
-        client = self._client()
-        for attempt in range(_MAX_RETRIES + 1):
+        client = self._clients.get()
+        for attempt in range(MAX_RETRIES + 1):
             response: httpx.Response | None = None
             try:
                 async with client.stream("POST", self._url, json=body) as response:
@@ -141,12 +103,12 @@ class OpenAICompatibleChatModel:
                         yield response
                         return
                     detail = (await response.aread()).decode("utf-8", "replace")[:_ERROR_EXCERPT_CHARS]
-                    if response.status_code not in _RETRY_STATUSES or attempt == _MAX_RETRIES:
+                    if not retryable(response.status_code) or attempt == MAX_RETRIES:
                         raise ModelCallError(f"chat model HTTP {response.status_code}: {detail}")
             except httpx.HTTPError as exc:
-                if response is not None or attempt == _MAX_RETRIES:
+                if response is not None or attempt == MAX_RETRIES:
                     raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
-            await asyncio.sleep(_retry_delay(attempt, response))
+            await asyncio.sleep(retry_delay(attempt, response))
 
     async def chat_stream(self, messages: Sequence[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatChunk]:
         """Stream the reply's answer and reasoning text; the HTTP stream closes when the reader stops."""
@@ -209,20 +171,20 @@ class OpenAICompatibleEmbedder:
 
     def _post(self, texts: list[str]) -> list[list[float]]:
         """One batch's vectors in input order, retried as the chat call is; a refusal is a ModelCallError."""
-        for attempt in range(_MAX_RETRIES + 1):
+        for attempt in range(MAX_RETRIES + 1):
             response: httpx.Response | None = None
             try:
                 response = self._client.post(self._url, json={"model": self._model, "input": texts})
             except httpx.HTTPError as exc:
-                if attempt == _MAX_RETRIES:
+                if attempt == MAX_RETRIES:
                     raise ModelCallError(f"{type(exc).__name__}: {exc}") from exc
             else:
                 if response.status_code == 200:
                     break
-                if response.status_code not in _RETRY_STATUSES or attempt == _MAX_RETRIES:
+                if not retryable(response.status_code) or attempt == MAX_RETRIES:
                     detail = response.text[:_ERROR_EXCERPT_CHARS]
                     raise ModelCallError(f"embedding model HTTP {response.status_code}: {detail}")
-            time.sleep(_retry_delay(attempt, response))
+            time.sleep(retry_delay(attempt, response))
         assert response is not None
         try:
             items = sorted(response.json()["data"], key=lambda item: item["index"])

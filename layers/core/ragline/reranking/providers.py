@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from ragline.models.base import ModelCallError
+from ragline.models.http import LoopClients
 from ragline.reranking.base import RankResult, RerankModel
 from ragline.reranking.config import RerankConfig, RerankModelSpec, RerankProvider
 from ragline.reranking.registry import RerankModelRegistry
@@ -80,32 +81,12 @@ class RemoteRerankModel:
         self.max_passage_chars = max_passage_chars
         self._url = base_url.rstrip("/") + "/rerank"
         self._model = model
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._timeout = timeout
-        self._transport = transport
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
-
-    def _client(self) -> httpx.AsyncClient:
-        """One client per event loop.
-
-        Its connection pool is bound to the loop that created it, and a warm Lambda runs each invocation on a new loop.
-        """
-        loop = asyncio.get_running_loop()
-        entry = self._clients.get(id(loop))
-        if entry is None or entry[0] is not loop:
-            self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
-            client = httpx.AsyncClient(
-                headers=self._headers, timeout=httpx.Timeout(self._timeout), transport=self._transport
-            )
-            entry = (loop, client)
-            self._clients[id(loop)] = entry
-        return entry[1]
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._clients = LoopClients(headers, timeout, transport)
 
     async def release_loop(self) -> None:
         """Close the client of the running loop (a serverless step's loop ends with its invocation)."""
-        entry = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if entry is not None:
-            await entry[1].aclose()
+        await self._clients.release()
 
     async def rerank(self, query: str, passages: Sequence[str]) -> list[RankResult]:
         """Scores of every passage from one ``/rerank`` call; :class:`ModelCallError` when the call fails."""
@@ -113,7 +94,7 @@ class RemoteRerankModel:
             return []
         body = {"model": self._model, "query": query, "documents": list(passages), "top_n": len(passages)}
         try:
-            reply = await self._client().post(self._url, json=body)
+            reply = await self._clients.get().post(self._url, json=body)
             reply.raise_for_status()
             payload = reply.json()
         except httpx.HTTPStatusError as exc:

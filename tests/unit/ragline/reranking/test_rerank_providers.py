@@ -121,9 +121,9 @@ def test_remote_uses_one_client_per_event_loop():
 
     async def call_and_release() -> bool:
         await model.rerank("q", ["a"])
-        first = model._client()
+        first = model._clients.get()
         await model.rerank("q", ["a"])
-        same = model._client() is first
+        same = model._clients.get() is first
         await model.release_loop()
         return same
 
@@ -136,7 +136,7 @@ def test_remote_default_timeout_is_the_seeds_60_seconds():
     model = RemoteRerankModel("http://x", "m")
 
     async def timeout() -> float | None:
-        read = model._client().timeout.read
+        read = model._clients.get().timeout.read
         await model.release_loop()
         return read
 

@@ -1,0 +1,74 @@
+"""What the models' HTTP clients share: one async client per event loop, and the OpenAI SDK's retry policy.
+
+The chat model and the remote reranker call from event loops (the embedded server's, and a new one per warm
+Lambda invocation); the embedder calls from indexing threads. All retry alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import httpx
+
+__all__ = ["MAX_RETRIES", "LoopClients", "retry_delay", "retryable"]
+
+# The OpenAI SDK's retry policy: two retries on these statuses and on a failed connection, 0.5 s doubling to 8 s
+# with jitter, or the server's Retry-After up to a minute.
+_RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+MAX_RETRIES = 2
+_MAX_RETRY_AFTER_S = 60.0
+
+
+def retryable(status: int) -> bool:
+    """A reply with this status may succeed when asked again (timeouts, conflicts, rate limits, server errors)."""
+    return status in _RETRY_STATUSES
+
+
+def retry_delay(attempt: int, response: httpx.Response | None) -> float:
+    """Seconds before retry ``attempt`` (0-based): the server's ``Retry-After`` when sane, else the backoff."""
+    if response is not None:
+        for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            try:
+                seconds = float(response.headers.get(header, "")) * scale
+            except ValueError:
+                continue
+            if 0 < seconds <= _MAX_RETRY_AFTER_S:
+                return seconds
+    return min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * random.random())
+
+
+class LoopClients:
+    """One ``httpx.AsyncClient`` per event loop, made with the same headers, timeout and transport.
+
+    A client's connection pool is bound to the loop that created it, and a warm Lambda runs each invocation on a
+    new loop: a client is made for each loop that asks, and those of closed loops are dropped.
+    """
+
+    def __init__(
+        self, headers: dict[str, str], timeout: float, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        """Clients sending ``headers``, with a ``timeout`` in seconds (``transport``: a test's, else httpx's)."""
+        self._headers = headers
+        self._timeout = timeout
+        self._transport = transport
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+
+    def get(self) -> httpx.AsyncClient:
+        """The running loop's client (made on its first call)."""
+        loop = asyncio.get_running_loop()
+        entry = self._clients.get(id(loop))
+        if entry is None or entry[0] is not loop:
+            self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
+            client = httpx.AsyncClient(
+                headers=self._headers, timeout=httpx.Timeout(self._timeout), transport=self._transport
+            )
+            entry = (loop, client)
+            self._clients[id(loop)] = entry
+        return entry[1]
+
+    async def release(self) -> None:
+        """Close the running loop's client (a serverless step's loop ends with its invocation)."""
+        entry = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if entry is not None:
+            await entry[1].aclose()
