@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from ragline.config import AppConfig, PromptTemplates, Settings, load_config
 from ragline.graph.extract import GraphExtractor
@@ -384,6 +385,59 @@ def build_image_reader(config: AppConfig) -> ImageReader | None:
     return ImageReader(rapid_ocr.RapidOcr())
 
 
+class _IngestionParts(TypedDict):
+    ingest: IngestService
+    removal: KnowledgeRemoval
+    chunk_edits: ChunkEditor
+    faq: FAQEntries
+    enricher: Enricher
+    enrichment: DocumentEnricher
+    graph_indexer: GraphIndexer | None
+
+
+def _ingestion(
+    config: AppConfig,
+    templates: PromptTemplates,
+    knowledge: KnowledgeStore,
+    engine: RetrieveEngine,
+    models: ModelRegistry,
+    graph: GraphStore | None,
+    tables: TableStore | None,
+    originals: OriginalStore | None,
+    image_reader: ImageReader | None,
+) -> _IngestionParts:
+    """The container's ingestion parts: accepting and indexing, removal, chunk edits, FAQ, enrichment, graph."""
+    ingest = IngestService(
+        knowledge,
+        engine,
+        models,
+        config.ingestion,
+        tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
+        originals=originals,
+        images=image_reader,
+    )
+    removal = KnowledgeRemoval(knowledge, engine, graph, tables, originals)
+    chunk_edits = ChunkEditor(knowledge, engine, models)
+    enricher = Enricher(models, templates)
+    return {
+        "ingest": ingest,
+        "removal": removal,
+        "chunk_edits": chunk_edits,
+        "faq": FAQEntries(knowledge, ingest, chunk_edits, removal),
+        "enricher": enricher,
+        "enrichment": DocumentEnricher(
+            knowledge,
+            engine,
+            models,
+            enricher,
+            config.ingestion.enrichment,
+            images=image_loader(originals),
+            vision_model_id=vision_model_id(config),
+        ),
+        "graph_indexer": GraphIndexer(GraphExtractor(models, templates), graph) if graph is not None else None,
+    }
+
+
 @dataclass
 class Container:
     """Everything one process needs, whichever runtime it is."""
@@ -475,18 +529,6 @@ class Container:
             ocr=(lambda raw: image_reader.read_upload(raw, "images").text) if image_reader is not None else None,
         )
         fallback = FallbackResponder(models, templates, knowledge, config.conversation.fallback_prompt_id)
-        ingest = IngestService(
-            knowledge,
-            engine,
-            models,
-            config.ingestion,
-            tables=TableIngestor(knowledge, engine, models, tables) if tables is not None else None,
-            originals=originals,
-            images=image_reader,
-        )
-        removal = KnowledgeRemoval(knowledge, engine, graph, tables, originals)
-        chunk_edits = ChunkEditor(knowledge, engine, models)
-        enricher = Enricher(models, templates)
         return cls(
             settings=settings,
             config=config,
@@ -506,28 +548,14 @@ class Container:
                 SessionTitler(sessions, models, templates),
                 after_turn=[remember_after_turn(memories, models, templates)],
             ),
-            ingest=ingest,
-            removal=removal,
-            chunk_edits=chunk_edits,
-            faq=FAQEntries(knowledge, ingest, chunk_edits, removal),
             turns=TurnService(config, templates, knowledge, sessions, stream, originals),
             search=SearchService(events, knowledge, config),
             memories=memories,
-            enricher=enricher,
-            enrichment=DocumentEnricher(
-                knowledge,
-                engine,
-                models,
-                enricher,
-                config.ingestion.enrichment,
-                images=image_loader(originals),
-                vision_model_id=vision_model_id(config),
-            ),
             graph=graph,
-            graph_indexer=GraphIndexer(GraphExtractor(models, templates), graph) if graph is not None else None,
             originals=originals,
             db=db,
             users=users,
+            **_ingestion(config, templates, knowledge, engine, models, graph, tables, originals, image_reader),
         )
 
     @classmethod

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from botocore.config import Config as BotoConfig
 
-from ragline.config import Settings, load_config
+from ragline.config import AppConfig, Settings, load_config
 from ragline.container import Container, build_graph, build_models
 from ragline.memory.dynamodb import DynamoMemoryStore
 from ragline.models.registry import ModelRegistry
@@ -284,10 +284,7 @@ def build_aws_runtime(
     """
     aws = aws or AwsSettings()
     session = session or boto3.Session()
-    endpoint = aws.aws_endpoint_url or None
-    dynamodb = session.resource("dynamodb", endpoint_url=endpoint)
-    s3 = session.client("s3", endpoint_url=endpoint)
-    sfn = session.client("stepfunctions", endpoint_url=endpoint)
+    clients = _Clients.of(aws, session)
     config, templates = load_config()
     config = config.model_copy(
         update={"stream": config.stream.model_copy(update={"max_stream_seconds": aws.stream_max_seconds})}
@@ -296,78 +293,31 @@ def build_aws_runtime(
         settings = (
             Settings()
             if reader or models is not None
-            else _model_settings(aws, session.client("ssm", endpoint_url=endpoint), endpoint)
+            else _model_settings(aws, session.client("ssm", endpoint_url=clients.endpoint), clients.endpoint)
         )
     if models is None:
         models = ModelRegistry() if reader else build_models(settings, config)
     if engine is None:
         engine = LazyEngine(lambda: _opensearch_engine(aws, session))
-    state = StateStore(dynamodb.Table(aws.state_table), s3, aws.state_bucket, aws.event_ttl_seconds)
-    log: DynamoDBStreamManager
-    if reader:
-        # A reader notices a turn whose workflow ended without a terminal event, and ends it.
-        liveness = ExecutionLiveness(sfn, state, aws.workflow_type)
-        log = WatchedLog(
-            dynamodb.Table(aws.events_table), aws.event_ttl_seconds, liveness, check_after_s=aws.execution_check_s
-        )
-    else:
-        log = DynamoDBStreamManager(dynamodb.Table(aws.events_table), aws.event_ttl_seconds)
-    sessions = DynamoSessionStore(
-        dynamodb.Table(aws.sessions_table), dynamodb.Table(aws.messages_table), open_index=aws.messages_open_index
-    )
+    state = StateStore(clients.dynamodb.Table(aws.state_table), clients.s3, aws.state_bucket, aws.event_ttl_seconds)
+    log = _event_log(aws, clients, state, reader)
     container = Container.assemble(
         settings,
         config,
         templates,
-        tenants=DynamoTenantStore(dynamodb.Table(aws.tenants_table)),
-        users=(
-            DynamoUserStore(dynamodb.Table(aws.tenants_table), token_secret(session, aws.token_secret_arn, endpoint))
-            if aws.token_secret_arn
-            else None
-        ),
-        knowledge=knowledge or DynamoKnowledgeStore(dynamodb.Table(aws.knowledge_table)),
-        tags=DynamoTagStore(dynamodb.Table(aws.knowledge_table)),
-        sessions=sessions,
         stream=log,
         engine=engine,
         models=models,
-        citations=DynamoCitationHistory(sessions, max_sessions=config.rerank.memory_affinity.max_sessions),
-        memories=DynamoMemoryStore(dynamodb.Table(aws.knowledge_table)),
         # Neo4j when RAGLINE_NEO4J_URI is set (the password from Secrets Manager); else no graph.
         graph=None if reader else build_graph(settings, None),
-        # Tables for data analysis and the documents' originals live in the state bucket (kept: its expiry rules
-        # name the prefixes of what is temporary).
-        tables=S3TableStore(s3, aws.state_bucket, "tables/"),
-        originals=S3OriginalStore(
-            s3,
-            aws.state_bucket,
-            "originals/",
-            presigner=session.client("s3", endpoint_url=endpoint, config=BotoConfig(signature_version="s3v4")),
-        ),
+        **_stores(aws, clients, config, knowledge),
     )
     if isinstance(log, WatchedLog):
         log.on_interrupted = container.turns.finalize
-    scheduler: LambdaIndexScheduler | None = None
-    uploads: LargeUploads | None = None
-    if aws.index_function and not reader:
-        # Uploads answer 202: their vectors (and graph) are computed by an asynchronous invocation.
-        scheduler = LambdaIndexScheduler(session.client("lambda", endpoint_url=endpoint), aws.index_function)
-        container.ingest.set_scheduler(scheduler)
-        # API Gateway answers 503 after 30 s, and a large PDF takes longer to read: an uploaded file is kept in S3
-        # and read by the indexing function (the upload answers 202 once the original is stored).
-        container.ingest.extract_when_indexing()
-        container.graph_after_indexing = True
-        # Presigned with SigV4 (S3 refuses SigV2 URLs in newer regions), Content-Length among the signed headers.
-        presigner = session.client("s3", endpoint_url=endpoint, config=BotoConfig(signature_version="s3v4"))
-        uploads = LargeUploads(
-            UploadStore(dynamodb.Table(aws.state_table), aws.event_ttl_seconds),
-            presigner,
-            aws.state_bucket,
-            scheduler,
-            max_bytes=aws.large_upload_max_bytes,
-            url_ttl_s=aws.upload_url_ttl_s,
-        )
-    launcher = StepFunctionsLauncher(sfn, aws.state_machine_arn, state, aws.workflow_type, start_guard=start_guard)
+    scheduler, uploads = (None, None) if reader or not aws.index_function else _index_apart(container, aws, clients)
+    launcher = StepFunctionsLauncher(
+        clients.sfn, aws.state_machine_arn, state, aws.workflow_type, start_guard=start_guard
+    )
     return AwsRuntime(
         container=container,
         state=state,
@@ -375,10 +325,89 @@ def build_aws_runtime(
         launcher=launcher,
         aws=aws,
         session=session,
-        sfn=sfn,
+        sfn=clients.sfn,
         scheduler=scheduler,
         uploads=uploads,
     )
+
+
+@dataclass(frozen=True)
+class _Clients:
+    """The AWS clients one function's runtime is built from (LocalStack's or moto's when an endpoint is set)."""
+
+    session: boto3.Session
+    endpoint: str | None
+    dynamodb: Any
+    s3: Any
+    sfn: Any
+    # Presigns with SigV4 (S3 refuses SigV2 URLs in newer regions), Content-Length among the signed headers.
+    presigner: Any
+
+    @classmethod
+    def of(cls, aws: AwsSettings, session: boto3.Session) -> _Clients:
+        endpoint = aws.aws_endpoint_url or None
+        return cls(
+            session=session,
+            endpoint=endpoint,
+            dynamodb=session.resource("dynamodb", endpoint_url=endpoint),
+            s3=session.client("s3", endpoint_url=endpoint),
+            sfn=session.client("stepfunctions", endpoint_url=endpoint),
+            presigner=session.client("s3", endpoint_url=endpoint, config=BotoConfig(signature_version="s3v4")),
+        )
+
+
+def _event_log(aws: AwsSettings, clients: _Clients, state: StateStore, reader: bool) -> DynamoDBStreamManager:
+    """The turns' event log; a reader's notices a turn whose workflow ended without a terminal event, and ends it."""
+    table = clients.dynamodb.Table(aws.events_table)
+    if not reader:
+        return DynamoDBStreamManager(table, aws.event_ttl_seconds)
+    liveness = ExecutionLiveness(clients.sfn, state, aws.workflow_type)
+    return WatchedLog(table, aws.event_ttl_seconds, liveness, check_after_s=aws.execution_check_s)
+
+
+def _stores(aws: AwsSettings, clients: _Clients, config: AppConfig, knowledge: KnowledgeStore | None) -> dict[str, Any]:
+    """The container's stores on DynamoDB and S3 (``knowledge``: a test's, else the knowledge table's)."""
+    table = clients.dynamodb.Table
+    sessions = DynamoSessionStore(
+        table(aws.sessions_table), table(aws.messages_table), open_index=aws.messages_open_index
+    )
+    secret = token_secret(clients.session, aws.token_secret_arn, clients.endpoint) if aws.token_secret_arn else None
+    return {
+        "tenants": DynamoTenantStore(table(aws.tenants_table)),
+        "users": DynamoUserStore(table(aws.tenants_table), secret) if secret is not None else None,
+        "knowledge": knowledge or DynamoKnowledgeStore(table(aws.knowledge_table)),
+        "tags": DynamoTagStore(table(aws.knowledge_table)),
+        "sessions": sessions,
+        "citations": DynamoCitationHistory(sessions, max_sessions=config.rerank.memory_affinity.max_sessions),
+        "memories": DynamoMemoryStore(table(aws.knowledge_table)),
+        # Tables for data analysis and the documents' originals live in the state bucket (kept: its expiry rules
+        # name the prefixes of what is temporary).
+        "tables": S3TableStore(clients.s3, aws.state_bucket, "tables/"),
+        "originals": S3OriginalStore(clients.s3, aws.state_bucket, "originals/", presigner=clients.presigner),
+    }
+
+
+def _index_apart(
+    container: Container, aws: AwsSettings, clients: _Clients
+) -> tuple[LambdaIndexScheduler, LargeUploads]:
+    """Uploads answer 202: their vectors (and graph) are computed by an asynchronous invocation of the indexer."""
+    scheduler = LambdaIndexScheduler(
+        clients.session.client("lambda", endpoint_url=clients.endpoint), aws.index_function
+    )
+    container.ingest.set_scheduler(scheduler)
+    # API Gateway answers 503 after 30 s, and a large PDF takes longer to read: an uploaded file is kept in S3
+    # and read by the indexing function (the upload answers 202 once the original is stored).
+    container.ingest.extract_when_indexing()
+    container.graph_after_indexing = True
+    uploads = LargeUploads(
+        UploadStore(clients.dynamodb.Table(aws.state_table), aws.event_ttl_seconds),
+        clients.presigner,
+        aws.state_bucket,
+        scheduler,
+        max_bytes=aws.large_upload_max_bytes,
+        url_ttl_s=aws.upload_url_ttl_s,
+    )
+    return scheduler, uploads
 
 
 def idempotent_start(
