@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragline.server.schemas.fields import Threshold
 from ragline.types.text import PlainName, PlainText
 
 # Entries (or entry numbers) one batch names at most.
@@ -99,7 +100,7 @@ class FAQSearchBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     query_text: PlainText = Field(min_length=1, max_length=8000)
-    vector_threshold: float | None = Field(default=None, ge=0, le=1)
+    vector_threshold: Threshold | None = None
     match_count: int | None = Field(default=None, ge=0, le=MAX_MATCH_COUNT)
     first_priority_tag_ids: list[int] = Field(default_factory=list, max_length=100)
     second_priority_tag_ids: list[int] = Field(default_factory=list, max_length=100)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragline.server.schemas.fields import Separators
 from ragline.server.schemas.knowledge_bases import MAX_CHUNK_SIZE
 
 
@@ -15,7 +16,7 @@ class DocumentSplitting(BaseModel):
     model_config = ConfigDict(extra="allow")
     chunkSize: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
     chunkOverlap: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
-    separators: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=50)
+    separators: Separators | None = None
 
 
 class ModelConfigBody(BaseModel):

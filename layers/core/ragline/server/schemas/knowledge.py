@@ -6,7 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragline.types.text import MAX_DOCUMENT_CHARS, Identifier, ItemName, PlainName, PlainText
+from ragline.server.schemas.fields import MAX_DESCRIPTION_CHARS
+from ragline.types.text import MAX_DOCUMENT_CHARS, MAX_NAME_CHARS, Identifier, ItemName, PlainName, PlainText
 
 MAX_BATCH_IDS = 200
 
@@ -16,9 +17,9 @@ class UrlKnowledgeBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     url: str = Field(min_length=1, max_length=2048)
-    file_name: PlainName | None = Field(default=None, max_length=500)
+    file_name: PlainName | None = Field(default=None, max_length=MAX_NAME_CHARS)
     file_type: str | None = Field(default=None, max_length=20, pattern=r"^\.?[A-Za-z0-9]{1,10}$")
-    title: PlainName | None = Field(default=None, max_length=500)
+    title: PlainName | None = Field(default=None, max_length=MAX_NAME_CHARS)
     tag_id: PlainName | None = Field(default=None, max_length=200)
     enable_multimodel: bool | None = None
     channel: str | None = Field(default=None, max_length=40)
@@ -29,7 +30,7 @@ class ManualKnowledgeBody(BaseModel):
     """A document written by hand: title, Markdown content and an optional tag."""
 
     model_config = ConfigDict(extra="forbid")
-    title: PlainName = Field(min_length=1, max_length=500)
+    title: PlainName = Field(min_length=1, max_length=MAX_NAME_CHARS)
     content: str = Field(min_length=1, max_length=MAX_DOCUMENT_CHARS)
     tag_id: PlainName | None = Field(default=None, max_length=200)
     # Accepted and not acted on: a document is published (searchable) once stored.
@@ -49,8 +50,8 @@ class KnowledgeUpdateBody(BaseModel):
     """WeKnora's partial update of a document's record: fields left out keep their value."""
 
     model_config = ConfigDict(extra="forbid")
-    title: PlainName | None = Field(default=None, min_length=1, max_length=500)
-    description: PlainText | None = Field(default=None, max_length=2000)
+    title: PlainName | None = Field(default=None, min_length=1, max_length=MAX_NAME_CHARS)
+    description: PlainText | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
     # Accepted and not acted on: ragline keeps no free-form metadata on a document.
     custom_metadata: dict[str, Any] | None = None
 
@@ -69,7 +70,7 @@ class ManualUpdateBody(BaseModel):
     """WeKnora's manual knowledge body, every field optional."""
 
     model_config = ConfigDict(extra="forbid")
-    title: PlainName | None = Field(default=None, min_length=1, max_length=500)
+    title: PlainName | None = Field(default=None, min_length=1, max_length=MAX_NAME_CHARS)
     content: str | None = Field(default=None, min_length=1, max_length=MAX_DOCUMENT_CHARS)
     tag_id: PlainName | None = Field(default=None, max_length=200)
     status: str | None = Field(default=None, max_length=40)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragline.runtime.turns import Query
+from ragline.server.schemas.fields import MAX_DESCRIPTION_CHARS, MAX_TAGS, Separators, Threshold
 from ragline.types.text import Identifier, IdList, PlainName, PlainText
 
 # A setting WeKnora sends and ragline keeps as sent.
@@ -23,7 +24,7 @@ class ChunkingBody(BaseModel):
     # Characters; 0 (what WeKnora's Go client sends when unset): the deployment's size.
     chunk_size: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
     chunk_overlap: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
-    separators: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=50)
+    separators: Separators | None = None
 
     @model_validator(mode="after")
     def _sizes(self) -> ChunkingBody:
@@ -54,7 +55,7 @@ class KnowledgeBaseBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: PlainName = Field(min_length=1, max_length=200)
-    description: PlainText = Field(default="", max_length=2000)
+    description: PlainText = Field(default="", max_length=MAX_DESCRIPTION_CHARS)
     wiki_enabled: bool = False
     graph_extraction_enabled: bool = False
     embedding_model_id: str = Field(default="", max_length=200)
@@ -111,13 +112,13 @@ class HybridSearchBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     query_text: Query
-    vector_threshold: float | None = Field(default=None, ge=0, le=1)
-    keyword_threshold: float | None = Field(default=None, ge=0, le=1)
+    vector_threshold: Threshold | None = None
+    keyword_threshold: Threshold | None = None
     match_count: int | None = Field(default=None, ge=0, le=200)
     disable_keywords_match: bool = False
     disable_vector_match: bool = False
     knowledge_ids: IdList | None = None
-    tag_ids: list[Identifier] | None = Field(default=None, max_length=50)
+    tag_ids: list[Identifier] | None = Field(default=None, max_length=MAX_TAGS)
     knowledge_base_ids: IdList | None = None
     # Accepted and not acted on.
     only_recommended: bool = False
@@ -141,5 +142,5 @@ class KnowledgeBaseUpdateBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: PlainName = Field(min_length=1, max_length=200)
-    description: PlainText | None = Field(default=None, max_length=2000)
+    description: PlainText | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
     config: KnowledgeBaseConfigBody | None = None

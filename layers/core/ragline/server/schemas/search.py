@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from ragline.runtime.search import SearchBody
 from ragline.runtime.turns import MentionedItem
+from ragline.server.schemas.fields import MAX_TAGS
 from ragline.types.text import MAX_TEXT_CHARS, Identifier, IdList
 
 
@@ -18,7 +19,7 @@ class KnowledgeSearchBody(SearchBody):
     knowledge_base_ids: IdList | None = None  # type: ignore[assignment]
     knowledge_base_id: Identifier | None = None
     mentioned_items: list[MentionedItem] | None = Field(default=None, max_length=100)
-    tag_ids: list[Identifier] | None = Field(default=None, max_length=50)
+    tag_ids: list[Identifier] | None = Field(default=None, max_length=MAX_TAGS)
 
 
 class KeywordsBody(BaseModel):

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragline.server.schemas.fields import MAX_DESCRIPTION_CHARS
 from ragline.types.text import MAX_TEXT_CHARS, Identifier, IdList, PlainName, PlainText
 
 # Sessions one batch delete names at most.
@@ -33,7 +34,7 @@ class SessionBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     knowledge_base_ids: IdList = Field(default_factory=list)
     title: PlainName = Field(default="", max_length=200)
-    description: PlainText = Field(default="", max_length=2000)
+    description: PlainText = Field(default="", max_length=MAX_DESCRIPTION_CHARS)
     agent_config: SessionAgentConfig | None = None
 
 
@@ -55,7 +56,7 @@ class SessionUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     title: PlainName | None = Field(default=None, max_length=200)
-    description: PlainText | None = Field(default=None, max_length=2000)
+    description: PlainText | None = Field(default=None, max_length=MAX_DESCRIPTION_CHARS)
     id: Identifier | None = None
     tenant_id: int | Identifier | None = None
     user_id: Identifier | None = None

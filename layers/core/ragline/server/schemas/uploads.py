@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragline.types.text import PlainName
+from ragline.server.schemas.fields import MAX_TAGS
+from ragline.types.text import MAX_NAME_CHARS, PlainName
 
 
 class UploadBody(BaseModel):
@@ -15,6 +16,6 @@ class UploadBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     filename: PlainName = Field(min_length=1, max_length=255)
     size_bytes: int = Field(gt=0, description="The file's exact size: the upload URL takes that many bytes")
-    title: PlainName = Field(default="", max_length=500)
-    tags: list[PlainName] = Field(default_factory=list, max_length=50)
+    title: PlainName = Field(default="", max_length=MAX_NAME_CHARS)
+    tags: list[PlainName] = Field(default_factory=list, max_length=MAX_TAGS)
     kind: Literal["document", "wiki"] = "document"
