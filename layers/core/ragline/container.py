@@ -23,6 +23,7 @@ from ragline.ingest.enrichment import DocumentEnricher, Enricher
 from ragline.ingest.faq_entries import FAQEntries
 from ragline.ingest.images import ImageReader, load_image
 from ragline.ingest.removal import KnowledgeRemoval, sweep_orphaned_originals
+from ragline.ingest.reparse import Reparser
 from ragline.ingest.service import IngestService
 from ragline.ingest.tables import TableIngestor
 from ragline.ingest.uploads import UploadFlow
@@ -583,6 +584,11 @@ class Container:
             return
         self.ingest.set_scheduler(self.indexer.submit)
         self.indexer.start()
+
+    @property
+    def reparser(self) -> Reparser:
+        """Parses stored documents again and re-indexes retitled ones (see :class:`Reparser`)."""
+        return Reparser(self.ingest, self.knowledge, self.engine, self.originals)
 
     @property
     def uploads(self) -> UploadFlow:

@@ -58,7 +58,6 @@ from ragline.ingest.indexing import (
     embed_passages,
     gc_deferred,
     raise_if_cancelled,
-    searchable_in_order,
 )
 from ragline.ingest.language import (
     choose_embedding_model,
@@ -152,7 +151,9 @@ class DocumentInput:
 
 
 @dataclass
-class _Prepared:
+class Prepared:
+    """A document and its chunks, made from its text and not stored yet (:meth:`IngestService.prepare`)."""
+
     document: Document
     parents: list[Chunk]
     children: list[Chunk]
@@ -302,7 +303,7 @@ class IngestService:
         The same content twice in a knowledge base is stored once (a ``duplicate`` result).
         """
         results: list[IngestResult | None] = []
-        prepared: list[_Prepared] = []
+        prepared: list[Prepared] = []
         seen_hashes: dict[str, int] = {}
         hashes: list[str] = []
         for item in items:
@@ -316,17 +317,17 @@ class IngestService:
             else:
                 seen_hashes[content_hash] = len(results)
                 results.append(None)
-                prepared.append(self._prepare(kb, item, content_hash, position=len(results) - 1))
+                prepared.append(self.prepare(kb, item, content_hash, position=len(results) - 1))
             raise_if_cancelled(cancel)
         if prepared:
-            kb = self._settle_model(kb, prepared)
+            kb = self.settle_model(kb, prepared)
         keyword_first = isinstance(self._engine, KeywordFirstEngine)
         for item_prepared in prepared:
             raise_if_cancelled(cancel)
             document = item_prepared.document
             document.embedding_model = kb.embedding_model
             chunks = [*item_prepared.parents, *item_prepared.children]
-            self._keep_original(document, items[item_prepared.position])
+            self.keep_original(document, items[item_prepared.position])
             try:
                 with self._knowledge.atomic():
                     self._knowledge.insert_document(document, chunks)
@@ -377,7 +378,7 @@ class IngestService:
             return results[0]
         if self._reads_later(filename, raw, chunk_type):
             return self._accept_unread(kb, filename, raw, title=title, source=source, tags=tags)
-        extracted, images = self._extract_with_images(filename, raw, cancel)
+        extracted, images = self.extract_with_images(filename, raw, cancel)
         raise_if_cancelled(cancel)
         item = DocumentInput(
             content=extracted.text,
@@ -449,7 +450,7 @@ class IngestService:
         if raw is None:
             return self._failed(document, "the uploaded file is no longer kept: upload it again")
         try:
-            extracted, images = self._extract_with_images(document.filename, raw)
+            extracted, images = self.extract_with_images(document.filename, raw)
             given_title = document.title != (Path(document.filename).stem or "Untitled")
             item = DocumentInput(
                 content=extracted.text,
@@ -463,10 +464,10 @@ class IngestService:
                 original=raw,
                 images=images,
             )
-            prepared = self._prepare(kb, item, document.content_hash, 0, keep=document)
+            prepared = self.prepare(kb, item, document.content_hash, 0, keep=document)
         except (UnsupportedFile, TooManyChunks) as exc:
             return self._failed(document, str(exc))
-        kb = self._settle_model(kb, [prepared])
+        kb = self.settle_model(kb, [prepared])
         new = prepared.document
         new.embedding_model = kb.embedding_model
         if images and self._originals is not None:
@@ -496,7 +497,7 @@ class IngestService:
         )
         return failed or document.model_copy(update={"status": DocumentStatus.FAILED, "reason": reason[:500]})
 
-    def _extract_with_images(
+    def extract_with_images(
         self, filename: str, raw: bytes, cancel: Cancel | None = None
     ) -> tuple[Extracted, list[DocumentImage]]:
         """The file's text and its images read (:mod:`ragline.ingest.images`).
@@ -532,7 +533,7 @@ class IngestService:
             raise no_text or UnsupportedFile("the file has no text")
         return extracted, images
 
-    def _keep_original(self, document: Document, item: DocumentInput) -> None:
+    def keep_original(self, document: Document, item: DocumentInput) -> None:
         """The received bytes, kept before the document is stored, and its images beside them.
 
         A stored document always has its original (a failure here stores nothing).
@@ -542,9 +543,9 @@ class IngestService:
             self._originals.save(document.tenant_id, document.id, original)
             save_images(self._originals, document.tenant_id, document.id, item.images)
 
-    def _prepare(
+    def prepare(
         self, kb: KnowledgeBase, item: DocumentInput, content_hash: str, position: int, keep: Document | None = None
-    ) -> _Prepared:
+    ) -> Prepared:
         """The document and its chunks, not stored yet.
 
         ``keep``: a stored document parsed again, whose id, creation time and state (enabled) the new record keeps.
@@ -622,9 +623,9 @@ class IngestService:
             following.pre_chunk_id = previous.id
         children.extend(image_chunks(document.id, kb.tenant_id, kb.id, item.images, first_index=len(children)))
         language_text = "\n".join([content, *(image.content for image in item.images)])
-        return _Prepared(document, parents, children, position, detect_language(language_text))
+        return Prepared(document, parents, children, position, detect_language(language_text))
 
-    def _settle_model(self, kb: KnowledgeBase, prepared: Sequence[_Prepared]) -> KnowledgeBase:
+    def settle_model(self, kb: KnowledgeBase, prepared: Sequence[Prepared]) -> KnowledgeBase:
         """A knowledge base whose model nobody chose takes the one its language needs.
 
         When new documents change the language mix (English, then Chinese), its documents are re-embedded.
@@ -714,103 +715,6 @@ class IngestService:
                     documents.append(updated)
         if documents:
             self.schedule([IngestResult(d, d.chunk_count) for d in documents])
-
-    def reindex(self, document: Document) -> Document:
-        """Write a retitled document's keyword entries again and queue its vectors; the document as stored.
-
-        A stored document whose title or description changed: its keyword entries written again at once (the title is
-        searched with every chunk, and shown with every hit), then its vectors computed again by the scheduler (the
-        title is embedded with every passage): ``pending`` until they are all in. Returns the document as stored.
-        """
-        chunks = searchable_in_order(self._knowledge.chunks_of_document(document.tenant_id, document.id))
-        if not chunks:
-            return document
-        if isinstance(self._engine, KeywordFirstEngine):
-            for start in range(0, len(chunks), KEYWORD_BATCH):
-                self._engine.index_keywords(
-                    document.knowledge_base_id, chunks[start : start + KEYWORD_BATCH], document=document
-                )
-        updated = self._knowledge.set_document_status(
-            document.tenant_id, document.id, DocumentStatus.PENDING, embedded_count=0
-        )
-        if updated is None:
-            return document
-        self.schedule([IngestResult(updated, updated.chunk_count)])
-        return self._knowledge.document(document.tenant_id, document.id) or updated
-
-    def reparse(self, document: Document, *, content: str | None = None, title: str | None = None) -> Document:
-        """Parse a stored document again from its original (or new text), replacing its chunks under the same id.
-
-        Parses a stored document again from its original — or from ``content``, a manual document's new text, which
-        becomes its original — with today's extraction and chunking: its chunks are replaced under the same id (its
-        creation time, tags and enabled state kept), keyword-searchable again on return and ``pending`` until the
-        scheduler has computed the new vectors. Raises :class:`NoOriginal` when nothing was kept to parse,
-        :class:`UnsupportedFile` for FAQ and table documents (imported again, not parsed).
-        """
-        if document.file_type == "faq" or (document.filename and is_table_file(document.filename)):
-            raise UnsupportedFile("FAQ and table documents are imported again, not parsed again")
-        stored = self._knowledge.document(document.tenant_id, document.id)
-        if stored is None:
-            raise LookupError(document.id)
-        if stored.status == DocumentStatus.PENDING:
-            raise StillIndexing(f"document {document.id} is being indexed: parse it again once it is indexed")
-        kb = self._knowledge.knowledge_base(document.tenant_id, document.knowledge_base_id)
-        if kb is None:
-            raise LookupError(document.knowledge_base_id)
-        raw = content.encode("utf-8") if content is not None else self.original(document)
-        if raw is None:
-            raise NoOriginal(f"no original is kept for document {document.id}")
-        text, file_type, page_starts = raw.decode("utf-8", errors="replace"), document.file_type, []
-        images: list[DocumentImage] = []
-        if content is None and document.filename:
-            extracted, images = self._extract_with_images(document.filename, raw)
-            text, file_type, page_starts = extracted.text, extracted.file_type, extracted.page_starts
-        if not text.strip() and not images:
-            raise UnsupportedFile("the document has no text")
-        current = self._knowledge.chunks_of_document(document.tenant_id, document.id)
-        chunk_type = next(
-            (c.chunk_type for c in current if c.searchable and c.chunk_type != ChunkType.IMAGE_OCR), ChunkType.TEXT
-        )
-        item = DocumentInput(
-            content=text,
-            title=title or document.title,
-            filename=document.filename,
-            file_type=file_type,
-            source=document.source,
-            description=document.description,
-            page_starts=page_starts,
-            tags=document.tags,
-            chunk_type=chunk_type,
-            size_bytes=len(raw),
-            original=raw,
-            images=images,
-        )
-        prepared = self._prepare(kb, item, item.content_hash, 0, keep=document)
-        kb = self._settle_model(kb, [prepared])
-        new = prepared.document
-        new.embedding_model = kb.embedding_model
-        if content is not None:
-            self._keep_original(new, item)
-        elif images and self._originals is not None:
-            save_images(self._originals, new.tenant_id, new.id, images)
-        # The old index entries go first: no search finds chunks the store no longer has.
-        self._engine.delete_document(document.id)
-        with self._knowledge.atomic():
-            if not self._knowledge.replace_document(new, [*prepared.parents, *prepared.children]):
-                raise LookupError(document.id)
-            if isinstance(self._engine, KeywordFirstEngine):
-                searchable = [c for c in prepared.children if c.searchable]
-                for start in range(0, len(searchable), KEYWORD_BATCH):
-                    self._engine.index_keywords(kb.id, searchable[start : start + KEYWORD_BATCH], document=new)
-        new.chunk_count = len(prepared.children)
-        self.schedule([IngestResult(new, new.chunk_count)])
-        return self._knowledge.document(document.tenant_id, document.id) or new
-
-    def original(self, document: Document) -> bytes | None:
-        """The bytes the document was made from, as received; None when none are kept."""
-        if self._originals is None:
-            return None
-        return self._originals.load(document.tenant_id, document.id)
 
     # Step 2: index (ragline.ingest.indexing) ----------------------------------------------------------------
     def index_document(

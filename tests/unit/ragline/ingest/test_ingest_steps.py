@@ -267,15 +267,15 @@ def test_a_document_is_parsed_again_from_its_original_under_the_same_id(env):
     raw = b"# Bees\n\n## Hives\n\nA hive holds one queen.\n\n## Honey\n\nBees store honey in wax cells."
     accepted = container.ingest.accept_bytes(kb, "bees.md", raw)
     document = accepted.document
-    assert container.ingest.original(document) == raw  # kept as received
+    assert container.reparser.original(document) == raw  # kept as received
     # While its vectors are computed it is not parsed again: the running indexing would record its progress
     # on the new chunks.
     with pytest.raises(StillIndexing):
-        container.ingest.reparse(document)
+        container.reparser.reparse(document)
     container.ingest.index_document(kb.tenant_id, document.id)
     old = {c.id for c in container.knowledge.chunks_of_document(kb.tenant_id, document.id)}
     container.knowledge.delete_chunk(kb.tenant_id, next(iter(old)))
-    reparsed = container.ingest.reparse(container.knowledge.document(kb.tenant_id, document.id))
+    reparsed = container.reparser.reparse(container.knowledge.document(kb.tenant_id, document.id))
     assert (reparsed.id, reparsed.created_at, reparsed.filename) == (document.id, document.created_at, "bees.md")
     assert reparsed.status == DocumentStatus.INDEXED  # no scheduler here: indexed before returning
     chunks = container.knowledge.chunks_of_document(kb.tenant_id, document.id)
@@ -285,16 +285,16 @@ def test_a_document_is_parsed_again_from_its_original_under_the_same_id(env):
     assert set(vector_hits(container, kb, "honey wax")) == {document.id}
     # A manual document's new text becomes its original.
     manual = container.ingest.ingest_text(kb, content="Wasps build paper nests.", title="Wasps").document
-    edited = container.ingest.reparse(manual, content="Hornets are large wasps.", title="Hornets")
+    edited = container.reparser.reparse(manual, content="Hornets are large wasps.", title="Hornets")
     assert (edited.id, edited.title) == (manual.id, "Hornets")
-    assert container.ingest.original(edited) == b"Hornets are large wasps."
+    assert container.reparser.original(edited) == b"Hornets are large wasps."
     assert keyword_hits(container, kb, "paper nests") == []
     assert keyword_hits(container, kb, "hornets") == [manual.id]
     faq = container.ingest.ingest_faq(kb, [FAQEntry(standard_question="Q?", answers=["A."])]).document
     with pytest.raises(UnsupportedFile):
-        container.ingest.reparse(faq)
+        container.reparser.reparse(faq)
     container.removal.delete_document(kb.tenant_id, document.id)
-    assert container.ingest.original(document) is None  # deleted with its document
+    assert container.reparser.original(document) is None  # deleted with its document
 
 
 def test_on_shutdown_the_indexer_is_told_to_stop_before_the_turns_drain(env, monkeypatch):
@@ -388,7 +388,7 @@ def test_a_file_accepted_unread_is_read_when_indexed_and_found_again_by_its_byte
     )
     assert scheduled == [document.id]
     assert container.knowledge.chunks_of_document(kb.tenant_id, document.id) == []
-    assert container.ingest.original(document) == pdf
+    assert container.reparser.original(document) == pdf
     assert container.ingest.accept_bytes(kb, "again.pdf", pdf).duplicate
     # An unsupported type is still refused at once, before anything is stored.
     with pytest.raises(UnsupportedFile):

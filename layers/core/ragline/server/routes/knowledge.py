@@ -404,7 +404,7 @@ def update_knowledge(
     if updated is None:
         raise ApiError(404, "not_found", "knowledge not found", "id")
     if (updated.title, updated.description) != (document.title, document.description):
-        updated = container.ingest.reindex(updated)
+        updated = container.reparser.reindex(updated)
     return KnowledgeUpdated(message="Knowledge updated successfully", data=KnowledgeView.of(updated))
 
 
@@ -500,7 +500,7 @@ def _reparse_error(exc: Exception) -> ApiError:
 async def _reparse(container: Container, document: Document, **changes: Any) -> Document:
     """Parsed again off the event loop; its graph (if its knowledge base extracts one) rebuilt after."""
     try:
-        reparsed = await asyncio.to_thread(container.ingest.reparse, document, **changes)
+        reparsed = await asyncio.to_thread(container.reparser.reparse, document, **changes)
     except (NoOriginal, StillIndexing, TooManyChunks, UnsupportedFile, LookupError) as exc:
         raise _reparse_error(exc) from None
     kb = await asyncio.to_thread(container.knowledge.knowledge_base, document.tenant_id, document.knowledge_base_id)
@@ -596,7 +596,7 @@ async def update_manual_knowledge(
             await asyncio.to_thread(container.knowledge.update_document, tenant.id, document.id, title=title)
             or document
         )
-        document = await asyncio.to_thread(container.ingest.reindex, updated)
+        document = await asyncio.to_thread(container.reparser.reindex, updated)
     return Envelope(data=KnowledgeView.of(document))
 
 
