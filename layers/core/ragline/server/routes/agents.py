@@ -20,6 +20,7 @@ from ragline.runtime.suggestions import suggested_questions
 from ragline.runtime.turns import QUICK_ANSWER_AGENT_ID as QUICK_ANSWER_ID
 from ragline.server.deps import ContainerDep, TenantDep, session_of
 from ragline.server.errors import ApiError, not_found
+from ragline.server.schemas.agents import EnsureSuggestionsBody
 from ragline.server.views import Envelope
 from ragline.server.wire import tenant_number
 from ragline.store.models import Tenant
@@ -174,12 +175,6 @@ class SuggestionSet(BaseModel):
     allow_regenerate: bool = False
     suppression_reason: str = "disabled"
     questions: list[dict[str, Any]] = Field(default_factory=list)
-
-
-class EnsureSuggestionsBody(BaseModel):
-    """WeKnora's request for follow-ups (``regenerate``, which is refused: there is nothing to regenerate)."""
-
-    regenerate: bool = False
 
 
 async def _suggestions(container: Container, tenant: Tenant, session_id: str, message_id: str) -> SuggestionSet:

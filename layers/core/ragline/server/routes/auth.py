@@ -9,16 +9,14 @@ not hand out an account to whoever asks first.
 from __future__ import annotations
 
 import logging
-import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field
 
 from ragline.container import Container
 from ragline.server.accounts import (
-    MAX_PASSWORD_BYTES,
     InvalidToken,
     LoginThrottle,
     check_credentials,
@@ -29,6 +27,7 @@ from ragline.server.accounts import (
 )
 from ragline.server.deps import ContainerDep, account_of
 from ragline.server.errors import ApiError, error_body
+from ragline.server.schemas.auth import ChangePasswordBody, LoginBody, RefreshBody, RegisterBody
 from ragline.server.views import Done, Envelope
 from ragline.server.wire import tenant_number
 from ragline.store.models import Tenant
@@ -38,55 +37,7 @@ logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/auth", tags=["accounts"])
 throttle = LoginThrottle()
 
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _BEARER = "bearer "
-
-
-def _password_field(value: str) -> str:
-    if len(value.encode("utf-8")) > MAX_PASSWORD_BYTES:
-        raise ValueError(f"must be at most {MAX_PASSWORD_BYTES} bytes")
-    return value
-
-
-class RegisterBody(BaseModel):
-    """WeKnora's registration: a user name, an e-mail address and a password of at least 6 characters."""
-
-    model_config = ConfigDict(extra="ignore")
-    username: str = Field(min_length=2, max_length=50)
-    email: str = Field(min_length=3, max_length=254)
-    password: str = Field(min_length=6, max_length=1000)
-
-    @field_validator("email")
-    @classmethod
-    def _email(cls, value: str) -> str:
-        if not _EMAIL.match(value.strip()):
-            raise ValueError("must be an e-mail address")
-        return value.strip().lower()
-
-    _password = field_validator("password")(_password_field)
-
-
-class LoginBody(BaseModel):
-    """WeKnora's login."""
-
-    model_config = ConfigDict(extra="ignore")
-    email: str = Field(min_length=1, max_length=254)
-    password: str = Field(min_length=1, max_length=1000)
-
-
-class RefreshBody(BaseModel):
-    """The refresh token (``refreshToken`` as the web app sends it, or ``refresh_token``)."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-    refresh_token: str = Field(alias="refreshToken", min_length=1, max_length=4000)
-
-
-class ChangePasswordBody(BaseModel):
-    """The current password and a new one."""
-
-    model_config = ConfigDict(extra="ignore")
-    old_password: str = Field(min_length=1, max_length=1000)
-    new_password: str = Field(min_length=1, max_length=1000)
 
 
 class UserView(BaseModel):

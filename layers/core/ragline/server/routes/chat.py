@@ -12,7 +12,7 @@ import logging
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator
 from sse_starlette.sse import EventSourceResponse
 
 from ragline.container import Container
@@ -30,6 +30,7 @@ from ragline.server.deps import (
 )
 from ragline.server.errors import TURN_REPLIES, ApiError, ErrorReply, not_found
 from ragline.server.routes.tags import tag_filter
+from ragline.server.schemas.chat import StopBody
 from ragline.server.sse import frames, sse_response
 from ragline.server.views import Envelope
 from ragline.store.models import Session, Tenant
@@ -68,13 +69,6 @@ STREAM_REPLIES: dict[int | str, dict[str, Any]] = {
     204: {"description": "The reader is already past the answer's last event: nothing more will come"},
     416: {"description": "The offset is past the end of the answer's events", "model": ErrorReply},
 }
-
-
-class StopBody(BaseModel):
-    """Which answer to stop: the assistant message's id."""
-
-    model_config = ConfigDict(extra="forbid")
-    message_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
 
 class AcceptedQuestion(BaseModel):

@@ -5,19 +5,16 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import not_found
 from ragline.server.records import ChunkView
+from ragline.server.schemas.chunks import ChunkUpdateBody
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.server.wire import log_ignored
 from ragline.store.models import Chunk, Document, Tenant
-from ragline.types.text import MAX_TEXT_CHARS, Identifier
-
-# A vector a client sends with a chunk (the largest embedding models have 4,096 dimensions).
-MAX_EMBEDDING_DIMENSIONS = 8192
+from ragline.types.text import Identifier
 
 router = APIRouter(prefix="/api/v1", tags=["chunks"])
 
@@ -76,24 +73,6 @@ def _chunk_of(container: Container, tenant: Tenant, knowledge_id: str, chunk_id:
     if not chunks or chunks[0].knowledge_id != document.id:
         raise not_found("chunk", "id")
     return chunks[0]
-
-
-class ChunkUpdateBody(BaseModel):
-    """WeKnora's update.
-
-    The text and the enabled flag are honoured (absent: unchanged); its Go client also sends the position, the image
-    information and an embedding, which ragline computes itself.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    content: str | None = Field(default=None, max_length=200_000)
-    is_enabled: bool | None = None
-    chunk_index: int | None = None
-    start_at: int | None = None
-    end_at: int | None = None
-    image_info: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
-    embedding: list[float] | None = Field(default=None, max_length=MAX_EMBEDDING_DIMENSIONS)
-    expected_revision: int | None = None
 
 
 @router.put("/chunks/{knowledge_id}/{chunk_id}")

@@ -8,10 +8,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.container import Container
 from ragline.files.reading import UnsupportedFile, UnsupportedFileType
@@ -22,38 +21,16 @@ from ragline.server.body_limit import upload_body
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read_upload
 from ragline.server.errors import UPLOAD_REPLIES, ApiError, not_found, parse_body
 from ragline.server.records import KnowledgeView
+from ragline.server.schemas.documents import DocumentBody, FAQBody
 from ragline.server.views import Envelope
 from ragline.store.models import KnowledgeBase
 from ragline.types import ChunkType
-from ragline.types.text import MAX_DOCUMENT_CHARS, ItemName, PlainName, PlainText, forbidden_characters, safe_filename
+from ragline.types.text import forbidden_characters, safe_filename
 
 # The largest offset a store takes (SQLite's INTEGER): 2^63 overflowed it (a plain-text 500).
 MAX_OFFSET = 2**63 - 1
-# FAQ entries one import takes.
-MAX_FAQ_ENTRIES = 5000
 
 router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}", tags=["knowledge"])
-
-
-class DocumentBody(BaseModel):
-    """ragline's text document body: a title and Markdown or plain text."""
-
-    model_config = ConfigDict(extra="forbid")
-    title: PlainName = Field(default="", max_length=500)
-    content: str = Field(min_length=1, max_length=MAX_DOCUMENT_CHARS)
-    file_type: Literal["markdown", "text"] = "markdown"
-    description: PlainText = Field(default="", max_length=2000)
-    tags: list[ItemName] = Field(default_factory=list, max_length=50)
-    kind: Literal["document", "wiki"] = "document"
-
-
-class FAQBody(BaseModel):
-    """ragline's FAQ import body: the entries, the document's title and tags."""
-
-    model_config = ConfigDict(extra="forbid")
-    entries: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_FAQ_ENTRIES)
-    title: PlainName = Field(default="FAQ", max_length=500)
-    tags: list[ItemName] = Field(default_factory=list, max_length=50)
 
 
 def _chunk_type(kind: str) -> str:

@@ -17,7 +17,7 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from ragline.container import Container
 from ragline.ingest.faq_entries import DuplicateQuestion, StoredEntry, question_keys
@@ -26,22 +26,29 @@ from ragline.server.body_limit import upload_body
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import ApiError
 from ragline.server.routes.tags import tag_index
+from ragline.server.schemas.faq import (
+    MAX_MATCH_COUNT,
+    DeleteEntries,
+    DisplayBody,
+    FAQEntryPayload,
+    FAQSearchBody,
+    FieldsBatch,
+    FieldsUpdate,
+    SimilarQuestions,
+    TagsBatch,
+    UpsertBody,
+)
 from ragline.server.tagging import TagIndex
 from ragline.server.views import Envelope
 from ragline.server.wire import stable_number
 from ragline.store.models import FAQEntry, KnowledgeBase, Tenant
-from ragline.types.text import PlainName, PlainText
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["faq"])
 
 FAQ_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 1000
-MAX_BATCH = 5000
-# Similar questions, negative questions or answers of one entry.
-MAX_QUESTIONS_PER_ENTRY = 200
 DEFAULT_MATCH_COUNT = 10
-MAX_MATCH_COUNT = 200
 _TASK = re.compile(r"^faq-(append|replace)-(run|dry)-(\d+)-(\d+)-[0-9a-f]{8}$")
 
 
@@ -105,28 +112,6 @@ class FAQPage(BaseModel):
 def entry_number(stored: StoredEntry) -> int:
     """An entry's number: the stable number of its chunk id (WeKnora names entries by integers)."""
     return stable_number(stored.chunk.id)
-
-
-# A question an entry answers (or must not): no NUL or bidi controls, as in any question.
-Question = Annotated[PlainText, Field(min_length=1, max_length=2000)]
-
-
-class FAQEntryPayload(BaseModel):
-    """WeKnora's ``FAQEntryPayload``."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: int | None = None
-    standard_question: PlainText = Field(min_length=1, max_length=2000)
-    similar_questions: list[Question] = Field(default_factory=list, max_length=MAX_QUESTIONS_PER_ENTRY)
-    negative_questions: list[Question] = Field(default_factory=list, max_length=MAX_QUESTIONS_PER_ENTRY)
-    answers: list[Annotated[str, Field(min_length=1, max_length=20_000)]] = Field(
-        min_length=1, max_length=MAX_QUESTIONS_PER_ENTRY
-    )
-    answer_strategy: Literal["all", "random"] | None = None
-    tag_id: int | None = None
-    tag_name: PlainName | None = Field(default=None, max_length=100)
-    is_enabled: bool | None = None
-    is_recommended: bool | None = None
 
 
 class _Context:
@@ -266,24 +251,6 @@ def export_faq_entries(kb_id: str, tenant: TenantDep, container: ContainerDep) -
     )
 
 
-class FieldsUpdate(BaseModel):
-    """The flags and tag to set on one entry (absent: unchanged)."""
-
-    model_config = ConfigDict(extra="forbid")
-    is_enabled: bool | None = None
-    is_recommended: bool | None = None
-    tag_id: int | None = None
-
-
-class FieldsBatch(BaseModel):
-    """Flag updates by entry number or by tag number, less ``exclude_ids``."""
-
-    model_config = ConfigDict(extra="forbid")
-    by_id: dict[int, FieldsUpdate] | None = None
-    by_tag: dict[int, FieldsUpdate] | None = None
-    exclude_ids: list[int] = Field(default_factory=list, max_length=MAX_BATCH)
-
-
 class Success(BaseModel):
     """WeKnora's bare success reply."""
 
@@ -320,13 +287,6 @@ def update_faq_fields(kb_id: str, body: FieldsBatch, tenant: TenantDep, containe
             if stored.entry.tag_id in tag.stored and entry_number(stored) not in excluded:
                 _apply(context, stored, update)
     return Success()
-
-
-class TagsBatch(BaseModel):
-    """Entry number → tag number (None: no tag)."""
-
-    model_config = ConfigDict(extra="forbid")
-    updates: dict[int, int | None] = Field(min_length=1)
 
 
 @router.put("/knowledge-bases/{kb_id}/faq/entries/tags")
@@ -379,13 +339,6 @@ def update_faq_entry(
     return Envelope(data=context.view(updated))
 
 
-class SimilarQuestions(BaseModel):
-    """Questions to add to an entry as similar questions."""
-
-    model_config = ConfigDict(extra="forbid")
-    similar_questions: list[Question] = Field(min_length=1, max_length=MAX_QUESTIONS_PER_ENTRY)
-
-
 @router.post("/knowledge-bases/{kb_id}/faq/entries/{entry_id}/similar-questions")
 def add_similar_questions(
     kb_id: str, entry_id: int, body: SimilarQuestions, tenant: TenantDep, container: ContainerDep
@@ -406,13 +359,6 @@ def add_similar_questions(
     return Envelope(data=context.view(updated))
 
 
-class DeleteEntries(BaseModel):
-    """The entry numbers to delete."""
-
-    model_config = ConfigDict(extra="forbid")
-    ids: list[int] = Field(min_length=1, max_length=MAX_BATCH)
-
-
 @router.delete("/knowledge-bases/{kb_id}/faq/entries")
 def delete_faq_entries(kb_id: str, body: DeleteEntries, tenant: TenantDep, container: ContainerDep) -> Success:
     """The entries named by number, all or none (an unknown number refuses the batch)."""
@@ -421,17 +367,6 @@ def delete_faq_entries(kb_id: str, body: DeleteEntries, tenant: TenantDep, conta
     for stored in doomed:
         container.faq.delete(tenant.id, stored)
     return Success()
-
-
-class UpsertBody(BaseModel):
-    """WeKnora's ``FAQBatchUpsertPayload``."""
-
-    model_config = ConfigDict(extra="forbid")
-    entries: list[FAQEntryPayload] = Field(min_length=1, max_length=MAX_BATCH)
-    mode: Literal["append", "replace"]
-    knowledge_id: str | None = Field(default=None, max_length=200)
-    task_id: str | None = Field(default=None, max_length=200)
-    dry_run: bool = False
 
 
 class TaskRef(BaseModel):
@@ -520,30 +455,11 @@ def faq_import_progress(task_id: str, tenant: TenantDep) -> Envelope[ImportProgr
     )
 
 
-class DisplayBody(BaseModel):
-    """Whether the FAQ is shown open or closed in WeKnora's client."""
-
-    model_config = ConfigDict(extra="forbid")
-    display_status: Literal["open", "close"]
-
-
 @router.put("/knowledge-bases/{kb_id}/faq/import/last-result/display")
 def set_import_display(kb_id: str, body: DisplayBody, tenant: TenantDep, container: ContainerDep) -> Success:
     """WeKnora's result card of the last import: ragline shows none, so there is nothing to hide."""
     knowledge_base_of(container, tenant, kb_id)
     return Success()
-
-
-class FAQSearchBody(BaseModel):
-    """WeKnora's ``FAQSearchRequest``."""
-
-    model_config = ConfigDict(extra="forbid")
-    query_text: PlainText = Field(min_length=1, max_length=8000)
-    vector_threshold: float | None = Field(default=None, ge=0, le=1)
-    match_count: int | None = Field(default=None, ge=0, le=MAX_MATCH_COUNT)
-    first_priority_tag_ids: list[int] = Field(default_factory=list, max_length=100)
-    second_priority_tag_ids: list[int] = Field(default_factory=list, max_length=100)
-    only_recommended: bool = False
 
 
 def _matched_question(entry: FAQEntry, query: str) -> str:

@@ -8,14 +8,16 @@ keeps the rest as sent. Ollama, remote-model checks and the other setup routes o
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import ApiError, not_found
-from ragline.server.routes.knowledge_bases import MAX_CHUNK_SIZE, ChunkingBody, settings_of
+from ragline.server.routes.knowledge_bases import settings_of
+from ragline.server.schemas.initialization import ModelConfigBody
+from ragline.server.schemas.knowledge_bases import ChunkingBody
 from ragline.server.views import Envelope
 
 router = APIRouter(prefix="/api/v1/initialization", tags=["knowledge bases"])
@@ -36,26 +38,6 @@ def model_config(kb_id: str, tenant: TenantDep, container: ContainerDep) -> Enve
     kb = knowledge_base_of(container, tenant, kb_id)
     chat = kb.settings.summary_model_id or container.models.default_chat_model_id
     return Envelope(data=ModelIds(chat_model_id=chat, embedding_model_id=kb.embedding_model))
-
-
-class DocumentSplitting(BaseModel):
-    """WeKnora's chunking in the settings dialog's names (camelCase)."""
-
-    model_config = ConfigDict(extra="allow")
-    chunkSize: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
-    chunkOverlap: int = Field(default=0, ge=0, le=MAX_CHUNK_SIZE)
-    separators: list[Annotated[str, Field(max_length=100)]] | None = Field(default=None, max_length=50)
-
-
-class ModelConfigBody(BaseModel):
-    """WeKnora's ``KBModelConfigRequest``: the models and chunking act, the rest is kept as sent."""
-
-    model_config = ConfigDict(extra="allow")
-    llmModelId: str = Field(default="", max_length=200)
-    embeddingModelId: str = Field(default="", max_length=200)
-    documentSplitting: DocumentSplitting | None = None
-    vlm_config: dict[str, Any] | None = None
-    asr_config: dict[str, Any] | None = None
 
 
 @router.put("/config/{kb_id}")

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from ragline.container import Container
 from ragline.ingest.service import (
@@ -34,10 +34,20 @@ from ragline.server.errors import UPLOAD_REPLIES, ApiError, ErrorReply
 from ragline.server.records import KnowledgeView, knowledge_type
 from ragline.server.routes.documents import ingest_text, ingest_upload, knowledge_view
 from ragline.server.routes.tags import tag_filter, tag_value
+from ragline.server.schemas.knowledge import (
+    MAX_BATCH_IDS,
+    BatchDeleteBody,
+    BatchReparseBody,
+    KnowledgeUpdateBody,
+    ManualKnowledgeBody,
+    ManualUpdateBody,
+    TagUpdatesBody,
+    UrlKnowledgeBody,
+)
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.store.models import Document, DocumentStatus, KnowledgeBase
 from ragline.store.originals import FileOriginalStore, content_disposition
-from ragline.types.text import MAX_DOCUMENT_CHARS, Identifier, ItemName, PlainName, PlainText
+from ragline.types.text import Identifier
 from ragline.web.fetch import FetchError, FetchFailure, fetch_document
 
 logger = logging.getLogger(__name__)
@@ -45,7 +55,6 @@ router = APIRouter(prefix="/api/v1", tags=["knowledge"])
 
 KNOWLEDGE_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 1000
-MAX_BATCH_IDS = 200
 # Documents read for a listing of one knowledge base.
 MAX_LISTED_DOCUMENTS = 100_000
 # WeKnora's "no tag" value of tag_id.
@@ -160,20 +169,6 @@ async def create_knowledge_from_file(
     return Envelope(data=knowledge_view(result))
 
 
-class UrlKnowledgeBody(BaseModel):
-    """WeKnora's ``CreateKnowledgeFromURLRequest``."""
-
-    model_config = ConfigDict(extra="forbid")
-    url: str = Field(min_length=1, max_length=2048)
-    file_name: PlainName | None = Field(default=None, max_length=500)
-    file_type: str | None = Field(default=None, max_length=20, pattern=r"^\.?[A-Za-z0-9]{1,10}$")
-    title: PlainName | None = Field(default=None, max_length=500)
-    tag_id: PlainName | None = Field(default=None, max_length=200)
-    enable_multimodel: bool | None = None
-    channel: str | None = Field(default=None, max_length=40)
-    process_config: dict[str, Any] | None = None
-
-
 def url_file_name(url: str, media_type: str, file_name: str = "", file_type: str = "") -> str:
     """The name a fetched document is stored and read by.
 
@@ -236,18 +231,6 @@ async def create_knowledge_from_url(
     if result.duplicate:
         return _duplicate_reply(result, "url")  # type: ignore[return-value]
     return Envelope(data=knowledge_view(result))
-
-
-class ManualKnowledgeBody(BaseModel):
-    """A document written by hand: title, Markdown content and an optional tag."""
-
-    model_config = ConfigDict(extra="forbid")
-    title: PlainName = Field(min_length=1, max_length=500)
-    content: str = Field(min_length=1, max_length=MAX_DOCUMENT_CHARS)
-    tag_id: PlainName | None = Field(default=None, max_length=200)
-    # Accepted and not acted on: a document is published (searchable) once stored.
-    status: str | None = Field(default=None, max_length=40)
-    channel: str | None = Field(default=None, max_length=40)
 
 
 @router.post(
@@ -371,14 +354,6 @@ def search_knowledge(
     return KnowledgeSearchPage(data=[KnowledgeView.of(d) for d in page], has_more=offset + limit < len(found))
 
 
-class TagUpdatesBody(BaseModel):
-    """WeKnora's batch tag update: knowledge id → tag id (null clears the document's tag)."""
-
-    model_config = ConfigDict(extra="forbid")
-    updates: dict[str, ItemName | None] = Field(min_length=1, max_length=MAX_BATCH_IDS)
-    kb_id: str | None = Field(default=None, max_length=200)
-
-
 class Success(BaseModel):
     """WeKnora's bare success reply."""
 
@@ -404,16 +379,6 @@ def update_knowledge_tags(body: TagUpdatesBody, tenant: TenantDep, container: Co
         tags = _tags(container, kb, tag)
         container.knowledge.update_document(tenant.id, document.id, tags=tags)
     return Success()
-
-
-class KnowledgeUpdateBody(BaseModel):
-    """WeKnora's partial update of a document's record: fields left out keep their value."""
-
-    model_config = ConfigDict(extra="forbid")
-    title: PlainName | None = Field(default=None, min_length=1, max_length=500)
-    description: PlainText | None = Field(default=None, max_length=2000)
-    # Accepted and not acted on: ragline keeps no free-form metadata on a document.
-    custom_metadata: dict[str, Any] | None = None
 
 
 class KnowledgeUpdated(Done):
@@ -558,16 +523,6 @@ async def reparse_knowledge(knowledge_id: str, tenant: TenantDep, container: Con
     return Reparsed(message="Knowledge reparse task submitted", data=KnowledgeView.of(reparsed))
 
 
-class BatchReparseBody(BaseModel):
-    """Documents of one knowledge base to parse again."""
-
-    model_config = ConfigDict(extra="forbid")
-    kb_id: str = Field(min_length=1, max_length=200)
-    ids: list[Identifier] = Field(min_length=1, max_length=MAX_BATCH_IDS)
-    # Accepted and not acted on: ragline parses every document the same way.
-    process_config: dict[str, Any] | None = None
-
-
 class BatchReparsed(BaseModel):
     """How many documents a batch reparse took, and its task id."""
 
@@ -611,17 +566,6 @@ async def batch_reparse_knowledge(
         message="Batch reparse task submitted",
         data=BatchReparsed(task_id=f"kg_reparse_{uuid.uuid4().hex}", reparse_count=len(documents)),
     )
-
-
-class ManualUpdateBody(BaseModel):
-    """WeKnora's manual knowledge body, every field optional."""
-
-    model_config = ConfigDict(extra="forbid")
-    title: PlainName | None = Field(default=None, min_length=1, max_length=500)
-    content: str | None = Field(default=None, min_length=1, max_length=MAX_DOCUMENT_CHARS)
-    tag_id: PlainName | None = Field(default=None, max_length=200)
-    status: str | None = Field(default=None, max_length=40)
-    channel: str | None = Field(default=None, max_length=40)
 
 
 @router.put("/knowledge/manual/{knowledge_id}", responses={409: {"model": ErrorReply}})
@@ -669,14 +613,6 @@ def delete_knowledge(knowledge_id: str, tenant: TenantDep, container: ContainerD
     if container.removal.delete_document(tenant.id, knowledge_id) is None:
         raise ApiError(404, "not_found", "knowledge not found", "id")
     return Done(message="Deleted successfully")
-
-
-class BatchDeleteBody(BaseModel):
-    """Documents of one knowledge base to delete."""
-
-    model_config = ConfigDict(extra="forbid")
-    kb_id: str = Field(min_length=1, max_length=200)
-    ids: list[Identifier] = Field(min_length=1, max_length=MAX_BATCH_IDS)
 
 
 class BatchDeleted(BaseModel):

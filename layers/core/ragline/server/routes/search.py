@@ -5,31 +5,19 @@ from __future__ import annotations
 import asyncio
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ragline.container import Container
 from ragline.runtime.search import SearchBody, SearchFailed
-from ragline.runtime.turns import MentionedItem, UnknownKnowledgeBase, mentioned_scope
+from ragline.runtime.turns import UnknownKnowledgeBase, mentioned_scope
 from ragline.server.deps import ContainerDep, TenantDep, check_query_length
 from ragline.server.errors import ApiError, not_found
 from ragline.server.records import SearchResultView
 from ragline.server.routes.tags import tag_filter
+from ragline.server.schemas.search import KeywordsBody, KnowledgeSearchBody
 from ragline.server.views import Envelope
-from ragline.types.text import MAX_TEXT_CHARS, Identifier, IdList
 
 router = APIRouter(prefix="/api/v1", tags=["search"])
-
-
-class KnowledgeSearchBody(SearchBody):
-    """ragline's search body with WeKnora's ways of naming what to search.
-
-    One knowledge base, several, or documents only, and mentions.
-    """
-
-    knowledge_base_ids: IdList | None = None  # type: ignore[assignment]
-    knowledge_base_id: Identifier | None = None
-    mentioned_items: list[MentionedItem] | None = Field(default=None, max_length=100)
-    tag_ids: list[Identifier] | None = Field(default=None, max_length=50)
 
 
 async def run_search(container: Container, tenant_id: str, body: SearchBody) -> list[SearchResultView]:
@@ -85,12 +73,6 @@ async def knowledge_search(
     """Ranked passages through the chat pipeline's search → rerank → MMR path, with their scores."""
     search = await asyncio.to_thread(search_body, container, tenant.id, body)
     return Envelope(data=await run_search(container, tenant.id, search))
-
-
-class KeywordsBody(BaseModel):
-    """A question to extract search keywords from."""
-
-    query: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
 
 
 class KeywordsView(BaseModel):

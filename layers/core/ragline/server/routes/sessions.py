@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from ragline.container import Container
 from ragline.pipeline.session_title import SessionTitler
@@ -19,10 +19,17 @@ from ragline.server.body_limit import upload_body
 from ragline.server.deps import ContainerDep, TenantDep, session_of
 from ragline.server.errors import ApiError, ErrorReply, not_found
 from ragline.server.records import MessageView, SessionView
+from ragline.server.schemas.sessions import (
+    AtMessage,
+    BatchDeleteBody,
+    FeedbackBody,
+    GenerateTitleBody,
+    SessionBody,
+    SessionUpdate,
+)
 from ragline.server.views import Done, Envelope, Page, page_of
 from ragline.server.wire import log_ignored
 from ragline.store.models import Session, Tenant
-from ragline.types.text import MAX_TEXT_CHARS, Identifier, IdList, PlainName, PlainText
 
 logger = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/sessions", tags=["sessions"])
@@ -33,36 +40,9 @@ MAX_PAGE_SIZE = 1000
 # Sessions read for a listing: a tenant's newest ones.
 MAX_LISTED_SESSIONS = 10_000
 
-# Sessions one batch delete names at most.
-MAX_BATCH_DELETE = 1000
-# Messages a generate_title request may carry, and the characters of each that are read.
-MAX_TITLE_MESSAGES = 100
-MAX_TITLE_MESSAGE_CHARS = 20_000
 
 PageNumber = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
-
-
-class SessionAgentConfig(BaseModel):
-    """WeKnora's web app's ``agent_config`` of a new session.
-
-    Its knowledge bases become the session's (when ``knowledge_base_ids`` names none); the rest (iterations,
-    temperature, tools of agent mode, which ragline does not have) is accepted and not acted on.
-    """
-
-    model_config = ConfigDict(extra="allow")
-    knowledge_bases: list[Identifier] = Field(default_factory=list, max_length=100)
-    knowledge_ids: list[Identifier] = Field(default_factory=list, max_length=1000)
-
-
-class SessionBody(BaseModel):
-    """WeKnora's session (a title and a description) and the knowledge bases ragline searches by default."""
-
-    model_config = ConfigDict(extra="forbid")
-    knowledge_base_ids: IdList = Field(default_factory=list)
-    title: PlainName = Field(default="", max_length=200)
-    description: PlainText = Field(default="", max_length=2000)
-    agent_config: SessionAgentConfig | None = None
 
 
 @router.post("", status_code=201)
@@ -78,16 +58,6 @@ def create_session(body: SessionBody, tenant: TenantDep, container: ContainerDep
             raise not_found(f"knowledge base {kb_id}", field)
     session = container.sessions.create_session(tenant.id, ids, title=body.title, description=body.description)
     return Envelope(data=SessionView.of(session))
-
-
-class BatchDeleteBody(BaseModel):
-    """WeKnora's batch delete: the sessions named, or every session of the tenant."""
-
-    model_config = ConfigDict(extra="forbid")
-    ids: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
-        default_factory=list, max_length=MAX_BATCH_DELETE
-    )
-    delete_all: bool = False
 
 
 def _check_idle(container: Container, tenant: Tenant, sessions: list[Session], field: str) -> None:
@@ -171,29 +141,6 @@ async def list_messages(session_id: str, tenant: TenantDep, container: Container
     return Envelope(data=[MessageView.of(m) for m in await container.turns.with_ended_answers(messages)])
 
 
-class SessionUpdate(BaseModel):
-    """WeKnora's update: a title and a description, each set as given when present.
-
-    The read-only fields of a session record (a client may send back the one it read) are ignored.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    title: PlainName | None = Field(default=None, max_length=200)
-    description: PlainText | None = Field(default=None, max_length=2000)
-    id: Identifier | None = None
-    tenant_id: int | Identifier | None = None
-    user_id: Identifier | None = None
-    is_pinned: bool | None = None
-    pinned_at: Identifier | None = None
-    created_at: Identifier | None = None
-    updated_at: Identifier | None = None
-    deleted_at: Identifier | None = None
-    knowledge_base_ids: IdList | None = None
-    options: dict[str, Any] | None = None
-    title_provisional: bool | None = None
-    matched_content: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
-
-
 READ_ONLY_SESSION_FIELDS = tuple(name for name in SessionUpdate.model_fields if name not in {"title", "description"})
 
 
@@ -254,25 +201,6 @@ def unpin_session(session_id: str, tenant: TenantDep, container: ContainerDep) -
     return PinReply(is_pinned=False)
 
 
-class TitleMessage(BaseModel):
-    """One message of WeKnora's ``Message`` as a client sends it.
-
-    ``role`` and ``content`` are read; the rest of the record (ids, references, times, agent steps) is accepted and not
-    used.
-    """
-
-    model_config = ConfigDict(extra="ignore")
-    role: str = Field(default="", max_length=32)
-    content: str = Field(default="", max_length=MAX_TITLE_MESSAGE_CHARS)
-
-
-class GenerateTitleBody(BaseModel):
-    """The conversation to title: its messages as WeKnora's client sends them."""
-
-    model_config = ConfigDict(extra="forbid")
-    messages: list[TitleMessage] = Field(min_length=1, max_length=MAX_TITLE_MESSAGES)
-
-
 class TitleReply(BaseModel):
     """WeKnora's reply: the title itself in ``data``."""
 
@@ -300,13 +228,6 @@ async def generate_title(
         raise ApiError(422, "invalid_field", "the user message holds no text to title", "messages")
     await asyncio.to_thread(container.sessions.update_session, tenant.id, session.id, title=title)
     return TitleReply(data=title)
-
-
-class AtMessage(BaseModel):
-    """A point in the conversation: the turn of this message (its question and its answer)."""
-
-    model_config = ConfigDict(extra="forbid")
-    message_id: str = Field(min_length=1, max_length=200)
 
 
 class ForkReply(BaseModel):
@@ -359,17 +280,6 @@ def rewind(session_id: str, body: AtMessage, tenant: TenantDep, container: Conta
             409, "message_running", "an answer after that point is still being written", "message_id"
         ) from None
     return Envelope(data=RewindResult(deleted_count=len(deleted), deleted_ids=[m.id for m in deleted]))
-
-
-MAX_FEEDBACK_COMMENT = 2000
-
-
-class FeedbackBody(BaseModel):
-    """The reader's rating of an answer: ``up``, ``down``, or ``none`` (or "") to take it back; a comment."""
-
-    model_config = ConfigDict(extra="forbid")
-    rating: Literal["up", "down", "none", ""]
-    comment: PlainText = Field(default="", max_length=MAX_FEEDBACK_COMMENT)
 
 
 @router.put("/{session_id}/messages/{message_id}/feedback")

@@ -10,16 +10,16 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from ragline.container import Container
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import ApiError
+from ragline.server.schemas.tags import TagBody, TagUpdateBody
 from ragline.server.tagging import TagEntry, TagIndex
 from ragline.server.views import Envelope
 from ragline.server.wire import tenant_number
 from ragline.store.models import DuplicateName, KnowledgeBase
-from ragline.types.text import PlainName
 
 router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}/tags", tags=["tags"])
 
@@ -123,24 +123,6 @@ def list_tags(
     start = (page - 1) * page_size
     views = [TagView.of(e, kb) for e in entries[start : start + page_size]]
     return Envelope(data=TagsPage(total=len(entries), page=page, page_size=page_size, data=views))
-
-
-class TagBody(BaseModel):
-    """A new tag: its name, colour and order."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: PlainName = Field(min_length=1, max_length=100)
-    color: str = Field(default="", max_length=40)
-    sort_order: int = Field(default=0, ge=-1_000_000, le=1_000_000)
-
-
-class TagUpdateBody(BaseModel):
-    """A tag's new name, colour or order (absent: unchanged)."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: PlainName | None = Field(default=None, min_length=1, max_length=100)
-    color: str | None = Field(default=None, max_length=40)
-    sort_order: int | None = Field(default=None, ge=-1_000_000, le=1_000_000)
 
 
 def _duplicate(name: str) -> ApiError:

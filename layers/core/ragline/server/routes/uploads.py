@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from ragline.ingest.large_uploads import LargeUploadService, Upload, UploadError
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of
 from ragline.server.errors import ApiError
 from ragline.server.records import KnowledgeView
+from ragline.server.schemas.uploads import UploadBody
 from ragline.server.views import Envelope
-from ragline.types.text import PlainName
 
 router = APIRouter(prefix="/api/v1/knowledge-bases/{kb_id}/uploads", tags=["knowledge"])
 
@@ -30,17 +30,6 @@ def uploads_of(request: Request) -> LargeUploadService:
 
 
 UploadsDep = Annotated[LargeUploadService, Depends(uploads_of)]
-
-
-class UploadBody(BaseModel):
-    """An upload to prepare: the file's name and exact size, and the document's title and tags."""
-
-    model_config = ConfigDict(extra="forbid")
-    filename: PlainName = Field(min_length=1, max_length=255)
-    size_bytes: int = Field(gt=0, description="The file's exact size: the upload URL takes that many bytes")
-    title: PlainName = Field(default="", max_length=500)
-    tags: list[PlainName] = Field(default_factory=list, max_length=50)
-    kind: Literal["document", "wiki"] = "document"
 
 
 class UploadTarget(BaseModel):

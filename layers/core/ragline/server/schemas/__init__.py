@@ -1,0 +1,1 @@
+"""The HTTP request bodies of the routes: one module per router of server/routes, of the same name."""
