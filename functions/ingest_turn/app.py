@@ -13,11 +13,12 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
+from ragline.observability import TRACED_MODULES
 from ragline.serverless.aws import build_aws_runtime, idempotent_start
 from ragline.serverless.settings import AwsSettings
 
 logger = Logger()
-tracer = Tracer()
+tracer = Tracer(patch_modules=TRACED_MODULES)
 metrics = Metrics(namespace="ragline")
 
 

@@ -9,11 +9,12 @@ from typing import Any
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ragline.observability import TRACED_MODULES
 from ragline.serverless.aws import AwsRuntime, build_aws_runtime
 from ragline.serverless.step import Attempt, StepInput, run_step
 
 logger = Logger()
-tracer = Tracer()
+tracer = Tracer(patch_modules=TRACED_MODULES)
 
 
 @lru_cache(maxsize=1)

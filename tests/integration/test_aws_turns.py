@@ -761,3 +761,40 @@ def test_a_retry_after_the_streaming_attempt_died_answers_or_ends_the_turn_once(
         assert aws.assistant(ids)["content"] == partial
     finally:
         scripted.clear()
+
+
+def test_each_stage_of_a_turn_is_a_subsegment_sent_to_the_x_ray_daemon(aws, scripted):
+    """Tracing as deployed (the template's ``Tracing: Active``): Lambda hands each invocation a sampled trace
+    header and runs a daemon beside the function; every stage pipeline_step runs is one ``pipeline.<stage>``
+    subsegment of its invocation's trace, annotated with the turn, and its AWS calls are subsegments too."""
+    session = aws.session()
+    scripted.queue(Script.answer("Traced ", "answer."))
+    ids = aws.ask(session, "Is this traced?")
+    assert aws.frames(ids)[-1].type == "complete"
+    assert aws.wait(ids)["status"] == "SUCCEEDED"  # every step's invocation has returned
+    message_id = ids["assistant_message_id"]
+    ran = {stage for stage, _ in _steps(aws, ids)}
+    assert {"load_history", "chat_completion_stream"} <= ran
+    xray = aws.stack.lambdas.xray
+
+    def stage_spans() -> dict[str, dict]:
+        return {
+            s["name"].removeprefix("pipeline."): s
+            for s in xray.subsegments()
+            if s["name"].startswith("pipeline.") and s.get("annotations", {}).get("message_id") == message_id
+        }
+
+    spans = wait_until(lambda: (found := stage_spans()) and set(found) >= ran and found)
+    assert set(spans) == ran
+    for span in spans.values():
+        assert span["annotations"] == {"session_id": session, "message_id": message_id}
+        assert span["end_time"] >= span["start_time"]
+        assert not span.get("in_progress")
+        assert span["trace_id"].startswith("1-")
+    # The stages of one turn run in separate invocations: as many traces as stages (no Step Functions header here).
+    assert len({span["trace_id"] for span in spans.values()}) == len(spans)
+    # botocore is patched by the Tracer: the turn's DynamoDB writes are subsegments of the same traces.
+    traces = {span["trace_id"] for span in spans.values()}
+    aws_calls = [s for s in xray.subsegments() if s.get("namespace") == "aws" and s.get("trace_id") in traces]
+    assert {s["name"] for s in aws_calls} >= {"dynamodb"}
+    assert xray.malformed == []

@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 from tests.support.servers import free_port
+from tests.support.xray import XRayDaemon, trace_header
 
 SANDBOX_DIR = Path(__file__).resolve().parent / "sandbox"
 BOOTSTRAP = SANDBOX_DIR / "bootstrap.py"
@@ -55,6 +56,8 @@ class FunctionSpec:
     max_sandboxes: int = 4
     # Retries of an asynchronous invocation that failed (EventInvokeConfig's MaximumRetryAttempts; 2 by default).
     async_retries: int = 2
+    # TracingConfig Mode Active: each invocation is sampled and the sandbox reaches an X-Ray daemon.
+    tracing: bool = False
 
 
 @dataclass
@@ -106,6 +109,8 @@ class Invocation:
     payload: bytes
     deadline: float
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # The X-Ray trace header Lambda hands the runtime with each invocation (sampled when tracing is Active).
+    trace_id: str = ""
     done: threading.Event = field(default_factory=threading.Event)
     result: Result | None = None
 
@@ -166,10 +171,12 @@ class Sandbox:
             "LANG": "en_US.UTF-8",
             "TMPDIR": str(self.tmp),
             "PATH": f"{Path(self.service.python).parent}:/usr/local/bin:/usr/bin:/bin",
-            # The tests' own: AWS calls go to the moto server, every call is checked against the role, no
-            # X-Ray daemon runs here, and the layers are this directory (the /opt/python of Lambda).
+            # The tests' own: AWS calls go to the moto server, every call is checked against the role, and the
+            # layers are this directory (the /opt/python of Lambda).
             **self.service.sandbox_environment(spec),
         }
+        if spec.tracing:
+            env.update(self.service.xray.environment())
         if spec.web:
             env["PORT"] = str(self.port)  # each sandbox has its own network in Lambda; here, its own port
         return env
@@ -243,7 +250,9 @@ class Sandbox:
     def invoke(self, payload: bytes) -> Result:
         if self.init_error is not None:
             return self.init_error
-        invocation = Invocation(payload, deadline=time.time() + self.spec.timeout_s)
+        invocation = Invocation(
+            payload, deadline=time.time() + self.spec.timeout_s, trace_id=trace_header(self.spec.tracing)
+        )
         self.current = invocation
         self.inbox.put(invocation)
         if not invocation.done.wait(self.spec.timeout_s):
@@ -298,6 +307,8 @@ class LambdaService:
         self._around: dict[str, Around] = {}
         self._async: list[threading.Thread] = []
         self.invocations: list[Invoked] = []
+        # The daemon of the functions whose tracing is Active (Lambda runs one beside each of their sandboxes).
+        self.xray = XRayDaemon()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _runtime_api_handler(self))
         self._server.daemon_threads = True
         self.runtime_api_port = self._server.server_address[1]
@@ -383,6 +394,7 @@ class LambdaService:
                 sandbox.stop()
         self._server.shutdown()
         self._server.server_close()
+        self.xray.stop()
 
     # --------------------------------------------------------------------------------------- invoking
     def invoke(self, name_or_arn: str, payload: bytes) -> Result:
@@ -497,6 +509,7 @@ def _runtime_api_handler(service: LambdaService) -> type[BaseHTTPRequestHandler]
                     "Lambda-Runtime-Aws-Request-Id": invocation.request_id,
                     "Lambda-Runtime-Deadline-Ms": str(int(invocation.deadline * 1000)),
                     "Lambda-Runtime-Invoked-Function-Arn": spec.arn,
+                    "Lambda-Runtime-Trace-Id": invocation.trace_id,
                     "Content-Type": "application/json",
                 },
             )

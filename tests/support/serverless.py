@@ -22,12 +22,15 @@ What a deployment has and this has too:
 What differs, on purpose: the layers are this checkout's (ragline from ``layers/core`` and ``config/`` mounted as
 the sandbox's ``/opt``; ``RAGLINE_CONFIG_DIR`` points there), the packages are the CoreLayer built by its Makefile
 from the versions lock for this machine's Python and architecture (``layer.py``; built once, cached in
-``build/layer/``), run by a Python with nothing else installed, AWS endpoints are the moto server (``AWS_ENDPOINT_URL``), tracing is off (no X-Ray daemon), each web sandbox listens on a port of its
-own instead of 8080, and asynchronous retries wait under a second instead of minutes.
+``build/layer/``), run by a Python with nothing else installed, AWS endpoints are the moto server
+(``AWS_ENDPOINT_URL``), the X-Ray daemon of the traced functions is a UDP listener of the tests (``xray.py``:
+tracing is on as deployed, each invocation sampled), each web sandbox listens on a port of its own instead of
+8080, and asynchronous retries wait under a second instead of minutes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -79,6 +82,10 @@ class OpenSearchTarget:
     arn: str = f"arn:aws:es:{REGION}:{ACCOUNT_ID}:domain/{STACK}-search"
     knn_engine: str = "lucene"
     service: str = "es"
+    # The template's default: no OpenSearchEndpoint, so the stack creates its SearchDomain; the functions get
+    # that domain's endpoint (https://search-….es.amazonaws.com) and grants on its ARN, and the sandboxes' route
+    # its host to ``url`` (the live node), as DNS would.
+    provisioned: bool = False
 
 
 @dataclass
@@ -404,6 +411,18 @@ def _dummy_zip() -> bytes:
     return buffer.getvalue()
 
 
+def _search_grant(opensearch: OpenSearchTarget, attributes: Mapping[str, str]) -> dict[str, str]:
+    """What a sandbox's OpenSearch calls are checked against: the domain the functions were given, its ARN."""
+    if not opensearch.provisioned:
+        return {"url": opensearch.url, "arn": opensearch.arn, "service": opensearch.service}
+    return {
+        "url": f"https://{attributes['SearchDomain.DomainEndpoint']}",
+        "arn": attributes["SearchDomain.Arn"],
+        "service": "es",
+        "route_to": opensearch.url,
+    }
+
+
 @contextmanager
 def deployed_stack(
     work_dir: Path,
@@ -430,9 +449,9 @@ def deployed_stack(
     # Without an engine the stack still names one (nothing listens there): a search or an upload fails, the
     # rest works. Tests that search take the ``aws_search`` fixture, which skips without OpenSearch.
     opensearch = opensearch or OpenSearchTarget(UNREACHABLE_OPENSEARCH)
-    if opensearch is not None:
+    parameters.setdefault("OpenSearchKnnEngine", opensearch.knn_engine)
+    if not opensearch.provisioned:
         parameters.setdefault("OpenSearchEndpoint", opensearch.url)
-        parameters.setdefault("OpenSearchKnnEngine", opensearch.knn_engine)
         parameters.setdefault("OpenSearchDomainArn", opensearch.arn)
     opt = _layers(work_dir)
     calls_log = work_dir / "calls.jsonl"
@@ -451,7 +470,6 @@ def deployed_stack(
             "SANDBOX_LAYERS": layers,
             "SANDBOX_GRANTS_CONFIG": str(work_dir / f"{spec.logical_id}.grants.json"),
             "RAGLINE_CONFIG_DIR": str(opt),
-            "POWERTOOLS_TRACE_DISABLED": "true",
         }
 
     def invoke_denied(caller: str, spec: FunctionSpec) -> str | None:
@@ -525,6 +543,7 @@ def deployed_stack(
                 timeout_s=float((timeouts_s or {}).get(function_id, props.get("Timeout", 3))),
                 memory_mb=int(props.get("MemorySize", 128)),
                 web=str(props["Handler"]).endswith(".sh"),
+                tracing=props.get("TracingConfig", {}).get("Mode") == "Active",
                 max_sandboxes=FUNCTION_CONCURRENCY.get(function_id, 2),
             )
             grants = {
@@ -535,11 +554,7 @@ def deployed_stack(
                 "log": str(calls_log),
                 "partitions": partitions,
                 "faults": str(work_dir / f"{function_id}.faults.json"),
-                "opensearch": (
-                    {"url": opensearch.url, "arn": opensearch.arn, "service": opensearch.service}
-                    if opensearch
-                    else None
-                ),
+                "opensearch": _search_grant(opensearch, attributes),
             }
             (work_dir / f"{function_id}.grants.json").write_text(json.dumps(grants), encoding="utf-8")
             lambdas.add(spec)
@@ -724,15 +739,25 @@ class StackClient:
 
 @contextmanager
 def scripted_stack(
-    request: pytest.FixtureRequest, work_dir: Path, scripted: Any, **parameters: str
+    request: pytest.FixtureRequest,
+    work_dir: Path,
+    scripted: Any,
+    provisioned_domain: bool = False,
+    **parameters: str,
 ) -> Iterator[DeployedStack]:
     """template.yaml deployed in moto with ``parameters``, chat answered by the scripted model (its key an SSM
-    parameter), searching the live OpenSearch when one runs; one sandbox of each function started."""
+    parameter), searching the live OpenSearch when one runs; one sandbox of each function started.
+
+    ``provisioned_domain``: no OpenSearchEndpoint (the template's default), the stack's own SearchDomain routed
+    to the live node (see :class:`OpenSearchTarget`)."""
+    target = opensearch_target(request)
+    if provisioned_domain and target is not None:
+        target = dataclasses.replace(target, provisioned=True)
     with deployed_stack(
         work_dir,
         {"ChatBaseUrl": f"{scripted.url}/v1", "ChatModel": "scripted", "ChatApiKeyParameter": CHAT_KEY_PARAMETER}
         | parameters,
-        opensearch=opensearch_target(request),
+        opensearch=target,
         ssm_parameters={CHAT_KEY_PARAMETER: "scripted-key"},
     ) as stack:
         stack.warm()

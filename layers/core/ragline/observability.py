@@ -16,6 +16,13 @@ from typing import Any
 
 _configured = False
 
+# What the X-Ray SDK patches to trace (the Powertools Tracer patches every module it knows by default). Not httpx:
+# the SDK keeps its open subsegments per thread (Lambda's context is not a contextvar), so two model calls awaited
+# at once on one event loop close each other's subsegment and the second raises AlreadyEndedException — the
+# indexing function's question generation failed so while the summary was being written. botocore calls are
+# synchronous (on the loop, or a thread of their own), so their subsegments never interleave.
+TRACED_MODULES = ("botocore",)
+
 
 def configure_logging(level: str = "INFO") -> None:
     """JSON logs on stderr for the whole ``ragline`` logger tree (idempotent)."""
@@ -43,7 +50,7 @@ def _tracer() -> Any | None:
     try:
         from aws_lambda_powertools import Tracer
 
-        return Tracer(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "ragline"))
+        return Tracer(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "ragline"), patch_modules=TRACED_MODULES)
     except Exception:  # aws-xray-sdk missing: tracing is optional
         return None
 

@@ -79,7 +79,13 @@ def main() -> None:
             request_id = reply.headers["Lambda-Runtime-Aws-Request-Id"]
             deadline_ms = int(reply.headers["Lambda-Runtime-Deadline-Ms"])
             function_arn = reply.headers["Lambda-Runtime-Invoked-Function-Arn"]
+            trace_id = reply.headers.get("Lambda-Runtime-Trace-Id")
             event = json.loads(reply.read() or b"{}")
+        # As the Python runtime does: the invocation's trace header is where the X-Ray SDK reads its segment from.
+        if trace_id:
+            os.environ["_X_AMZN_TRACE_ID"] = trace_id
+        else:
+            os.environ.pop("_X_AMZN_TRACE_ID", None)
         context = LambdaContext(request_id, deadline_ms, function_arn)
         try:
             result = handler(event, context)
