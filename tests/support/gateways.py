@@ -11,6 +11,11 @@ a function error answers 500 ``{"message": "Internal Server Error"}``.
 each request gets a sandbox of its own (one request at a time, as an invocation) and is forwarded to the
 uvicorn that ``run.sh`` started there; the response streams back as it is written, cut at the function's
 timeout.
+
+``BufferedFunctionUrl`` is a BUFFERED function URL (AuthType NONE) in front of a function, which
+``scripts/deploy_local.py`` gives ``ingest_turn`` where LocalStack has no HTTP API: the same payload 2.0 event but
+with the URL's route key (``$default``), no ``pathParameters`` and the URL's domain; no 30 s integration limit
+(the invocation runs up to the function's Timeout), 6 MB each way, a function error answers 502.
 """
 
 from __future__ import annotations
@@ -123,6 +128,10 @@ def payload_v2(scope: Scope, body: bytes, api_id: str, account_id: str, region: 
 class HttpApi:
     """API Gateway HTTP API → ``ingest_turn`` (payload 2.0, synchronous invocation)."""
 
+    max_body = HTTP_API_MAX_BODY
+    timeout_s: float | None = HTTP_API_TIMEOUT_S
+    error_status = 500
+
     def __init__(self, lambdas: LambdaService, function: str, api_id: str, account_id: str, region: str) -> None:
         self.lambdas = lambdas
         self.function = function
@@ -137,27 +146,29 @@ class HttpApi:
             await send({"type": "lifespan.shutdown.complete"})
             return
         body = await _body(receive)
-        if len(body) > HTTP_API_MAX_BODY:
+        if len(body) > self.max_body:
             await _send_json(send, 413, {"message": "Request Entity Too Large"})
             return
-        event = payload_v2(scope, body, self.api_id, self.account_id, self.region)
-        payload = json.dumps(event).encode()
+        payload = json.dumps(self.event(scope, body)).encode()
         invocation = asyncio.ensure_future(asyncio.to_thread(self.lambdas.invoke, self.function, payload))
         try:
-            result = await asyncio.wait_for(asyncio.shield(invocation), HTTP_API_TIMEOUT_S)
+            result = await asyncio.wait_for(asyncio.shield(invocation), self.timeout_s)
         except TimeoutError:
             # The integration gave up; the invocation itself runs on in its sandbox.
             await _send_json(send, 503, {"message": "Service Unavailable"})
             return
         except ServiceError as error:
-            status = 413 if error.code == "RequestEntityTooLargeException" else 500
+            status = 413 if error.code == "RequestEntityTooLargeException" else self.error_status
             message = "Request Entity Too Large" if status == 413 else "Internal Server Error"
             await _send_json(send, status, {"message": message})
             return
         if result.function_error is not None:
-            await _send_json(send, 500, {"message": "Internal Server Error"})
+            await _send_json(send, self.error_status, {"message": "Internal Server Error"})
             return
         await self._reply(send, result.json())
+
+    def event(self, scope: Scope, body: bytes) -> dict[str, Any]:
+        return payload_v2(scope, body, self.api_id, self.account_id, self.region)
 
     async def _reply(self, send: Send, reply: Any) -> None:
         if not isinstance(reply, dict) or "statusCode" not in reply:
@@ -174,6 +185,25 @@ class HttpApi:
         headers.append((b"content-length", str(len(raw)).encode()))
         await send({"type": "http.response.start", "status": int(reply["statusCode"]), "headers": headers})
         await send({"type": "http.response.body", "body": raw})
+
+
+class BufferedFunctionUrl(HttpApi):
+    """A BUFFERED function URL → a function (payload 2.0, synchronous invocation); ``url_id`` is the URL's
+    host label (``https://<url_id>.lambda-url.<region>.on.aws/``)."""
+
+    max_body = 6 * 1024 * 1024
+    timeout_s = None  # the function's own Timeout ends the invocation
+    error_status = 502
+
+    def __init__(self, lambdas: LambdaService, function: str, url_id: str, region: str) -> None:
+        super().__init__(lambdas, function, url_id, "anonymous", region)
+
+    def event(self, scope: Scope, body: bytes) -> dict[str, Any]:
+        event = payload_v2(scope, body, self.api_id, self.account_id, self.region)
+        event.pop("pathParameters", None)
+        event["routeKey"] = event["requestContext"]["routeKey"] = "$default"
+        event["requestContext"]["domainName"] = f"{self.api_id}.lambda-url.{self.region}.on.aws"
+        return event
 
 
 class FunctionUrl:

@@ -370,7 +370,9 @@ def _physical_names(
     return refs, attributes
 
 
-def _start_moto(work_dir: Path, invoke_url: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_moto(work_dir: Path, invoke_url: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``moto_server.py`` in a process of its own (Step Functions executing, Lambda's Invoke forwarded to
+    ``invoke_url``), logging to ``work_dir/logs/moto.log``: the process and the server's URL once it answers."""
     port = free_port()
     log = (work_dir / "logs" / "moto.log").open("ab")
     process = subprocess.Popen(
@@ -484,7 +486,7 @@ def deployed_stack(
         return None if allowed else f"PipelineStateMachine may not invoke {spec.arn}"
 
     lambdas = LambdaService(work_dir, interpreter(), REGION, sandbox_environment, invoke_denied=invoke_denied)
-    moto_process, moto_url = _start_moto(work_dir, lambdas.invoke_url)
+    moto_process, moto_url = start_moto(work_dir, lambdas.invoke_url)
     servers: list[ServerThread] = []
     try:
         session = boto3.Session(
