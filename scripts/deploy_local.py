@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -405,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         env = {k: v for k, v in stack.environment("StreamReaderFunction").items() if "RAGLINE_" in k}
         env.pop("RAGLINE_CONFIG_DIR", None)
         endpoint = session.client("dynamodb").meta.endpoint_url
-        exports = " ".join(f"{k}={v}" for k, v in sorted(env.items()) if v)
+        # Quoted for the shell it is pasted into: a value with a space or a metacharacter stays one value.
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()) if v)
         print()
         print("stream_reader streams through the Lambda Web Adapter layer, which LocalStack has only with Pro")
         print("(--web-adapter-layer ARN). Without it, serve the same app locally against LocalStack:")

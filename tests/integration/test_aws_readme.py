@@ -14,4 +14,4 @@ from tests.support.aws_curl import assert_sequence, queue_answers, run_block
 @pytest.mark.usefixtures("aws_search")
 def test_the_readme_curl_sequence_runs_end_to_end_against_the_deployed_stack(aws, scripted, tmp_path: Path):
     queue_answers(scripted)
-    assert_sequence(run_block(tmp_path, aws.stack.api_url, aws.stack.stream_url, aws.key))
+    assert_sequence(run_block(tmp_path, aws.stack.api_url, aws.stack.stream_url, aws.key), aws.stack.api_url, aws.key)

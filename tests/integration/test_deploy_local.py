@@ -292,7 +292,7 @@ def test_the_readme_curl_block_runs_through_what_deploy_local_deployed(local_aws
             queue_answers(scripted)
             work = tmp_path / "curl"
             work.mkdir()
-            assert_sequence(run_block(work, api.url, stream, found.group(1)))
+            assert_sequence(run_block(work, api.url, stream, found.group(1)), api.url, found.group(1))
             local_aws.lambdas.drain(timeout=180.0)
     finally:
         api.stop()

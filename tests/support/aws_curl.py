@@ -10,7 +10,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.support.cfn import ROOT
+from tests.support.polling import CLIENT_TIMEOUT
 from tests.support.scripted_model import Script
 
 NOTES = "# Leave\n\nEvery employee has 25 days of paid leave a year.\n\n## Sick days\n\nSick days need a note."
@@ -64,9 +67,10 @@ def run_block(work_dir: Path, api: str, stream: str, key: str) -> list[str]:
     return [o for o in outputs if o]
 
 
-def assert_sequence(printed: list[str]) -> None:
+def assert_sequence(printed: list[str], api: str, key: str) -> None:
     """The document indexed, the answer streamed to ``complete`` with its references, the stream resumed after
-    event 2 with exactly the later frames, and the second turn stopped."""
+    event 2 with exactly the later frames, the second turn stopped, and the first answer stored as streamed (read
+    back through the API: the tenant's one session, its first assistant message)."""
     status, streamed, resumed, stopped = printed
     assert status == "indexed"
     streamed_frames = frames(streamed)
@@ -77,3 +81,12 @@ def assert_sequence(printed: list[str]) -> None:
     assert "25 days" in answer
     assert [i for i, _ in frames(resumed)] == [i for i, _ in streamed_frames if i > 2]
     assert stopped == "stopped"
+    with httpx.Client(base_url=api.rstrip("/"), headers={"X-API-Key": key}, timeout=CLIENT_TIMEOUT) as client:
+        sessions = client.get("/api/v1/sessions")
+        assert sessions.status_code == 200, sessions.text
+        (session,) = sessions.json()["data"]
+        messages = client.get(f"/api/v1/sessions/{session['id']}/messages")
+        assert messages.status_code == 200, messages.text
+    stored = next(m for m in messages.json()["data"] if m["role"] == "assistant")
+    assert stored["content"] == answer
+    assert stored["is_completed"] is True
