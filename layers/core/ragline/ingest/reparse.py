@@ -118,13 +118,7 @@ class Reparser:
             save_images(self._originals, new.tenant_id, new.id, images)
         # The old index entries go first: no search finds chunks the store no longer has.
         self._engine.delete_document(document.id)
-        with self._knowledge.atomic():
-            if not self._knowledge.replace_document(new, [*prepared.parents, *prepared.children]):
-                raise LookupError(document.id)
-            if isinstance(self._engine, KeywordFirstEngine):
-                searchable = [c for c in prepared.children if c.searchable]
-                for start in range(0, len(searchable), KEYWORD_BATCH):
-                    self._engine.index_keywords(kb.id, searchable[start : start + KEYWORD_BATCH], document=new)
+        self._accept.replace_stored(kb, prepared)
         new.chunk_count = len(prepared.children)
         self._accept.schedule([IngestResult(new, new.chunk_count)])
         return self._knowledge.document(document.tenant_id, document.id) or new

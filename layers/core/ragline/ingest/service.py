@@ -472,13 +472,7 @@ class IngestService:
         new.embedding_model = kb.embedding_model
         if images and self._originals is not None:
             save_images(self._originals, new.tenant_id, new.id, images)
-        with self._knowledge.atomic():
-            if not self._knowledge.replace_document(new, [*prepared.parents, *prepared.children]):
-                raise LookupError(document.id)
-            if isinstance(self._engine, KeywordFirstEngine):
-                searchable = [c for c in prepared.children if c.searchable]
-                for start in range(0, len(searchable), KEYWORD_BATCH):
-                    self._engine.index_keywords(kb.id, searchable[start : start + KEYWORD_BATCH], document=new)
+        self.replace_stored(kb, prepared)
         logger.info(
             "document read",
             extra={
@@ -624,6 +618,17 @@ class IngestService:
         children.extend(image_chunks(document.id, kb.tenant_id, kb.id, item.images, first_index=len(children)))
         language_text = "\n".join([content, *(image.content for image in item.images)])
         return Prepared(document, parents, children, position, detect_language(language_text))
+
+    def replace_stored(self, kb: KnowledgeBase, prepared: Prepared) -> None:
+        """``prepared`` in place of the stored document of its id, chunks and keyword entries in one transaction."""
+        new = prepared.document
+        with self._knowledge.atomic():
+            if not self._knowledge.replace_document(new, [*prepared.parents, *prepared.children]):
+                raise LookupError(new.id)
+            if isinstance(self._engine, KeywordFirstEngine):
+                searchable = [c for c in prepared.children if c.searchable]
+                for start in range(0, len(searchable), KEYWORD_BATCH):
+                    self._engine.index_keywords(kb.id, searchable[start : start + KEYWORD_BATCH], document=new)
 
     def settle_model(self, kb: KnowledgeBase, prepared: Sequence[Prepared]) -> KnowledgeBase:
         """A knowledge base whose model nobody chose takes the one its language needs.
