@@ -76,6 +76,24 @@ class KeywordFirstEngine(Protocol):
         ...
 
 
+def index_keywords_now(
+    engine: RetrieveEngine,
+    knowledge_base_id: str,
+    chunks: Sequence[Chunk],
+    document: Document,
+    cancel: Cancel | None = None,
+) -> None:
+    """Make ``chunks`` keyword-searchable now, where the engine indexes keywords apart from vectors.
+
+    In batches of ``KEYWORD_BATCH``, ``cancel`` checked before each; an engine that indexes both at once: nothing.
+    """
+    if not isinstance(engine, KeywordFirstEngine):
+        return
+    for start in range(0, len(chunks), KEYWORD_BATCH):
+        raise_if_cancelled(cancel)
+        engine.index_keywords(knowledge_base_id, chunks[start : start + KEYWORD_BATCH], document=document)
+
+
 def embedding_text(title: str, header: str, content: str) -> str:
     """What the embedding model reads: the passage with the title and section it belongs to."""
     return "\n".join(part for part in (title, header, content) if part)

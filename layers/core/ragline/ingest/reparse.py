@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ragline.files.reading import UnsupportedFile
 from ragline.ingest.images import DocumentImage, save_images
-from ragline.ingest.indexing import KEYWORD_BATCH, KeywordFirstEngine, searchable_in_order
+from ragline.ingest.indexing import index_keywords_now, searchable_in_order
 from ragline.ingest.service import DocumentInput, IngestResult, IngestService, NoOriginal, StillIndexing
 from ragline.retrieval.base import RetrieveEngine
 from ragline.store.base import KnowledgeStore
@@ -48,11 +48,7 @@ class Reparser:
         chunks = searchable_in_order(self._knowledge.chunks_of_document(document.tenant_id, document.id))
         if not chunks:
             return document
-        if isinstance(self._engine, KeywordFirstEngine):
-            for start in range(0, len(chunks), KEYWORD_BATCH):
-                self._engine.index_keywords(
-                    document.knowledge_base_id, chunks[start : start + KEYWORD_BATCH], document=document
-                )
+        index_keywords_now(self._engine, document.knowledge_base_id, chunks, document)
         updated = self._knowledge.set_document_status(
             document.tenant_id, document.id, DocumentStatus.PENDING, embedded_count=0
         )

@@ -49,14 +49,13 @@ from ragline.ingest.images import (
     sniff,
 )
 from ragline.ingest.indexing import (
-    KEYWORD_BATCH,
     UNREAD_FILE_HASH,
     Cancel,
     IngestCancelled,
-    KeywordFirstEngine,
     VectorIndexer,
     embed_passages,
     gc_deferred,
+    index_keywords_now,
     raise_if_cancelled,
 )
 from ragline.ingest.language import (
@@ -321,7 +320,6 @@ class IngestService:
             raise_if_cancelled(cancel)
         if prepared:
             kb = self.settle_model(kb, prepared)
-        keyword_first = isinstance(self._engine, KeywordFirstEngine)
         for item_prepared in prepared:
             raise_if_cancelled(cancel)
             document = item_prepared.document
@@ -331,13 +329,9 @@ class IngestService:
             try:
                 with self._knowledge.atomic():
                     self._knowledge.insert_document(document, chunks)
-                    if keyword_first:
-                        searchable = [c for c in item_prepared.children if c.searchable]
-                        for start in range(0, len(searchable), KEYWORD_BATCH):
-                            raise_if_cancelled(cancel)  # raising here rolls the document back: nothing half-stored
-                            self._engine.index_keywords(  # type: ignore[attr-defined]
-                                kb.id, searchable[start : start + KEYWORD_BATCH], document=document
-                            )
+                    # A cancel raised here rolls the document back: nothing half-stored.
+                    searchable = [c for c in item_prepared.children if c.searchable]
+                    index_keywords_now(self._engine, kb.id, searchable, document, cancel)
             except BaseException:
                 if self._originals is not None:
                     self._originals.delete(document.tenant_id, document.id)
@@ -625,10 +619,7 @@ class IngestService:
         with self._knowledge.atomic():
             if not self._knowledge.replace_document(new, [*prepared.parents, *prepared.children]):
                 raise LookupError(new.id)
-            if isinstance(self._engine, KeywordFirstEngine):
-                searchable = [c for c in prepared.children if c.searchable]
-                for start in range(0, len(searchable), KEYWORD_BATCH):
-                    self._engine.index_keywords(kb.id, searchable[start : start + KEYWORD_BATCH], document=new)
+            index_keywords_now(self._engine, kb.id, [c for c in prepared.children if c.searchable], new)
 
     def settle_model(self, kb: KnowledgeBase, prepared: Sequence[Prepared]) -> KnowledgeBase:
         """A knowledge base whose model nobody chose takes the one its language needs.
