@@ -51,7 +51,7 @@ from tests.support.gateways import BufferedFunctionUrl
 from tests.support.lambdas import FunctionSpec, LambdaService
 from tests.support.layer import built_layer, interpreter
 from tests.support.polling import wait_until
-from tests.support.serverless import start_moto
+from tests.support.serverless import start_moto, stop_moto
 from tests.support.servers import ServerThread, free_port
 
 SEARCH = "http://127.0.0.1:9200"
@@ -95,11 +95,7 @@ def local_aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalAws]:
         yield LocalAws(moto_url, lambdas, session)
     finally:
         lambdas.stop()
-        moto_process.terminate()
-        try:
-            moto_process.wait(10)
-        except subprocess.TimeoutExpired:
-            moto_process.kill()
+        stop_moto(moto_process)
 
 
 def _deploy(moto_url: str, build: Path, prefix: str, *args: str) -> str:

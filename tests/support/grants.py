@@ -723,7 +723,7 @@ def _opensearch_hook(checker: Checker) -> None:
 
     route_to = target.get("route_to")
     if route_to:
-        _route_domain(urlsplit(target["url"]).hostname or "", urlsplit(route_to), (Urllib3HttpConnection,))
+        _route_domain(urlsplit(target["url"]).hostname or "", urlsplit(route_to), Urllib3HttpConnection)
     for connection in (Urllib3HttpConnection, RequestsHttpConnection):
         original = connection.perform_request
 
@@ -737,20 +737,20 @@ def _opensearch_hook(checker: Checker) -> None:
         connection.perform_request = perform_request  # type: ignore[method-assign]
 
 
-def _route_domain(domain_host: str, local: Any, connections: tuple[type, ...]) -> None:
+def _route_domain(domain_host: str, local: Any, connection: type) -> None:
     """Connections to the stack's domain host go to the local node instead (plain HTTP), as DNS would send them.
 
     The function is configured, signs and is checked as for the provisioned domain; only the socket differs.
+    ``connection``: the class the function's client connects with (urllib3's, under SigV4 auth).
     """
-    for connection in connections:
-        original_init = connection.__init__
+    original_init = connection.__init__  # type: ignore[misc]
 
-        def __init__(self: Any, *args: Any, __original: Any = original_init, **kwargs: Any) -> None:  # type: ignore[no-untyped-def]
-            if kwargs.get("host") == domain_host:
-                kwargs.update(host=local.hostname, port=local.port, use_ssl=False, verify_certs=False)
-            __original(self, *args, **kwargs)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("host") == domain_host:
+            kwargs.update(host=local.hostname, port=local.port, use_ssl=False, verify_certs=False)
+        original_init(self, *args, **kwargs)
 
-        connection.__init__ = __init__  # type: ignore[misc]
+    connection.__init__ = __init__  # type: ignore[misc]
 
 
 def install(config_path: str) -> Checker:

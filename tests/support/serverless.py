@@ -395,6 +395,15 @@ def start_moto(work_dir: Path, invoke_url: str) -> tuple[subprocess.Popen[bytes]
     raise RuntimeError("the moto server did not start")
 
 
+def stop_moto(process: subprocess.Popen[bytes]) -> None:
+    """The moto server of :func:`start_moto` stopped (killed if it has not exited within 10 s)."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 def _layers(work_dir: Path) -> Path:
     """The sandboxes' /opt: the CoreLayer's python/ (the ragline package from the checkout; its packages are
     the built layer's, ``tests/support/layer.py``) and the ConfigLayer's files."""
@@ -568,11 +577,7 @@ def deployed_stack(
         lambdas.stop()
         for server in servers:
             server.stop()
-        moto_process.terminate()
-        try:
-            moto_process.wait(10)
-        except subprocess.TimeoutExpired:
-            moto_process.kill()
+        stop_moto(moto_process)
 
 
 def generated_secret(spec: Mapping[str, Any]) -> str:
