@@ -392,8 +392,9 @@ async def ask(http: httpx.AsyncClient, session: str, query: str) -> TurnResult:
     return result
 
 
-async def search(http: httpx.AsyncClient, kb: str, query: str) -> tuple[float, int]:
-    """One knowledge search: (ms, status; 0 for no reply)."""
+async def search(http: httpx.AsyncClient, kb: str, query: str) -> tuple[float, int, float]:
+    """One knowledge search: (ms, status; 0 for no reply, when it was sent: time.time())."""
+    sent = time.time()
     started = time.perf_counter()
     try:
         reply = await http.post(
@@ -402,7 +403,7 @@ async def search(http: httpx.AsyncClient, kb: str, query: str) -> tuple[float, i
         status = reply.status_code
     except httpx.HTTPError:
         status = 0
-    return (time.perf_counter() - started) * 1000, status
+    return (time.perf_counter() - started) * 1000, status, sent
 
 
 async def settle_enrichment(http: httpx.AsyncClient, kb: str, deadline: float) -> None:
@@ -435,7 +436,7 @@ class Upload:
 class LoadResult:
     uploads: list[Upload] = field(default_factory=list)
     turns: list[TurnResult] = field(default_factory=list)
-    searches: list[tuple[float, int]] = field(default_factory=list)
+    searches: list[tuple[float, int, float]] = field(default_factory=list)
     seconds: float = 0.0
     deadline_hit: bool = False
     began_wall: float = 0.0
@@ -682,7 +683,7 @@ async def setup_and_idle(label: str, process: RaglineProcess, words: Words, args
             await ask(http, session, f"Idle {i}: what does {words.query()} say?") for i in range(args.idle_turns)
         ]
         say(label, f"phase search and turns idle: end, load {load()}")
-    ok = [ms for ms, status in idle_searches if status == 200]
+    ok = [ms for ms, status, _ in idle_searches if status == 200]
     fig["search_idle_p50"], fig["search_idle_p95"], _ = summary3(ok, (50, 95))
     fig["search_idle_n"] = f"{len(ok)} of {len(idle_searches)} answered 200"
     turn_ms = [t.turn_ms for t in idle_turns if t.terminals]
@@ -714,9 +715,9 @@ def load_figures(
     fig["reader_errors"] = len(readers["errors"])
     fig["reader_error_kinds"] = "; ".join(f"{n}× {e}" for e, n in Counter(readers["errors"]).most_common(3))
 
-    ok = [ms for ms, status in outcome.searches if status == 200]
+    ok = [ms for ms, status, _ in outcome.searches if status == 200]
     fig["search_load_p50"], fig["search_load_p95"], fig["search_load_max"] = summary3(ok, (50, 95))
-    statuses = Counter(status for _, status in outcome.searches)
+    statuses = Counter(status for _, status, _ in outcome.searches)
     fig["search_load_n"] = ", ".join(f"{s or 'no reply'}: {n}" for s, n in sorted(statuses.items()))
     qturns = outcome.turns
     fig["turn_load_p50"], fig["turn_load_p95"], fig["turn_load_max"] = summary3(
@@ -746,6 +747,9 @@ def load_figures(
     fig["healthz_worst"] = ", ".join(
         f"{'timeout' if took == float('inf') else f'{took / 1000:.1f} s'} at +{at - outcome.began_wall:.0f} s"
         for at, took in worst
+    )
+    fig["search_worst"] = ", ".join(
+        f"{ms / 1000:.2f} s at +{at - outcome.began_wall:.0f} s" for ms, _, at in sorted(outcome.searches)[::-1][:5]
     )
     fig["large_post_window"] = f"+{start - outcome.began_wall:.0f} s to +{end - outcome.began_wall:.0f} s"
 
@@ -787,6 +791,7 @@ ROWS: list[tuple[str, str, str, int]] = [
     ("search p95 under load (ms)", "search_load_p95", "", 1),
     ("search p95 under load / idle", "search_ratio", f"<= {GOAL_SEARCH_RATIO:.0f}", 2),
     ("search max under load (ms)", "search_load_max", "", 0),
+    ("  the slowest (since the load began)", "search_worst", "", 0),
     ("searches idle", "search_idle_n", "", 0),
     ("searches under load (status: count)", "search_load_n", "", 0),
     ("turn p50 idle (202 -> terminal, ms)", "turn_idle_p50", "", 0),

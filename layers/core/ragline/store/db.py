@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -206,7 +207,13 @@ _ADDED_INDEXES = (
 
 
 class Database:
-    """A shared SQLite connection (WAL) guarded by a lock; short statements only."""
+    """A shared SQLite connection (WAL) for writes, guarded by a lock, and connections of their own for reads.
+
+    Reads do not wait for writes: in WAL mode a reader sees the last committed state while a writer works, so
+    :meth:`query`, :meth:`query_one` and :meth:`snapshot` read on other connections than the writer's (a search used to
+    wait 5.7 s behind the transaction that stored a 28,000-chunk upload). A thread inside a transaction reads on the
+    writer's connection: it sees what it has written.
+    """
 
     def __init__(self, path: str | Path, *, event_log: bool = False) -> None:
         """Open (or create) the database at ``path`` in WAL mode and bring its schema up to date.
@@ -218,6 +225,13 @@ class Database:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0
+        self._owner: int | None = None  # the thread inside a transaction (or a snapshot) of the shared connection
+        # Idle read connections (one per concurrent reader, made on demand); ":memory:" has one connection only.
+        self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._all_readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._snapshot_lock = threading.Lock()
+        self._snapshot_conn: sqlite3.Connection | None = None
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -257,45 +271,96 @@ class Database:
                     self._depth -= 1
                 return
             self._conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+            self._depth, self._owner = 1, threading.get_ident()
             try:
                 yield self._conn
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             finally:
-                self._depth = 0
+                self._depth, self._owner = 0, None
             self._conn.execute("COMMIT")
+
+    def _shared_reads(self) -> bool:
+        """True where reads use the shared connection: an in-memory database, or this thread's transaction."""
+        return self.path == ":memory:" or self._owner == threading.get_ident()
+
+    def _reader_connection(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout=10000")
+        with self._readers_lock:  # not the writer's lock: a reader is made while a transaction is open
+            self._all_readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = self._readers.get_nowait()
+        except queue.Empty:
+            conn = self._reader_connection()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:  # an error left its read open: it would pin the WAL
+                conn.execute("ROLLBACK")
+            self._readers.put(conn)
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection | None]:
-        """Several reads that see one committed state (a deferred read transaction).
+        """Several reads that see one committed state (a deferred read transaction), on one connection kept for them.
 
-        Other threads of this process wait meanwhile. None inside a transaction of this thread: what it reads there may
-        yet be rolled back, so the caller must not keep it.
+        Snapshots take turns (their connection keeps the temporary tables its callers make); writers do not wait for
+        them nor they for writers. None inside a transaction of this thread: what it reads there may yet be rolled
+        back, so the caller must not keep it.
         """
-        with self._lock:
-            if self._depth or self._conn.in_transaction:
-                yield None
-                return
-            self._conn.execute("BEGIN")
-            self._depth = 1
+        if self.path == ":memory:":
+            with self._lock:
+                if self._depth or self._conn.in_transaction:
+                    yield None
+                    return
+                self._conn.execute("BEGIN")
+                self._depth, self._owner = 1, threading.get_ident()
+                try:
+                    yield self._conn
+                finally:
+                    self._depth, self._owner = 0, None
+                    self._conn.execute("COMMIT")
+            return
+        if self._owner == threading.get_ident():
+            yield None
+            return
+        with self._snapshot_lock:
+            if self._snapshot_conn is None:
+                self._snapshot_conn = self._reader_connection()
+            conn = self._snapshot_conn
+            conn.execute("BEGIN")
             try:
-                yield self._conn
+                yield conn
             finally:
-                self._depth = 0
-                self._conn.execute("COMMIT")
+                conn.execute("COMMIT")
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
-        """Every row of one statement, under the connection's lock."""
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+        """Every row of one statement, as last committed (this thread's transaction: as it stands)."""
+        if self._shared_reads():
+            with self._lock:
+                return self._conn.execute(sql, params).fetchall()
+        with self._reader() as conn:
+            return conn.execute(sql, params).fetchall()
 
     def query_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
         """The first row of one statement, or None."""
-        with self._lock:
-            row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
-            return row
+        if self._shared_reads():
+            with self._lock:
+                row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
+                return row
+        with self._reader() as conn:
+            cursor = conn.execute(sql, params)
+            try:
+                found: sqlite3.Row | None = cursor.fetchone()
+            finally:
+                cursor.close()  # its statement ends: no read transaction left open
+            return found
 
     def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> int:
         """One statement in its own transaction; returns the affected row count."""
@@ -328,6 +393,8 @@ class Database:
                 self._conn.execute("DETACH DATABASE older")
 
     def close(self) -> None:
-        """Close the connection; the object is unusable after."""
-        with self._lock:
+        """Close the connections; the object is unusable after."""
+        with self._lock, self._readers_lock:
+            for conn in self._all_readers:
+                conn.close()
             self._conn.close()
