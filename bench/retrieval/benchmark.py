@@ -65,6 +65,17 @@ VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
+def select(name: str, queries: int = 0, extra_docs: int = -1) -> SciFact:
+    """The set's corpus and queries as the plan samples them: ``queries`` (0: the plan's sample) and a subset of
+    their relevant documents plus ``extra_docs`` others (-1: the plan's choice; a plan without one keeps the
+    whole corpus)."""
+    sample, extra, _models = PLAN[name]
+    whole = datasets.load(name)
+    if extra_docs >= 0 or extra is not None:
+        return datasets.subset(whole, queries or sample or 100, extra_docs if extra_docs >= 0 else extra or 0)
+    return datasets.sample_queries(whole, queries or sample)
+
+
 def workdir_for(name: str, data: SciFact, model: str, base: Path) -> Path:
     from ragline.config import load_config
 
@@ -274,13 +285,8 @@ def main() -> None:
         if not datasets.available(name):
             print(f"{name}: not found under {datasets.DATA}; skipped")
             continue
-        sample, extra, models = PLAN[name]
-        whole = datasets.load(name)
-        if args.extra_docs >= 0 or extra is not None:
-            extra_docs = args.extra_docs if args.extra_docs >= 0 else extra or 0
-            data = datasets.subset(whole, args.queries or sample or 100, extra_docs)
-        else:
-            data = datasets.sample_queries(whole, args.queries or sample)
+        models = PLAN[name][2]
+        data = select(name, args.queries, args.extra_docs)
         for model in args.models or models:
             if model and not registered(model):
                 print(f"{name}: {model} is not installed here (make install MODELS=all); skipped")

@@ -27,8 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.retrieval import datasets  # noqa: E402
-from bench.retrieval.benchmark import PLAN, workdir_for  # noqa: E402
+from bench.retrieval.benchmark import PLAN, select, workdir_for  # noqa: E402
 from bench.retrieval.scifact import build  # noqa: E402
 
 POOL, KEEP = 500, 200
@@ -57,11 +56,10 @@ class Bundle:
         return self.cache[key]
 
 
-def load_bundle(name: str, model: str, base: Path, queries: int = 0) -> tuple[Bundle, Any]:
+def load_bundle(name: str, model: str, base: Path, queries: int = 0, extra_docs: int = -1) -> tuple[Bundle, Any]:
     from ragline.retrieval.keyword_index import KeywordIndex
 
-    sample, _ = PLAN[name]
-    data = datasets.sample_queries(datasets.load(name), queries or sample)
+    data = select(name, queries, extra_docs)
     workdir = workdir_for(name, data, model, base)
     container, _tenant, kb, sources = build(data, workdir, name=name, model=model, progress=True)
     engine = container.engine
@@ -410,6 +408,14 @@ STUDIES: dict[str, list[Rule]] = {
     "e5floor": grid(vfloor=[0.5, 0.6, 0.7, 0.75, 0.8], alpha=[0.4, 0.5, 0.6]),
     "conf": grid(conf=["gap10", "gap3", "z", "gap10+", "z+"]),
     "docmean": grid(docmean=[0.2, 0.4, 0.6], retrievers=["vector", "hybrid"]),
+    "bgmix": [
+        *grid(norm=["vbg"], alpha=[0.5, 0.6], docmean=[0.2, 0.4]),
+        *grid(norm=["vbg"], alpha=[0.5, 0.6], sibling=[0.1, 0.2]),
+        *grid(norm=["vbg"], alpha=[0.5, 0.6], spread=[0.5, 0.9]),
+        *grid(norm=["vbg"], alpha=[0.5, 0.6], title=[2.0]),
+        *grid(norm=["vbg"], alpha=[0.5, 0.6], prf_beta=[0.3], prf_m=[1]),
+        *grid(norm=["vbg"], alpha=[0.5, 0.6], vthr=[0.0], kthr=[0.0]),
+    ],
 }
 
 
@@ -419,12 +425,14 @@ def main() -> None:
     parser.add_argument("--model", default="", help="embedding model ('' = detected)")
     parser.add_argument("--studies", nargs="*", default=list(STUDIES))
     parser.add_argument("--workdir", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--queries", type=int, default=0, help="queries per set (0: the plan's sample)")
+    parser.add_argument("--extra-docs", type=int, default=-1, help="as benchmark.py's (-1: the plan's choice)")
     args = parser.parse_args()
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     bundles = []
     for name in args.sets:
         started = time.perf_counter()
-        bundle, _container = load_bundle(name, args.model, args.workdir)
+        bundle, _container = load_bundle(name, args.model, args.workdir, args.queries, args.extra_docs)
         bundle.bm25()
         bundles.append(bundle)
         print(

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
 import boto3
@@ -365,7 +365,21 @@ def _event_log(aws: AwsSettings, clients: _Clients, state: StateStore, reader: b
     return WatchedLog(table, aws.event_ttl_seconds, liveness, check_after_s=aws.execution_check_s)
 
 
-def _stores(aws: AwsSettings, clients: _Clients, config: AppConfig, knowledge: KnowledgeStore | None) -> dict[str, Any]:
+class _Stores(TypedDict):
+    """The stores ``Container.assemble`` takes, by its parameter names (so mypy checks the call)."""
+
+    tenants: DynamoTenantStore
+    users: DynamoUserStore | None
+    knowledge: KnowledgeStore
+    tags: DynamoTagStore
+    sessions: DynamoSessionStore
+    citations: DynamoCitationHistory
+    memories: DynamoMemoryStore
+    tables: S3TableStore
+    originals: S3OriginalStore
+
+
+def _stores(aws: AwsSettings, clients: _Clients, config: AppConfig, knowledge: KnowledgeStore | None) -> _Stores:
     """The container's stores on DynamoDB and S3 (``knowledge``: a test's, else the knowledge table's)."""
     table = clients.dynamodb.Table
     sessions = DynamoSessionStore(

@@ -281,10 +281,6 @@ class Database:
                 self._depth, self._owner = 0, None
             self._conn.execute("COMMIT")
 
-    def _shared_reads(self) -> bool:
-        """True where reads use the shared connection: an in-memory database, or this thread's transaction."""
-        return self.path == ":memory:" or self._owner == threading.get_ident()
-
     def _reader_connection(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         conn.row_factory = sqlite3.Row
@@ -294,7 +290,16 @@ class Database:
         return conn
 
     @contextmanager
-    def _reader(self) -> Iterator[sqlite3.Connection]:
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection one read statement runs on.
+
+        The shared one (under its lock) for an in-memory database or inside this thread's transaction, which must
+        see what it wrote; otherwise a pooled reader's.
+        """
+        if self.path == ":memory:" or self._owner == threading.get_ident():
+            with self._lock:
+                yield self._conn
+            return
         try:
             conn = self._readers.get_nowait()
         except queue.Empty:
@@ -342,19 +347,12 @@ class Database:
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
         """Every row of one statement, as last committed (this thread's transaction: as it stands)."""
-        if self._shared_reads():
-            with self._lock:
-                return self._conn.execute(sql, params).fetchall()
-        with self._reader() as conn:
+        with self._reading() as conn:
             return conn.execute(sql, params).fetchall()
 
     def query_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
         """The first row of one statement, or None."""
-        if self._shared_reads():
-            with self._lock:
-                row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
-                return row
-        with self._reader() as conn:
+        with self._reading() as conn:
             cursor = conn.execute(sql, params)
             try:
                 found: sqlite3.Row | None = cursor.fetchone()
