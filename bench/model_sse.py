@@ -12,16 +12,15 @@ only reads) is divided by the events read. Run::
 REV:layers/core/ragline/models/openai_compatible.py > /tmp/old_openai_compatible.py``) and measures it in the same
 run, rounds interleaved, so the ratio is of one machine state.
 
-Measured with it (2 cores, load 3): a reader splitting ``aiter_bytes`` itself instead of httpx's ``aiter_lines``
-(incremental text decode, ``LineDecoder``, two async generators more per read) spent 55.00 against 55.92 CPU µs per
-event paced, 39.08 against 45.50 unpaced; most of the rest is httpcore and h11 (chunked framing) and the loop.
+Measured with it (2 cores, load 3, httpx's ``aiter_lines`` before, the reader cutting ``aiter_bytes`` itself now):
+55.92 against 55.00 CPU µs per event paced (a second run at load 5: 66.89 against 63.08), 45.50 against 39.08
+unpaced; most of the rest is httpcore and h11 (chunked framing) and the loop.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import statistics
 import subprocess
@@ -30,9 +29,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragline.models.base import ChatMessage
-from ragline.models.openai_compatible import OpenAICompatibleChatModel
-from ragline.types import ChatOptions
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # bench.*, as pytest's pythonpath = ["."] gives them
+
+from bench.versions import load_version  # noqa: E402
+from ragline.models.base import ChatMessage  # noqa: E402
+from ragline.models.openai_compatible import OpenAICompatibleChatModel  # noqa: E402
+from ragline.types import ChatOptions  # noqa: E402
 
 _TOKENS = ["The", " answer", " is", " 42", ".", " 你好", "，", "世界", " and", " more"]
 _HEAD = (
@@ -115,15 +119,6 @@ async def _read_answers(model_type: Any, url: str, streams: int) -> tuple[int, s
     return sum(count - 1 for count, _ in results), results[0][1]  # events read, one answer's text (minus the end)
 
 
-def _load(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location("before_openai_compatible", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"{path}: not a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20_000, help="events per round, over all streams")
@@ -148,7 +143,7 @@ def main() -> None:
         url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"
         runs: dict[str, Any] = {}
         if args.before:
-            runs["before"] = _load(args.before).OpenAICompatibleChatModel
+            runs["before"] = load_version(args.before, "before_openai_compatible").OpenAICompatibleChatModel
         runs["now"] = OpenAICompatibleChatModel
         expected = "".join(_TOKENS[i % len(_TOKENS)] for i in range(per_answer))
         cpu: dict[str, list[float]] = {name: [] for name in runs}

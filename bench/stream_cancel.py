@@ -13,14 +13,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import statistics
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from ragline.event.cancel import CancelToken, until_cancelled
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # bench.*, as pytest's pythonpath = ["."] gives them
+
+from bench.versions import load_version  # noqa: E402
+from ragline.event.cancel import CancelToken, until_cancelled  # noqa: E402
 
 
 async def _source(n: int) -> AsyncIterator[int]:
@@ -38,15 +43,6 @@ async def _wrapped(n: int, token: Any, wrap: Callable[..., AsyncIterator[int]]) 
     return sum([c async for c in wrap(_source(n), token)])
 
 
-def _load(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location("before_cancel", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"{path}: not a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=200_000)
@@ -55,7 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     runs: dict[str, tuple[Any, Any, Any]] = {"plain async for": (_plain, None, None)}
     if args.before:
-        before = _load(args.before)
+        before = load_version(args.before, "before_cancel")
         runs["until_cancelled, before"] = (_wrapped, before.CancelToken, before.until_cancelled)
     runs["until_cancelled"] = (_wrapped, CancelToken, until_cancelled)
     timings: dict[str, list[float]] = {name: [] for name in runs}

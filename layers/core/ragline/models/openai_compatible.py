@@ -57,6 +57,40 @@ def _choices(line: str) -> list[dict[str, Any]] | None:
     return [c for c in choices if isinstance(c, dict)]
 
 
+class _LineSplitter:
+    """The complete lines of an SSE body fed in network pieces, cut on CRLF, LF or a lone CR as the SSE spec says.
+
+    Not httpx's ``aiter_lines``: it splits as ``str.splitlines`` does, at U+2028, U+2029 and U+0085 too, which JSON
+    strings may hold raw, and such a token failed the turn. Bytes are cut here and only complete lines decoded, so
+    a character split across pieces comes out whole (a LF byte is never inside a UTF-8 sequence).
+    """
+
+    def __init__(self) -> None:
+        self._rest: list[bytes] = []  # the line begun in earlier pieces (joined once it ends: no quadratic copy)
+
+    def feed(self, piece: bytes) -> list[str]:
+        """The lines completed by ``piece``, blank ones included."""
+        if b"\n" not in piece and b"\r" not in piece:
+            self._rest.append(piece)
+            return []
+        if self._rest:
+            piece = b"".join((*self._rest, piece))
+            self._rest = []
+        if b"\r" in piece:
+            # A CR at the end of a piece may be the first half of a CRLF: made LF, the LF opening the next piece
+            # adds a blank line, and blank lines are only separators here.
+            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = piece.rfind(b"\n")
+        if end + 1 < len(piece):
+            self._rest.append(piece[end + 1 :])
+        return piece[:end].decode("utf-8", "replace").split("\n")
+
+    def flush(self) -> list[str]:
+        """The last line, when the body ended without a line ending after it."""
+        rest, self._rest = b"".join(self._rest), []
+        return [rest.decode("utf-8", "replace")] if rest else []
+
+
 class OpenAICompatibleChatModel:
     """Streams ``delta.content`` as answer and ``delta.reasoning_content`` (vLLM, DeepSeek) as thinking."""
 
@@ -116,26 +150,31 @@ class OpenAICompatibleChatModel:
         # Closed however the caller stops reading (a stop closes this generator): the HTTP stream ends now, not
         # when the garbage collector gets to it, and the model stops generating.
         async with self._open(self._request(messages, options)) as response:
-            lines = response.aiter_lines()
-            while True:
+            pieces = response.aiter_bytes()  # not aiter_raw: a gzip or deflate body is decoded here
+            splitter = _LineSplitter()
+            ended = False
+            while not ended:
                 try:
-                    line = await anext(lines)
+                    lines = splitter.feed(await anext(pieces))
                 except StopAsyncIteration:
-                    break  # the connection ended without [DONE]: what came is the answer, its finish unknown
+                    lines = splitter.flush()  # the connection ended without [DONE]: what came is the answer
+                    ended = True
                 except httpx.HTTPError as exc:
                     raise ModelCallError(f"stream cut: {type(exc).__name__}: {exc}") from exc
-                choices = _choices(line)
-                if choices is None:
-                    break
-                for choice in choices:
-                    delta = choice.get("delta") or {}
-                    reasoning = delta.get("reasoning_content")
-                    if reasoning:
-                        yield ChatChunk("thinking", reasoning)
-                    if delta.get("content"):
-                        yield ChatChunk("answer", delta["content"])
-                    if choice.get("finish_reason"):
-                        finish = choice["finish_reason"]
+                for line in lines:
+                    choices = _choices(line)
+                    if choices is None:
+                        ended = True
+                        break
+                    for choice in choices:
+                        delta = choice.get("delta") or {}
+                        reasoning = delta.get("reasoning_content")
+                        if reasoning:
+                            yield ChatChunk("thinking", reasoning)
+                        if delta.get("content"):
+                            yield ChatChunk("answer", delta["content"])
+                        if choice.get("finish_reason"):
+                            finish = choice["finish_reason"]
         yield ChatChunk("end", finish_reason=finish)
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:

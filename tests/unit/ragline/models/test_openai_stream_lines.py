@@ -130,16 +130,12 @@ def test_a_last_line_without_newline_and_no_done_is_still_the_answer() -> None:
     assert_every_split_yields(body, answer("第一", "第二", finish=None))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="httpx's aiter_lines splits as str.splitlines does; a reader cutting on CR/LF only (SSE) fixes it",
-)
 def test_unicode_line_separators_inside_the_text_are_text() -> None:
     """U+2028, U+2029 and U+0085 are legal raw in JSON strings, and a model may emit them.
 
-    The reader (httpx's ``aiter_lines``) splits lines as ``str.splitlines`` does, on these too, so such a token
-    cuts its ``data:`` line in two and the turn fails with "malformed stream chunk"; the SSE spec ends lines only
-    at CRLF, LF or CR.
+    httpx's ``aiter_lines`` (the reader before) splits lines as ``str.splitlines`` does, on these too, so such a
+    token cut its ``data:`` line in two and the turn failed with "malformed stream chunk"; the SSE spec ends lines
+    only at CRLF, LF or CR.
     """
     body = event({"content": "line\u2028sep\u2029para\x85nel"}) + b"\n\ndata: [DONE]\n\n"
     assert_every_split_yields(body, answer("line\u2028sep\u2029para\x85nel", finish=None))
