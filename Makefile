@@ -145,9 +145,11 @@ test: install browser office axe fonts web-vendor
 
 # The suite runs in PYTEST_WORKERS processes (pytest-xdist); each test file stays in one worker (loadfile), so
 # a module's fixtures (an ingested corpus, an index) are built once. PYTEST_WORKERS=0 runs it in one process.
+# A worker that crashes is not replaced: the run ends failed at once, naming the test, where a replacement under
+# loadfile can wait forever for work (pytest-xdist#784; a SIGSEGV so held CI until its 90 minutes ran out).
 PYTEST_WORKERS ?= 2
 pytest: install
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --max-worker-restart 0
 
 # Fetches and compiles the engines without starting them (make test does it when needed).
 engines: install

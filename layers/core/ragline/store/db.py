@@ -227,9 +227,11 @@ class Database:
         self._depth = 0
         self._owner: int | None = None  # the thread inside a transaction (or a snapshot) of the shared connection
         # Idle read connections (one per concurrent reader, made on demand); ":memory:" has one connection only.
+        # One in use is closed when its statement is done, never under it: closing a connection another thread steps
+        # a statement on crashes the interpreter (a read still running in a worker thread when its store is closed).
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
-        self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._closed = False
         self._snapshot_lock = threading.Lock()
         self._snapshot_conn: sqlite3.Connection | None = None
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -282,12 +284,20 @@ class Database:
             self._conn.execute("COMMIT")
 
     def _reader_connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA busy_timeout=10000")
-        with self._readers_lock:  # not the writer's lock: a reader is made while a transaction is open
-            self._all_readers.append(conn)
         return conn
+
+    def _put_back(self, conn: sqlite3.Connection) -> None:
+        """An idle reader rejoins the pool, or is closed if the database was closed while it read."""
+        with self._readers_lock:  # not the writer's lock: a reader is returned while a transaction is open
+            if not self._closed:
+                self._readers.put(conn)
+                return
+        conn.close()
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -309,7 +319,7 @@ class Database:
         finally:
             if conn.in_transaction:  # an error left its read open: it would pin the WAL
                 conn.execute("ROLLBACK")
-            self._readers.put(conn)
+            self._put_back(conn)
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection | None]:
@@ -391,8 +401,18 @@ class Database:
                 self._conn.execute("DETACH DATABASE older")
 
     def close(self) -> None:
-        """Close the connections; the object is unusable after."""
-        with self._lock, self._readers_lock:
-            for conn in self._all_readers:
-                conn.close()
+        """Close the connections; the object is unusable after (its reads and writes raise ProgrammingError).
+
+        Waits for a running snapshot and the write transaction; a read running on a pooled reader ends first and its
+        connection is closed as it is put back.
+        """
+        with self._snapshot_lock, self._lock, self._readers_lock:
+            self._closed = True
+            while True:
+                try:
+                    self._readers.get_nowait().close()
+                except queue.Empty:
+                    break
+            if self._snapshot_conn is not None:
+                self._snapshot_conn.close()
             self._conn.close()

@@ -1,5 +1,7 @@
 """The embedded database: reads answer from the last committed state while a writer holds its transaction."""
 
+import subprocess
+import sys
 import threading
 
 from ragline.store.db import Database
@@ -71,3 +73,65 @@ def test_a_rolled_back_write_is_never_read(tmp_path):
         pass
     assert db.query("SELECT id FROM tenants") == []
     db.close()
+
+
+# Threads read (pooled readers, a snapshot) while the database is closed under them: the in-flight statements end
+# normally and the next ones raise ProgrammingError. A connection closed while another thread stepped a statement on
+# it crashed the interpreter (a clean clone's suite lost a worker to SIGSEGV in query_one: a background enrichment
+# still read when its test closed the store). In a subprocess, so a crash is this test's failure, not the worker's.
+_CLOSE_WHILE_READING = r"""
+import sqlite3, sys, threading
+from ragline.store.db import Database
+
+SLOW = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 30000) SELECT count(*) AS n FROM c"
+outcomes = []
+for round_ in range(12):
+    db = Database(f"{sys.argv[1]}/r{round_}.db")
+    read_once = [threading.Event() for _ in range(4)]
+
+    def read(index):
+        done = 0
+        try:
+            while True:
+                if index == 3:
+                    with db.snapshot() as conn:
+                        assert conn.execute(SLOW).fetchone()["n"] == 30000
+                elif index == 2:
+                    assert db.query(SLOW)[0]["n"] == 30000
+                else:
+                    assert db.query_one(SLOW)["n"] == 30000
+                done += 1
+                read_once[index].set()
+        except sqlite3.ProgrammingError as error:
+            outcomes.append(("closed", done, str(error)))
+        except BaseException as error:
+            outcomes.append(("other", done, repr(error)))
+            read_once[index].set()
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for event in read_once:
+        assert event.wait(60)
+    db.close()
+    for thread in threads:
+        thread.join(60)
+        assert not thread.is_alive()
+for kind, done, message in outcomes:
+    print(kind, done, message)
+"""
+
+
+def test_closing_the_database_while_threads_read_ends_their_reads_cleanly(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", _CLOSE_WHILE_READING, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert len(lines) == 12 * 4
+    assert all(line.startswith("closed ") for line in lines), lines
+    assert all(int(line.split()[1]) >= 1 for line in lines)
