@@ -651,13 +651,15 @@ class Container:
 
     def _graph_worker(self) -> AsyncWorker:
         if self.graph_worker is None:
-            self.graph_worker = AsyncWorker("ragline-graph")
+            self.graph_worker = AsyncWorker("ragline-graph", on_stop=self.models.release_loop)
         return self.graph_worker
 
     def _enrichment_worker(self) -> AsyncWorker:
         if self.enrichment_worker is None:
             self.enrichment_worker = AsyncWorker(
-                "ragline-enrichment", concurrency=self.config.ingestion.enrichment.documents_at_once
+                "ragline-enrichment",
+                concurrency=self.config.ingestion.enrichment.documents_at_once,
+                on_stop=self.models.release_loop,
             )
         return self.enrichment_worker
 

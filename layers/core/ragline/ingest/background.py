@@ -248,9 +248,21 @@ class AsyncWorker:
     to the server's; at most ``concurrency`` of the submitted coroutines run at once, the others wait their turn.
     """
 
-    def __init__(self, name: str, *, concurrency: int = 1, threads: int = 2) -> None:
-        """A worker named ``name`` (its thread's and its pool's name); started by the first :meth:`submit`."""
+    def __init__(
+        self,
+        name: str,
+        *,
+        concurrency: int = 1,
+        threads: int = 2,
+        on_stop: Callable[[], Coroutine[Any, Any, Any]] | None = None,
+    ) -> None:
+        """A worker named ``name`` (its thread's and its pool's name); started by the first :meth:`submit`.
+
+        ``on_stop`` runs on the loop as it stops, once the work has ended: it closes what the work bound to the loop
+        (the models' connection pools).
+        """
         self._name = name
+        self._on_stop = on_stop
         self._concurrency = max(1, concurrency)
         self._threads = max(1, threads)
         self._lock = threading.Lock()
@@ -259,38 +271,38 @@ class AsyncWorker:
         self._semaphore: asyncio.Semaphore | None = None
         self._pending: set[concurrent.futures.Future[Any]] = set()
 
-    def _start(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                loop.set_default_executor(
-                    concurrent.futures.ThreadPoolExecutor(self._threads, thread_name_prefix=f"{self._name}-io")
-                )
-                ready = threading.Event()
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        """This worker's loop, started on first use (or again after a stop); called under ``self._lock``."""
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            loop.set_default_executor(
+                concurrent.futures.ThreadPoolExecutor(self._threads, thread_name_prefix=f"{self._name}-io")
+            )
+            ready = threading.Event()
 
-                def run() -> None:
-                    asyncio.set_event_loop(loop)
-                    self._semaphore = asyncio.Semaphore(self._concurrency)
-                    loop.call_soon(ready.set)
-                    loop.run_forever()
+            def run() -> None:
+                asyncio.set_event_loop(loop)
+                self._semaphore = asyncio.Semaphore(self._concurrency)
+                loop.call_soon(ready.set)
+                loop.run_forever()
 
-                self._thread = threading.Thread(target=run, name=self._name, daemon=True)
-                self._thread.start()
-                ready.wait()
-                self._loop = loop
-            return self._loop
+            self._thread = threading.Thread(target=run, name=self._name, daemon=True)
+            self._thread.start()
+            ready.wait()
+            self._loop = loop
+        return self._loop
 
     def submit(self, work: Callable[[], Coroutine[Any, Any, Any]]) -> concurrent.futures.Future[Any]:
         """Run the coroutine ``work()`` makes on this worker's loop; the future holds its outcome."""
-        loop = self._start()
 
         async def limited() -> Any:
             assert self._semaphore is not None
             async with self._semaphore:
                 return await work()
 
-        future = asyncio.run_coroutine_threadsafe(limited(), loop)
+        # Under the lock, so a stop sees this work: its task is made on the loop before the stop's drain runs there.
         with self._lock:
+            future = asyncio.run_coroutine_threadsafe(limited(), self._running_loop())
             self._pending.add(future)
         future.add_done_callback(self._done)
         return future
@@ -308,19 +320,39 @@ class AsyncWorker:
             return not self._pending
 
     def stop(self, timeout: float = 5.0) -> bool:
-        """Cancel what is running or waiting, then stop the loop; True once its thread ended within ``timeout``."""
+        """Cancel what is running or waiting, then stop the loop; True once its thread ended within ``timeout``.
+
+        The tasks are cancelled on the loop and awaited there before it stops, so each one ends (its ``finally`` runs)
+        rather than being dropped pending; the loop and its pool are closed once its thread has ended.
+        """
         with self._lock:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
             pending = list(self._pending)
         if loop is None or thread is None:
             return True
+        if not thread.is_alive():
+            loop.close()
+            return True
         for future in pending:
-            future.cancel()  # cancels the task on its loop
+            future.cancel()  # whoever waits on one learns at once; its task is cancelled below
 
-        def halt() -> None:
-            loop.stop()
+        async def drain() -> None:
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            try:
+                if self._on_stop is not None:
+                    await self._on_stop()
+            except Exception:
+                logger.exception("closing the background loop's resources failed", extra={"worker": self._name})
+            finally:
+                asyncio.get_running_loop().stop()
 
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(halt)
+        with contextlib.suppress(RuntimeError):  # the loop already closed
+            asyncio.run_coroutine_threadsafe(drain(), loop)
         thread.join(timeout)
-        return not thread.is_alive()
+        if thread.is_alive():
+            return False
+        loop.close()  # shuts its pool down too
+        return True
