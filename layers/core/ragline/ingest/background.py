@@ -271,9 +271,9 @@ class AsyncWorker:
         self._semaphore: asyncio.Semaphore | None = None
         self._pending: set[concurrent.futures.Future[Any]] = set()
 
-    def _running_loop(self) -> asyncio.AbstractEventLoop:
-        """This worker's loop, started on first use (or again after a stop); called under ``self._lock``."""
-        if self._loop is None:
+    def _running_loop(self) -> tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]:
+        """This worker's loop and its turn-taking, started on first use (or again after a stop); under ``self._lock``."""
+        if self._loop is None or self._semaphore is None:
             loop = asyncio.new_event_loop()
             loop.set_default_executor(
                 concurrent.futures.ThreadPoolExecutor(self._threads, thread_name_prefix=f"{self._name}-io")
@@ -282,27 +282,46 @@ class AsyncWorker:
 
             def run() -> None:
                 asyncio.set_event_loop(loop)
-                self._semaphore = asyncio.Semaphore(self._concurrency)
                 loop.call_soon(ready.set)
-                loop.run_forever()
+                try:
+                    loop.run_forever()  # until stop()
+                    loop.run_until_complete(self._wind_down())
+                finally:
+                    loop.close()  # shuts its pool down too; here, as a stop may have given up waiting
 
             self._thread = threading.Thread(target=run, name=self._name, daemon=True)
             self._thread.start()
             ready.wait()
-            self._loop = loop
-        return self._loop
+            self._loop, self._semaphore = loop, asyncio.Semaphore(self._concurrency)  # one per loop: bound to it
+        return self._loop, self._semaphore
+
+    async def _wind_down(self) -> None:
+        """On the loop as it stops: its tasks cancelled together and awaited, then ``on_stop``.
+
+        Together, so none waiting its turn starts in the slot another's cancellation frees; awaited, so each one ends
+        (its ``finally`` runs, whoever waits on it is told) rather than being dropped pending when the loop closes.
+        """
+        tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._on_stop is not None:
+            try:
+                await self._on_stop()
+            except Exception:
+                logger.exception("closing the background loop's resources failed", extra={"worker": self._name})
 
     def submit(self, work: Callable[[], Coroutine[Any, Any, Any]]) -> concurrent.futures.Future[Any]:
         """Run the coroutine ``work()`` makes on this worker's loop; the future holds its outcome."""
-
-        async def limited() -> Any:
-            assert self._semaphore is not None
-            async with self._semaphore:
-                return await work()
-
-        # Under the lock, so a stop sees this work: its task is made on the loop before the stop's drain runs there.
+        # Under the lock, so a stop sees this work: its task is made on the loop before the loop stops.
         with self._lock:
-            future = asyncio.run_coroutine_threadsafe(limited(), self._running_loop())
+            loop, semaphore = self._running_loop()
+
+            async def limited() -> Any:
+                async with semaphore:
+                    return await work()
+
+            future = asyncio.run_coroutine_threadsafe(limited(), loop)
             self._pending.add(future)
         future.add_done_callback(self._done)
         return future
@@ -322,37 +341,18 @@ class AsyncWorker:
     def stop(self, timeout: float = 5.0) -> bool:
         """Cancel what is running or waiting, then stop the loop; True once its thread ended within ``timeout``.
 
-        The tasks are cancelled on the loop and awaited there before it stops, so each one ends (its ``finally`` runs)
-        rather than being dropped pending; the loop and its pool are closed once its thread has ended.
+        The loop's thread winds its work down (:meth:`_wind_down`) and closes the loop and its pool.
         """
         with self._lock:
-            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+            loop, thread, self._loop, self._thread, self._semaphore = self._loop, self._thread, None, None, None
             pending = list(self._pending)
         if loop is None or thread is None:
             return True
-        if not thread.is_alive():
-            loop.close()
-            return True
-        for future in pending:
-            future.cancel()  # whoever waits on one learns at once; its task is cancelled below
-
-        async def drain() -> None:
-            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            try:
-                if self._on_stop is not None:
-                    await self._on_stop()
-            except Exception:
-                logger.exception("closing the background loop's resources failed", extra={"worker": self._name})
-            finally:
-                asyncio.get_running_loop().stop()
-
         with contextlib.suppress(RuntimeError):  # the loop already closed
-            asyncio.run_coroutine_threadsafe(drain(), loop)
+            loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout)
-        if thread.is_alive():
+        if thread.is_alive():  # a task ignores its cancellation: whoever waits on one is told all the same
+            for future in pending:
+                future.cancel()
             return False
-        loop.close()  # shuts its pool down too
         return True

@@ -55,14 +55,37 @@ def test_stop_cancels_work_under_way_and_work_waiting_its_turn():
         second_started.set()
 
     running = worker.submit(forever)
-    waiting = worker.submit(second)
+    waiting = [worker.submit(second) for _ in range(5)]
     assert started.wait(30)
     assert worker.stop()
     assert cleaned_up.is_set()
     assert running.cancelled()
-    assert waiting.cancelled()
+    # Cancelled together: none takes the slot the first one's cancellation frees (one at a time, from outside the
+    # loop, the next in line could start and finish before its own cancellation arrived).
+    assert [future.cancelled() for future in waiting] == [True] * 5
     assert not second_started.is_set()
     assert worker.idle
+
+
+def test_stop_gives_up_after_its_timeout_on_work_that_ignores_cancellation_and_cancels_its_future():
+    worker = AsyncWorker("test-worker")
+    started, release = threading.Event(), threading.Event()
+
+    async def stubborn() -> None:
+        started.set()
+        while not release.is_set():
+            try:
+                await asyncio.sleep(0.01)
+            except asyncio.CancelledError:
+                continue
+
+    future = worker.submit(stubborn)
+    assert started.wait(30)
+    try:
+        assert not worker.stop(timeout=0.2)
+        assert future.cancelled()
+    finally:
+        release.set()  # the loop then stops on its own: the stop's drain still awaits the work
 
 
 def test_work_submitted_while_the_worker_stops_ends_without_a_coroutine_left_unawaited(caplog):
