@@ -20,13 +20,16 @@ def test_work_runs_on_the_workers_loop_at_most_concurrency_at_once():
     worker = AsyncWorker("test-worker", concurrency=2)
     running, most = 0, 0
     lock = threading.Lock()
+    two_running = asyncio.Event()  # binds to the worker's loop on first use
 
     async def work(n: int) -> int:
         nonlocal running, most
         with lock:
             running += 1
             most = max(most, running)
-        await asyncio.sleep(0.01)
+            if running == 2:
+                two_running.set()
+        await two_running.wait()  # the first holds its turn until a second runs beside it
         with lock:
             running -= 1
         return n * n
@@ -72,12 +75,15 @@ def test_stop_gives_up_after_its_timeout_on_work_that_ignores_cancellation_and_c
     started, release = threading.Event(), threading.Event()
 
     async def stubborn() -> None:
+        # A future of the loop's pool, not a task: the stop's wind-down does not cancel it.
+        released = asyncio.get_running_loop().run_in_executor(None, release.wait)
         started.set()
-        while not release.is_set():
+        while True:
             try:
-                await asyncio.sleep(0.01)
+                await asyncio.shield(released)
+                return
             except asyncio.CancelledError:
-                continue
+                continue  # ignores its cancellation until released
 
     future = worker.submit(stubborn)
     assert started.wait(30)
@@ -85,7 +91,7 @@ def test_stop_gives_up_after_its_timeout_on_work_that_ignores_cancellation_and_c
         assert not worker.stop(timeout=0.2)
         assert future.cancelled()
     finally:
-        release.set()  # the loop then stops on its own: the stop's drain still awaits the work
+        release.set()  # the work then ends, and the loop's thread closes the loop
 
 
 def test_work_submitted_while_the_worker_stops_ends_without_a_coroutine_left_unawaited(caplog):
@@ -93,7 +99,7 @@ def test_work_submitted_while_the_worker_stops_ends_without_a_coroutine_left_una
     futures: list[concurrent.futures.Future] = []
 
     async def work() -> None:
-        await asyncio.sleep(0)
+        pass
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
