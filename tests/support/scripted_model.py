@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
+
+from tests.support.streaming import ClosingStreamingResponse
 
 
 @dataclass
@@ -233,6 +235,6 @@ class ScriptedModel:
                     if not received.completed and script.break_after is None and not received.break_now:
                         received.closed_early_at = time.monotonic()
 
-            return StreamingResponse(stream(), media_type="text/event-stream")
+            return ClosingStreamingResponse(stream(), media_type="text/event-stream")
 
         return app

@@ -16,8 +16,10 @@ from pathlib import Path
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
+
+from tests.support.streaming import ClosingStreamingResponse
 
 # Hop-by-hop headers (RFC 9110 §7.6.1) and those the proxy sets itself: never forwarded either way.
 _NOT_FORWARDED = {b"host", b"connection", b"keep-alive", b"transfer-encoding", b"content-length", b"upgrade", b"te"}
@@ -51,7 +53,7 @@ def web_app_front(dist: Path, api_url: str) -> Starlette:
             finally:
                 await reply.aclose()
 
-        response = StreamingResponse(body(), status_code=reply.status_code)
+        response = ClosingStreamingResponse(body(), status_code=reply.status_code)
         # As sent (a repeated header such as Set-Cookie stays repeated); the length is the server's to set.
         response.raw_headers = list(_forwarded(reply.headers.raw))
         return response

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from ragline.web.fetch import (
     WEB_FETCH_TEXT_LIMIT_BYTES,
@@ -29,6 +29,7 @@ from ragline.web.fetch import (
     safe_fetch,
 )
 from tests.support.servers import ServerThread
+from tests.support.streaming import ClosingStreamingResponse
 
 TEN_MB = 10 * 1024 * 1024
 STREAM_CHUNK = 64 * 1024
@@ -101,7 +102,7 @@ class Site:
                 yield b"x"
                 await asyncio.sleep(0.1)
 
-        return StreamingResponse(body(), media_type="text/plain")
+        return ClosingStreamingResponse(body(), media_type="text/plain")
 
     async def big(self) -> Response:
         self.stream_sent = 0
@@ -118,7 +119,7 @@ class Site:
             finally:
                 self.stream_done.set()
 
-        return StreamingResponse(body(), media_type="text/plain")
+        return ClosingStreamingResponse(body(), media_type="text/plain")
 
     async def redirect(self, to: str, status: int = 302) -> Response:
         return RedirectResponse(to, status_code=status)
