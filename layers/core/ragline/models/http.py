@@ -11,13 +11,16 @@ import random
 
 import httpx
 
-__all__ = ["MAX_RETRIES", "LoopClients", "retry_delay", "retryable"]
+__all__ = ["CONNECTION_LIMITS", "MAX_RETRIES", "LoopClients", "retry_delay", "retryable"]
 
 # The OpenAI SDK's retry policy: two retries on these statuses and on a failed connection, 0.5 s doubling to 8 s
 # with jitter, or the server's Retry-After up to a minute.
 _RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 MAX_RETRIES = 2
 _MAX_RETRY_AFTER_S = 60.0
+# The OpenAI SDK's pool: as many idle connections kept as answers stream at once on a busy server (httpx keeps 20:
+# with 50 answers streaming, 30 connections were closed after each answer and made anew for the next).
+CONNECTION_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
 
 
 def retryable(status: int) -> bool:
@@ -61,7 +64,10 @@ class LoopClients:
         if entry is None or entry[0] is not loop:
             self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
             client = httpx.AsyncClient(
-                headers=self._headers, timeout=httpx.Timeout(self._timeout), transport=self._transport
+                headers=self._headers,
+                timeout=httpx.Timeout(self._timeout),
+                transport=self._transport,
+                limits=CONNECTION_LIMITS,
             )
             entry = (loop, client)
             self._clients[id(loop)] = entry

@@ -57,6 +57,30 @@ def _choices(line: str) -> list[dict[str, Any]] | None:
     return [c for c in choices if isinstance(c, dict)]
 
 
+# After [DONE], at most this much more of a body is read, for at most this long, so that its connection serves the
+# next answer.
+_AFTER_DONE_MAX_BYTES = 64 * 1024
+_AFTER_DONE_MAX_S = 1.0
+
+
+async def _read_to_end(pieces: AsyncIterator[bytes]) -> None:
+    """Read what follows [DONE] (normally only the chunked body's last, empty chunk) to the body's end.
+
+    A response closed before its body ended takes its connection with it: every answer had opened a new one (a TLS
+    handshake each, with a hosted model). Read to the end, the connection goes back to the pool. A server that goes
+    on sending past the limits, holds the body open, or fails, only loses its connection.
+    """
+    left = _AFTER_DONE_MAX_BYTES
+    try:
+        async with asyncio.timeout(_AFTER_DONE_MAX_S):
+            async for piece in pieces:
+                left -= len(piece)
+                if left < 0:
+                    return
+    except (TimeoutError, httpx.HTTPError):
+        return
+
+
 class _LineSplitter:
     """The complete lines of an SSE body fed in network pieces, cut on CRLF, LF or a lone CR as the SSE spec says.
 
@@ -153,6 +177,7 @@ class OpenAICompatibleChatModel:
             pieces = response.aiter_bytes()  # not aiter_raw: a gzip or deflate body is decoded here
             splitter = _LineSplitter()
             ended = False
+            done = False  # [DONE] came: what follows is at most the body's end
             while not ended:
                 try:
                     lines = splitter.feed(await anext(pieces))
@@ -164,7 +189,7 @@ class OpenAICompatibleChatModel:
                 for line in lines:
                     choices = _choices(line)
                     if choices is None:
-                        ended = True
+                        ended = done = True
                         break
                     for choice in choices:
                         delta = choice.get("delta") or {}
@@ -175,6 +200,8 @@ class OpenAICompatibleChatModel:
                             yield ChatChunk("answer", delta["content"])
                         if choice.get("finish_reason"):
                             finish = choice["finish_reason"]
+            if done:
+                await _read_to_end(pieces)
         yield ChatChunk("end", finish_reason=finish)
 
     async def chat(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:

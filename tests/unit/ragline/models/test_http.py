@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import httpx
+from fastapi import FastAPI, Request
+from fastapi.responses import StreamingResponse
 
+from ragline.models.base import ChatMessage
 from ragline.models.http import LoopClients, retry_delay, retryable
+from ragline.models.openai_compatible import OpenAICompatibleChatModel
+from ragline.types import ChatOptions
+from tests.support.servers import ServerThread
 
 
 def test_one_client_per_loop_kept_for_that_loop_and_closed_on_release() -> None:
@@ -53,3 +60,54 @@ def test_retry_delay_takes_a_sane_retry_after_else_backs_off() -> None:
         for headers in ({"retry-after": "3600"}, {"retry-after": "soon"}, {}):
             assert 0.75 * ceiling <= retry_delay(attempt, reply(**headers)) <= ceiling
     assert 0.375 <= retry_delay(0, None) <= 0.5
+
+
+def test_fifty_answers_at_once_keep_their_connections_for_the_next_fifty() -> None:
+    """The pool keeps as many idle connections as answers stream at once (the OpenAI SDK's 100): with httpx's
+    default of 20, 30 of 50 connections were closed after each answer and the next 30 turns connected anew (a TLS
+    handshake each, with a hosted model), on the loop that serves every stream."""
+    at_once = 50
+    app = FastAPI()
+    ports: list[int] = []
+    arrived: dict[int, asyncio.Event] = {}
+
+    @app.post("/v1/chat/completions")
+    async def completions(request: Request) -> StreamingResponse:
+        assert request.client is not None
+        ports.append(request.client.port)
+        # Every answer of a round is open before any ends: the round's connections are all in use at once.
+        round_ = (len(ports) - 1) // at_once
+        everyone = arrived.setdefault(round_, asyncio.Event())
+        if len(ports) % at_once == 0:
+            everyone.set()
+        await everyone.wait()
+
+        async def body() -> AsyncIterator[str]:
+            yield 'data: {"choices": [{"index": 0, "delta": {"content": "ok"}}]}\n\n'
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    server = ServerThread(app).start()
+    try:
+        model = OpenAICompatibleChatModel(f"{server.url}/v1", "scripted")
+
+        async def answer() -> str:
+            parts = []
+            async for chunk in model.chat_stream([ChatMessage(role="user", content="hi")], ChatOptions()):
+                parts.append(chunk.content)
+            return "".join(parts)
+
+        async def two_rounds() -> list[str]:
+            answers = []
+            for _ in range(2):
+                answers += await asyncio.gather(*(answer() for _ in range(at_once)))
+            await model.release_loop()
+            return answers
+
+        answers = asyncio.run(two_rounds())
+    finally:
+        server.stop()
+    assert answers == ["ok"] * (2 * at_once)
+    assert len(ports) == 2 * at_once
+    assert len(set(ports)) == at_once  # the second round reused every connection of the first

@@ -195,3 +195,46 @@ def test_a_reader_that_stops_early_closes_the_http_stream() -> None:
 
     assert asyncio.run(first_only()) == ChatChunk("answer", "one")
     assert bodies[0].closed
+
+
+class BodyHeldOpen(Body):
+    """Sends its pieces, then neither sends nor ends (a proxy holding the body open after [DONE])."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+        await asyncio.Event().wait()
+
+
+class EndlessBody(Body):
+    """Sends its pieces, then goes on sending comment lines forever."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        super().__init__(pieces)
+        self.sent_after = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+        while True:
+            self.sent_after += 1
+            yield b": still here\n" * 100
+
+
+def test_what_follows_done_is_read_to_the_body_end_within_bounds() -> None:
+    """After [DONE] the body is read to its end, so its connection serves the next answer; a body held open or
+    endless is given up on (its connection closed) and the answer still ends."""
+    pieces = [event({"content": "whole"}, "stop") + b"\n\ndata: [DONE]\n\n"]
+    expected = answer("whole", finish="stop")
+    for make in (Body, BodyHeldOpen, EndlessBody):
+        body = make(list(pieces))
+        model = model_serving(lambda body=body: body)
+
+        async def run(model: OpenAICompatibleChatModel = model) -> list[ChatChunk]:
+            # A backstop, not a measure: without a bound the held-open body never ends.
+            return await asyncio.wait_for(read(model), timeout=30)
+
+        assert asyncio.run(run()) == expected, make.__name__
+        assert body.closed, make.__name__
+        if isinstance(body, EndlessBody):
+            assert 0 < body.sent_after * 1300 <= 64 * 1024 + 1300  # read up to the limit, not forever
