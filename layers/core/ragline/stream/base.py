@@ -27,6 +27,14 @@ class StreamManager(ABC):
     async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:
         """Events with ``seq >= from_offset`` in order."""
 
+    def recent_events(self, key: str, from_offset: int) -> list[StreamEvent] | None:
+        """Events from ``from_offset`` that this process appended and still holds in memory, or None: read the log.
+
+        For live readers, which ask for what was just appended: an answer is the start of what ``get_events``
+        returns (another process may have appended after it), never a different event.
+        """
+        return None
+
     async def wait_for_append(self, key: str, after_seq: int, timeout: float) -> bool:
         """Wait until an event with ``seq > after_seq`` may exist, at most ``timeout`` seconds.
 

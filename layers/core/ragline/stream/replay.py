@@ -94,7 +94,7 @@ async def follow(
     while True:
         if deadline is not None and time.monotonic() >= deadline:
             return
-        events = await manager.get_events(key, next_seq)
+        events = manager.recent_events(key, next_seq) or await manager.get_events(key, next_seq)
         if events:
             wait = min_wait_s
             for event in coalesce(events) if coalesce_replay else events:

@@ -23,6 +23,10 @@ from ragline.types.stream import TERMINAL_TYPES
 
 _T = TypeVar("_T")
 
+# The last events this process appended to each of the logs it wrote last, kept for their live readers.
+_TAIL_EVENTS = 32
+_TAIL_KEYS = 256
+
 
 class SqliteStreamManager(StreamManager):
     """``(stream_key, seq)`` is the primary key, so two writers can never take the same offset."""
@@ -35,6 +39,9 @@ class SqliteStreamManager(StreamManager):
         self._seq_lock = threading.Lock()
         # One thread: the log's statements keep their order, and none runs on an event loop.
         self._io = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragline-log")
+        # key -> (seq of the first event, the last events appended here, contiguous). Written on the log's thread,
+        # each entry replaced whole, so a reader on another thread sees either the old tail or the new one.
+        self._tails: dict[str, tuple[int, tuple[StreamEvent, ...]]] = {}
 
     async def _off_loop(self, call: Callable[..., _T], *args: Any) -> _T:
         context = contextvars.copy_context()
@@ -65,7 +72,33 @@ class SqliteStreamManager(StreamManager):
             self._next_seq[key] = seq + 1
             if len(self._next_seq) > 10_000:
                 self._next_seq.clear()
+            self._keep(key, stored)
         return stored
+
+    def _keep(self, key: str, stored: StreamEvent) -> None:
+        """Remember ``stored`` in its log's tail (on the log's thread, after its insert committed)."""
+        tail = self._tails.get(key)
+        if tail is not None and tail[0] + len(tail[1]) == stored.seq:
+            first, events = tail
+            if len(events) >= _TAIL_EVENTS:
+                first, events = first + 1, events[1:]
+            self._tails[key] = (first, (*events, stored))
+            return
+        # A first event here, or one after another process's appends: the tail starts again at it.
+        self._tails.pop(key, None)
+        if len(self._tails) >= _TAIL_KEYS:
+            self._tails.pop(next(iter(self._tails)))
+        self._tails[key] = (stored.seq, (stored,))
+
+    def recent_events(self, key: str, from_offset: int) -> list[StreamEvent] | None:
+        """The events from ``from_offset`` in the log's tail kept here; None when it does not hold that offset."""
+        tail = self._tails.get(key)
+        if tail is None:
+            return None
+        first, events = tail
+        if not first <= from_offset < first + len(events):
+            return None
+        return list(events[from_offset - first :])
 
     async def append_if_open(self, key: str, event: StreamEvent) -> StreamEvent | None:
         """Check for a terminal event and insert in one write transaction; None when the log has ended."""
@@ -90,6 +123,7 @@ class SqliteStreamManager(StreamManager):
                 (key, seq, stored.model_dump_json(exclude={"seq"})),
             )
             self._next_seq[key] = seq + 1
+        self._keep(key, stored)
         return stored
 
     async def get_events(self, key: str, from_offset: int = 0) -> list[StreamEvent]:

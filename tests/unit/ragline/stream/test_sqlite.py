@@ -1,4 +1,5 @@
 import asyncio
+import threading
 
 from ragline.store.db import Database
 from ragline.stream.sqlite import SqliteStreamManager
@@ -96,3 +97,75 @@ def test_two_managers_concurrently_from_threads(tmp_path):
     # each writer's own events keep their order
     assert results[0] == sorted(results[0])
     assert results[1] == sorted(results[1])
+
+
+def test_a_live_reader_is_served_while_the_logs_thread_is_busy(tmp_path):
+    """What this process just appended reaches its followers from memory: a reader never queues behind the appends
+    of every other turn on the log's one thread (50 answers streaming: a read and an append per frame each)."""
+    from ragline.stream.replay import follow
+
+    database = Database(tmp_path / "log.db")
+    manager = SqliteStreamManager(database)
+    gate = threading.Event()
+
+    async def scenario() -> list[str]:
+        for i in range(2):
+            await manager.append_event(KEY, event(i))
+        reader = follow(manager, KEY, 0, coalesce_replay=False)
+        seen = [(await anext(reader)).id, (await anext(reader)).id]
+        await manager.append_event(KEY, event(2))
+        busy = asyncio.get_running_loop().run_in_executor(manager._io, gate.wait)  # the log's thread, held
+        try:
+            # A backstop, not a measure: read from the log, the event would wait for the thread until released.
+            seen.append((await asyncio.wait_for(anext(reader), timeout=30)).id)
+        finally:
+            gate.set()
+            await busy
+        await reader.aclose()
+        return seen
+
+    try:
+        assert asyncio.run(scenario()) == ["e0", "e1", "e2"]
+    finally:
+        gate.set()
+        database.close()
+
+
+def test_followers_get_every_event_whether_in_memory_or_not(tmp_path):
+    """A reader far behind the memory's tail, and one following appends that another process made, read the log;
+    every follower sees every event once, in order, whoever wrote it."""
+    from ragline.stream.replay import follow
+
+    path = tmp_path / "shared.db"
+    db_a, db_b = Database(path), Database(path)
+    a, b = SqliteStreamManager(db_a), SqliteStreamManager(db_b)
+    writers = "a" * 150 + "bb" + "a" * 3 + "b"
+
+    async def scenario() -> tuple[list[int], list[int], list[str]]:
+        for i, who in enumerate(writers[:-1]):
+            await (a if who == "a" else b).append_event(KEY, event(i))
+        from_start = [e.seq async for e in _until(follow(a, KEY, 0, coalesce_replay=False), len(writers) - 1)]
+        live = follow(a, KEY, 151, coalesce_replay=False)
+        live_seen = [(await anext(live)).seq for _ in range(len(writers) - 1 - 151)]
+        await b.append_event(KEY, event(len(writers) - 1, type=ResponseType.COMPLETE, done=True))
+        live_seen.append((await anext(live)).seq)  # b's append: a does not hear of it, it polls the log
+        ids = [e.id for e in await a.get_events(KEY)]
+        return from_start, live_seen, ids
+
+    try:
+        from_start, live_seen, ids = asyncio.run(scenario())
+    finally:
+        db_a.close()
+        db_b.close()
+    assert from_start == list(range(len(writers) - 1))
+    assert live_seen == list(range(151, len(writers)))
+    assert ids == [f"e{i}" for i in range(len(writers))]
+
+
+async def _until(events, count):
+    taken = 0
+    async for item in events:
+        yield item
+        taken += 1
+        if taken == count:
+            return
