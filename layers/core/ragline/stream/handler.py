@@ -15,7 +15,7 @@ from ragline.event.cancel import CancelToken
 from ragline.stream.base import StreamManager
 from ragline.stream.config import DEFAULTS
 from ragline.types import ResponseType, StreamEvent
-from ragline.types.stream import COALESCABLE_TYPES
+from ragline.types.stream import COALESCABLE_TYPES, now_ms
 
 RESPONSE_TYPES: dict[BusEventType, ResponseType] = {
     BusEventType.AGENT_QUERY: ResponseType.AGENT_QUERY,
@@ -79,6 +79,15 @@ class StreamHandler:
 
     async def handle(self, bus_event: BusEvent) -> None:
         """Subscriber of the bus: append ``bus_event`` to the log, or buffer it when it is a chunk to coalesce."""
+        if self._joins_pending(bus_event):
+            # Most chunks of an answer: joined to the batch under way, with no log entry made for them and no wait.
+            pending = self._pending
+            assert pending is not None
+            self._pending_parts.append(bus_event.content)
+            self._pending_chars += len(bus_event.content)
+            pending.data.update(bus_event.data)
+            pending.timestamp = now_ms()
+            return
         event = to_stream_event(bus_event)
         async with self._lock:
             # Once stopped, nothing more is written, terminal events included: ``stop`` (appended by whoever
@@ -94,6 +103,23 @@ class StreamHandler:
                 return
             await self._flush()
             await self._append(event)
+
+    def _joins_pending(self, bus_event: BusEvent) -> bool:
+        """Whether ``bus_event`` is the next chunk of the batch under way, which it leaves under its size limit.
+
+        Decided and done without yielding to the loop, so no flush can run in between; anything else takes the lock.
+        """
+        pending = self._pending
+        return (
+            pending is not None
+            and not bus_event.done
+            and bus_event.id == pending.id
+            and RESPONSE_TYPES[bus_event.type] == pending.type
+            and self._pending_chars + len(bus_event.content) < self._max_chars
+            and not self._lock.locked()
+            and not self._finished
+            and not (self._cancel is not None and self._cancel.cancelled)
+        )
 
     async def flush(self) -> None:
         """Append the buffered chunks now (before a terminal event, or when the turn ends)."""
