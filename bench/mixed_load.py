@@ -41,7 +41,8 @@ Printed (figures, not assertions; goals from issue 25 beside them): the readers'
 one stream (receive times; the wait for a stream's first frame is not a gap) p50 / p99 / max, alone and under
 load; knowledge-search latency p50 / p95 idle and under load and the ratio of the p95s; turn latency (the 202
 of the question → its terminal frame) p50 / p95; ``/healthz`` p50 / p99 / max; the server's VmRSS before the load,
-its peak (sampled, and VmHWM) and after; the probes of ``/healthz`` over 1 s and when they were sent (beside the
+its peak (sampled, and VmHWM) and after; the server's CPU (user + system, % of one core) while the readers stream
+alone and under the load, and the scripted model's and the readers' processes' beside it (the same 2 cores); the probes of ``/healthz`` over 1 s and when they were sent (beside the
 large upload's POST); and "nothing lost": every turn ended with exactly one terminal frame
 (and it was the last), every reader's frame ids increased (``jumps``: a frame whose id skips, a coalesced catch-up;
 its text must then still be whole), every reader's answer text arrived whole, every upload reached ``indexed``
@@ -187,6 +188,7 @@ class ModelProcess:
         if not line:
             raise RuntimeError(f"the scripted model did not start (rc={self._proc.wait()})")
         self.url = str(json.loads(line)["url"])
+        self.pid = self._proc.pid
 
     def stop(self) -> None:
         assert self._proc.stdin is not None
@@ -302,6 +304,15 @@ def start_server(repo: Path, tmp: Path, chat_url: str, env: dict[str, str]) -> R
     return process.start(timeout=300)
 
 
+def cpu_s(pid: int) -> float:
+    """A process's CPU time so far (user + system, all its threads), in seconds; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Memory:
     """The server's VmRSS, sampled every 0.2 s in a thread; ``peak`` since the last ``mark``."""
 
@@ -321,6 +332,10 @@ class Memory:
         except FileNotFoundError:
             pass
         return 0.0
+
+    def cpu_s(self) -> float:
+        """The server's CPU time so far (user + system, all its threads), in seconds; 0 once it is gone."""
+        return cpu_s(int(self._path.parent.name))
 
     def mark(self) -> float:
         """The VmRSS now, which becomes the peak to beat."""
@@ -568,7 +583,7 @@ def summary3(values: list[float], q: tuple[int, int]) -> tuple[float, float, flo
     return percentile(values, q[0]), percentile(values, q[1]), max(values)
 
 
-def run_mixed(label: str, repo: Path, model_url: str, args: argparse.Namespace) -> dict[str, Any]:
+def run_mixed(label: str, repo: Path, model_url: str, model_pid: int, args: argparse.Namespace) -> dict[str, Any]:
     """Phases 1-4 on ``repo``'s server; the figures by name."""
     fig: dict[str, Any] = {}
     words = Words(args.seed)
@@ -617,12 +632,20 @@ def run_mixed(label: str, repo: Path, model_url: str, args: argparse.Namespace) 
                         prober.phase = "alone"
                         if readers is not None:
                             readers.expect("ready", timeout=300)
+                        clients = [model_pid, *([readers.pid] if readers is not None else [])]
+                        cpu, started = memory.cpu_s(), time.monotonic()
+                        clients_cpu = sum(cpu_s(pid) for pid in clients)
                         time.sleep(args.alone_s)
+                        took = time.monotonic() - started
+                        fig["cpu_alone"] = 100 * (memory.cpu_s() - cpu) / took
+                        fig["cpu_clients_alone"] = 100 * (sum(cpu_s(pid) for pid in clients) - clients_cpu) / took
                         say(label, f"phase readers alone: end, load {load()}")
                         say(label, f"phase load: start, load {load()}")
                         prober.phase = "load"
                         set_phase(phase_file, "load")
+                        cpu, started = memory.cpu_s(), time.monotonic()
                         outcome = asyncio.run(run_load(process, kb, upload_kb, session, words, large, args))
+                        fig["cpu_load"] = 100 * (memory.cpu_s() - cpu) / (time.monotonic() - started)
                         say(
                             label,
                             f"phase load: end after {outcome.seconds:.0f} s"
@@ -813,6 +836,9 @@ ROWS: list[tuple[str, str, str, int]] = [
     ("/healthz probes over 1 s under load", "healthz_slow", "", 0),
     ("  the slowest (since the load began)", "healthz_worst", "", 0),
     ("  the large upload's POST (since the load began)", "large_post_window", "", 0),
+    ("server CPU, readers alone (% of one core)", "cpu_alone", "", 0),
+    ("server CPU under load (% of one core)", "cpu_load", "", 0),
+    ("model + readers CPU, readers alone (% of one core)", "cpu_clients_alone", "", 0),
     ("server VmRSS before the load (MiB)", "rss_before", "", 0),
     ("server VmRSS peak, sampled (MiB)", "rss_peak", "", 0),
     ("server VmHWM at the end (MiB)", "rss_hwm", "", 0),
@@ -1047,10 +1073,12 @@ def main() -> None:
     columns: list[tuple[str, dict[str, Any]]] = []
     try:
         if args.compare is not None:
-            columns.append(("before", run_mixed("before", args.compare.resolve(), model.url, args)))
-            columns.append(("after", run_mixed("after", args.repo.resolve(), model.url, args)))
+            columns.append(("before", run_mixed("before", args.compare.resolve(), model.url, model.pid, args)))
+            columns.append(("after", run_mixed("after", args.repo.resolve(), model.url, model.pid, args)))
         else:
-            columns.append((args.repo.resolve().name, run_mixed("run", args.repo.resolve(), model.url, args)))
+            columns.append(
+                (args.repo.resolve().name, run_mixed("run", args.repo.resolve(), model.url, model.pid, args))
+            )
     finally:
         model.stop()
     print_report(columns, args)

@@ -169,6 +169,10 @@ class ReaderProcess:
         self._pump = threading.Thread(target=self._read, name="reader-stdout", daemon=True)
         self._pump.start()
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
     def _read(self) -> None:
         assert self._proc.stdout is not None
         for line in self._proc.stdout:
