@@ -31,7 +31,8 @@ class StreamManager(ABC):
         """Events from ``from_offset`` that this process appended and still holds in memory, or None: read the log.
 
         For live readers, which ask for what was just appended: an answer is the start of what ``get_events``
-        returns (another process may have appended after it), never a different event.
+        returns (another process may have appended after it), never a different event; ``[]`` when ``from_offset``
+        is just past the last event this process appended (nothing more was appended here since).
         """
         return None
 

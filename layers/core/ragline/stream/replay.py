@@ -91,10 +91,13 @@ async def follow(
     # A reader already past the end of a finished log would wait forever: nothing more is ever appended.
     if await stream_position(manager, key, start) != StreamPosition.READABLE:
         return
+    polled = True  # the log must be read: no wake-up vouches that nothing was appended since the last read
     while True:
         if deadline is not None and time.monotonic() >= deadline:
             return
-        events = manager.recent_events(key, next_seq) or await manager.get_events(key, next_seq)
+        events = manager.recent_events(key, next_seq)
+        if events is None or (not events and polled):
+            events = await manager.get_events(key, next_seq)
         if events:
             wait = min_wait_s
             for event in coalesce(events) if coalesce_replay else events:
@@ -106,6 +109,8 @@ async def follow(
         if deadline is not None:
             wait = min(wait, max(0.0, deadline - time.monotonic()))
         woken = await manager.wait_for_append(key, next_seq - 1, wait)
+        # Woken, the append is this process's and in memory; after a timeout, another process may have appended.
+        polled = not woken
         if not woken:
             wait = min(max_wait_s, wait * 2)
 

@@ -91,12 +91,12 @@ class SqliteStreamManager(StreamManager):
         self._tails[key] = (stored.seq, (stored,))
 
     def recent_events(self, key: str, from_offset: int) -> list[StreamEvent] | None:
-        """The events from ``from_offset`` in the log's tail kept here; None when it does not hold that offset."""
+        """The events from ``from_offset`` in the log's tail kept here (``[]`` just past its end); None elsewhere."""
         tail = self._tails.get(key)
         if tail is None:
             return None
         first, events = tail
-        if not first <= from_offset < first + len(events):
+        if not first <= from_offset <= first + len(events):
             return None
         return list(events[from_offset - first :])
 

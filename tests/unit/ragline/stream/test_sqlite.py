@@ -169,3 +169,50 @@ async def _until(events, count):
         taken += 1
         if taken == count:
             return
+
+
+class CountingDatabase(Database):
+    """Counts the reads of a log's events (``get_events``)."""
+
+    event_reads = 0
+
+    def query(self, sql, params=()):
+        if "FROM stream_events WHERE stream_key = ? AND seq >=" in sql:
+            self.event_reads += 1
+        return super().query(sql, params)
+
+
+def test_a_live_reader_reads_the_log_once_not_once_per_frame(tmp_path):
+    """Woken by this process's appends, a reader at the head takes them from memory and waits again: the log is read
+    at the start and after a wait that timed out (another process may have appended), not after every frame."""
+    from ragline.stream.replay import follow
+
+    database = CountingDatabase(tmp_path / "log.db")
+    manager = SqliteStreamManager(database)
+    frames = 50
+
+    async def scenario() -> list[str]:
+        await manager.append_event(KEY, event(0))
+        seen: list[str] = []
+        progress = asyncio.Event()
+
+        async def read() -> None:
+            async for item in follow(manager, KEY, 0, coalesce_replay=False, max_wait_s=30, min_wait_s=30):
+                seen.append(item.id)
+                progress.set()
+
+        reader = asyncio.create_task(read())
+        for i in range(1, frames):
+            while len(seen) < i:  # each frame read before the next is appended: the reader is at the head
+                await progress.wait()
+                progress.clear()
+            last = {"type": ResponseType.COMPLETE, "done": True} if i == frames - 1 else {}
+            await manager.append_event(KEY, event(i, **last))
+        await asyncio.wait_for(reader, timeout=30)
+        return seen
+
+    try:
+        assert asyncio.run(scenario()) == [f"e{i}" for i in range(frames)]
+    finally:
+        database.close()
+    assert database.event_reads <= 2
