@@ -9,6 +9,7 @@ terminal event, and the answer's ``done`` is written once.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from ragline.event.bus import BusEvent, BusEventType
 from ragline.event.cancel import CancelToken
@@ -81,18 +82,13 @@ class StreamHandler:
         """Subscriber of the bus: append ``bus_event`` to the log, or buffer it when it is a chunk to coalesce."""
         if self._joins_pending(bus_event):
             # Most chunks of an answer: joined to the batch under way, with no log entry made for them and no wait.
-            pending = self._pending
-            assert pending is not None
-            self._pending_parts.append(bus_event.content)
-            self._pending_chars += len(bus_event.content)
-            pending.data.update(bus_event.data)
-            pending.timestamp = now_ms()
+            self._join(bus_event.content, bus_event.data, now_ms())
             return
         event = to_stream_event(bus_event)
         async with self._lock:
             # Once stopped, nothing more is written, terminal events included: ``stop`` (appended by whoever
             # stopped the turn) must be the last event, never followed by ``complete`` or ``error``.
-            if self._finished or (self._cancel is not None and self._cancel.cancelled):
+            if self._stopped:
                 return
             if event.type == ResponseType.ANSWER and event.done:
                 if event.id in self._done_answers:
@@ -117,9 +113,21 @@ class StreamHandler:
             and RESPONSE_TYPES[bus_event.type] == pending.type
             and self._pending_chars + len(bus_event.content) < self._max_chars
             and not self._lock.locked()
-            and not self._finished
-            and not (self._cancel is not None and self._cancel.cancelled)
+            and not self._stopped
         )
+
+    @property
+    def _stopped(self) -> bool:
+        """A terminal event was appended or the turn was stopped: nothing more is written."""
+        return self._finished or (self._cancel is not None and self._cancel.cancelled)
+
+    def _join(self, content: str, data: dict[str, Any], timestamp: int) -> None:
+        """Add a chunk to the pending batch (same type and id)."""
+        assert self._pending is not None
+        self._pending_parts.append(content)
+        self._pending_chars += len(content)
+        self._pending.data.update(data)
+        self._pending.timestamp = timestamp
 
     async def flush(self) -> None:
         """Append the buffered chunks now (before a terminal event, or when the turn ends)."""
@@ -137,10 +145,7 @@ class StreamHandler:
             self._pending_chars = len(event.content)
             self._timer = asyncio.get_running_loop().call_later(self._delay, self._on_timer)
         else:
-            self._pending_parts.append(event.content)
-            self._pending_chars += len(event.content)
-            pending.data.update(event.data)
-            pending.timestamp = event.timestamp
+            self._join(event.content, event.data, event.timestamp)
         if self._pending_chars >= self._max_chars:
             await self._flush()
 
