@@ -12,7 +12,7 @@ import textwrap
 # before the start had been collected.
 _SCRIPT = textwrap.dedent(
     """
-    import gc, json, threading, time, weakref
+    import gc, json, threading, weakref
     import uvicorn
     from fastapi import FastAPI
     from ragline.server.embedded import DrainingServer
@@ -31,14 +31,19 @@ _SCRIPT = textwrap.dedent(
     async def drain(hurry):
         return None
 
+    serving = threading.Event()
+
+    class Observed(DrainingServer):
+        async def startup(self, sockets=None):
+            await super().startup(sockets)
+            serving.set()
+
     app = FastAPI()
-    server = DrainingServer(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"), drain)
+    server = Observed(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"), drain)
     before = {"frozen": gc.get_freeze_count(), "garbage_alive": garbage_ref() is not None}
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    serving.wait(60)
     after = {
         "started": server.started,
         "frozen": gc.get_freeze_count(),
