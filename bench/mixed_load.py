@@ -317,6 +317,7 @@ class Memory:
     """The server's VmRSS, sampled every 0.2 s in a thread; ``peak`` since the last ``mark``."""
 
     def __init__(self, pid: int) -> None:
+        self._pid = pid
         self._path = Path(f"/proc/{pid}/status")
         self.peak = 0.0
         self.samples = 0
@@ -335,7 +336,7 @@ class Memory:
 
     def cpu_s(self) -> float:
         """The server's CPU time so far (user + system, all its threads), in seconds; 0 once it is gone."""
-        return cpu_s(int(self._path.parent.name))
+        return cpu_s(self._pid)
 
     def mark(self) -> float:
         """The VmRSS now, which becomes the peak to beat."""
