@@ -188,6 +188,10 @@ class IngestionConfig(BaseModel):
     # Full garbage collections wait while documents are accepted or indexed (ragline/ingest/collector.py):
     # each one stalls the API for 100-275 ms when a large document's chunks are alive.
     defer_full_gc: bool = True
+    # Added to the nice value of the threads that accept, index and enrich documents, and of those they start
+    # (Linux; ragline/ingest/priority.py): the streams' event loop and the threads answering searches and turns
+    # come first when the cores are busy. 0: the same priority as the rest.
+    background_nice: int = Field(default=10, ge=0, le=19)
     # Images are read where OCR is installed (ragline/ingest/images.py): image uploads and the pictures in PDF,
     # Word and PowerPoint files become searchable image chunks. Off: image uploads are refused (415) and
     # documents keep their text only. The AWS Lambda layer leaves the OCR library out (too large), so it is off

@@ -6,6 +6,7 @@ The only module that names adapters; everything else receives ports.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import logging
 import time
@@ -27,7 +28,7 @@ from ragline.ingest.removal import KnowledgeRemoval, sweep_orphaned_originals
 from ragline.ingest.reparse import Reparser
 from ragline.ingest.service import IngestService
 from ragline.ingest.tables import TableIngestor
-from ragline.ingest.uploads import UploadFlow
+from ragline.ingest.uploads import UploadFlow, accept_executor
 from ragline.memory.extract import MemoryExtractor
 from ragline.memory.sqlite import SqliteMemoryStore
 from ragline.memory.store import MemoryStore
@@ -485,6 +486,9 @@ class Container:
     # (created on first use), never the server's loop or its thread pool.
     enrichment_worker: AsyncWorker | None = None
     graph_worker: AsyncWorker | None = None
+    # The threads uploads' accept steps run on (parsing, chunking, storing), below the API's priority; made on
+    # first use.
+    accept_executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     @classmethod
     def assemble(
@@ -598,7 +602,10 @@ class Container:
         )
         container.log_db = log_db
         container.indexer = BackgroundIndexer(
-            container.ingest, container.knowledge, slice_chunks=config.ingestion.index_slice_chunks
+            container.ingest,
+            container.knowledge,
+            slice_chunks=config.ingestion.index_slice_chunks,
+            nice=config.ingestion.background_nice,
         )
         return container
 
@@ -621,7 +628,7 @@ class Container:
     @property
     def uploads(self) -> UploadFlow:
         """The sequence every upload route runs after parsing its body (see :class:`UploadFlow`)."""
-        return UploadFlow(self.ingest, self.knowledge, self.settled, self.after_accept)
+        return UploadFlow(self.ingest, self.knowledge, self.settled, self.after_accept, self._accept_executor())
 
     def after_accept(self, kb: KnowledgeBase, document: Document) -> Document:
         """Schedules the graph and the enrichment of a stored document; returns it marked for enrichment.
@@ -649,9 +656,16 @@ class Container:
             enrich(True)
         return marked
 
+    def _accept_executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self.accept_executor is None:
+            self.accept_executor = accept_executor(self.config.ingestion.background_nice)
+        return self.accept_executor
+
     def _graph_worker(self) -> AsyncWorker:
         if self.graph_worker is None:
-            self.graph_worker = AsyncWorker("ragline-graph", on_stop=self.models.release_loop)
+            self.graph_worker = AsyncWorker(
+                "ragline-graph", nice=self.config.ingestion.background_nice, on_stop=self.models.release_loop
+            )
         return self.graph_worker
 
     def _enrichment_worker(self) -> AsyncWorker:
@@ -659,6 +673,7 @@ class Container:
             self.enrichment_worker = AsyncWorker(
                 "ragline-enrichment",
                 concurrency=self.config.ingestion.enrichment.documents_at_once,
+                nice=self.config.ingestion.background_nice,
                 on_stop=self.models.release_loop,
             )
         return self.enrichment_worker
@@ -744,6 +759,8 @@ class Container:
         """Stop indexing and the background work, and close the database."""
         self.stop_indexing()
         self.stop_background()
+        if self.accept_executor is not None:
+            self.accept_executor.shutdown(wait=False, cancel_futures=True)
         for db in (self.db, self.log_db):
             if db is not None:
                 db.close()

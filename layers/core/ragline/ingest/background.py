@@ -32,6 +32,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ragline.ingest.priority import lower_this_thread
 from ragline.ingest.service import IngestCancelled, IngestService
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Document, DocumentStatus
@@ -59,12 +60,16 @@ class BackgroundIndexer:
         idle_scan_s: float = 30.0,
         abandoned_after_s: float = 120.0,
         slice_chunks: int = DEFAULT_SLICE_CHUNKS,
+        nice: int = 0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """An indexer of ``ingest``'s pending documents; a pending document untouched for ``abandoned_after_s`` is taken up again.
 
         One call embeds at most ``slice_chunks`` chunks; a document with more left goes back to the end of the queue.
+        The thread, and the threads it starts (the embedding model's), run ``nice`` steps below the process
+        (:mod:`ragline.ingest.priority`).
         """
+        self._nice = nice
         self._ingest = ingest
         self._knowledge = knowledge
         self._idle_scan_s = idle_scan_s
@@ -178,6 +183,7 @@ class BackgroundIndexer:
 
     # Work -------------------------------------------------------------------------------------------------
     def _run(self) -> None:
+        lower_this_thread(self._nice)
         while not self._stopping.is_set():
             batch = self._next_batch()
             if not batch:
@@ -254,14 +260,17 @@ class AsyncWorker:
         *,
         concurrency: int = 1,
         threads: int = 2,
+        nice: int = 0,
         on_stop: Callable[[], Coroutine[Any, Any, Any]] | None = None,
     ) -> None:
         """A worker named ``name`` (its thread's and its pool's name); started by the first :meth:`submit`.
 
-        ``on_stop`` runs on the loop as it stops, once the work has ended: it closes what the work bound to the loop
-        (the models' connection pools).
+        Its thread and its pool run ``nice`` steps below the process (:mod:`ragline.ingest.priority`). ``on_stop``
+        runs on the loop as it stops, once the work has ended: it closes what the work bound to the loop (the models'
+        connection pools).
         """
         self._name = name
+        self._nice = nice
         self._on_stop = on_stop
         self._concurrency = max(1, concurrency)
         self._threads = max(1, threads)
@@ -281,6 +290,7 @@ class AsyncWorker:
             ready = threading.Event()
 
             def run() -> None:
+                lower_this_thread(self._nice)  # its pool's threads start from this one: they inherit it
                 asyncio.set_event_loop(loop)
                 loop.call_soon(ready.set)
                 try:

@@ -10,11 +10,15 @@ it), turn its refusals into replies, and reply with :func:`document_status_code`
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import contextvars
+import functools
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from ragline.ingest.priority import lower_this_thread
 from ragline.ingest.service import IngestCancelled, IngestResult, IngestService
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Document, DocumentStatus, KnowledgeBase
@@ -71,14 +75,32 @@ async def read_body(request: _Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
-async def accept_off_loop(request: _Request, work: Callable[[threading.Event], T]) -> T:
+def accept_executor(nice: int, threads: int = 4) -> concurrent.futures.ThreadPoolExecutor:
+    """Threads for accept steps, ``nice`` steps below the process's (:mod:`ragline.ingest.priority`)."""
+    return concurrent.futures.ThreadPoolExecutor(
+        threads, thread_name_prefix="ragline-accept", initializer=functools.partial(lower_this_thread, nice)
+    )
+
+
+async def _off_loop(
+    work: Callable[[threading.Event], T], cancel: threading.Event, executor: concurrent.futures.Executor | None
+) -> T:
+    """``work(cancel)`` on ``executor`` (None: the loop's default pool), with the caller's context."""
+    call = functools.partial(contextvars.copy_context().run, work, cancel)
+    return await asyncio.get_running_loop().run_in_executor(executor, call)
+
+
+async def accept_off_loop(
+    request: _Request, work: Callable[[threading.Event], T], executor: concurrent.futures.Executor | None = None
+) -> T:
     """Run ``work(cancel)`` in a worker thread, cancelling it when the client disconnects.
 
-    Runs ``work(cancel)`` in a worker thread, so the API keeps answering during a large upload, and sets ``cancel`` when
-    the client disconnects (the ingestion call checks it between steps and stores nothing: :class:`ClientGone`).
+    Runs ``work(cancel)`` on ``executor`` (None: the loop's default pool), so the API keeps answering during a large
+    upload, and sets ``cancel`` when the client disconnects (the ingestion call checks it between steps and stores
+    nothing: :class:`ClientGone`).
     """
     cancel = threading.Event()
-    task = asyncio.ensure_future(asyncio.to_thread(work, cancel))
+    task = asyncio.ensure_future(_off_loop(work, cancel, executor))
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=_DISCONNECT_POLL_S)
@@ -117,8 +139,13 @@ class UploadFlow:
         knowledge: KnowledgeStore,
         settled: Callable[[Sequence[Document]], Awaitable[bool]],
         after_accept: Callable[[KnowledgeBase, Document], Document],
+        executor: concurrent.futures.Executor | None = None,
     ) -> None:
-        """The flow over ``ingest`` and ``knowledge``; ``settled`` waits for indexing, ``after_accept`` schedules the rest."""
+        """The flow over ``ingest`` and ``knowledge``; ``settled`` waits for indexing, ``after_accept`` schedules the rest.
+
+        The accept step runs on ``executor`` (None: the loop's default pool).
+        """
+        self._executor = executor
         self._ingest = ingest
         self._knowledge = knowledge
         self._settled = settled
@@ -134,9 +161,9 @@ class UploadFlow:
     ) -> IngestResult:
         """Run ``work(cancel)``, the accept step, then the rest of the sequence; the result as the reply shows it."""
         if request is not None:
-            result = await accept_off_loop(request, work)
+            result = await accept_off_loop(request, work, self._executor)
         else:
-            result = await asyncio.to_thread(work, threading.Event())
+            result = await _off_loop(work, threading.Event(), self._executor)
         await asyncio.to_thread(self._ingest.schedule, [result])
         if wait and await self._settled([result.document]):
             stored = await asyncio.to_thread(self._knowledge.document, kb.tenant_id, result.document.id)
