@@ -15,9 +15,10 @@ What runs where, each in a process of its own (so that one client's work never d
   ``--reader-pieces`` words ``--piece-ms`` apart; every other question with four words at once; enrichment's
   prompts with three questions per passage and a one-sentence summary, so every upload is enriched;
 * the server: ``ragline serve`` from ``--repo`` on a fresh data directory, with that checkout's configuration
-  (``--batch-ms N`` runs it on a copy where ``stream.batch_max_delay_ms`` is N: the answer's pieces reach the log
-  in batches of that window, 100 ms as shipped, so a reader's gaps cannot go below it; ``--batch-ms 0`` makes
-  every piece a frame — 50 readers at 25 ms are then 2,000 frames a second);
+  (``--batch-ms N`` runs it on a copy where ``stream.embedded_batch_max_delay_ms`` is N: the answer's pieces reach the
+  log in batches of that window, 25 ms as shipped (100 ms before the embedded server had a window of its own), so a
+  reader's gaps cannot go below it; ``--batch-ms 0`` makes every piece a frame — 50 readers at 25 ms are then 2,000
+  frames a second);
 * the readers: ``bench/sse_readers.py turns`` (httpx + httpx-sse, one asyncio loop), one reader per chat session
   (no knowledge base): it asks, follows the answer's frames to the end, and asks again, all through the run;
 * ``/healthz`` every 20 ms (``bench/ingestion_limits.py``'s prober);
@@ -280,15 +281,23 @@ def multipart(filename: str, content: bytes) -> tuple[bytes, str]:
 
 
 def config_dir(repo: Path, tmp: Path, batch_ms: int) -> dict[str, str]:
-    """A copy of ``repo``'s configuration with ``stream.batch_max_delay_ms`` set (unless ``batch_ms`` < 0)."""
+    """A copy of ``repo``'s configuration with the embedded server's batch window set (unless ``batch_ms`` < 0).
+
+    ``stream.embedded_batch_max_delay_ms``, or ``stream.batch_max_delay_ms`` in a checkout from before the embedded
+    server had a window of its own.
+    """
     if batch_ms < 0:
         return {}
     copy = tmp / "config"
     shutil.copytree(repo / "config", copy)
     path = copy / "config.yaml"
-    text, found = re.subn(r"(\n\s+batch_max_delay_ms:\s*)\d+", rf"\g<1>{batch_ms}", path.read_text())
-    if found != 1:
-        raise SystemExit(f"{path}: no stream.batch_max_delay_ms to set")
+    text = path.read_text()
+    for key in ("embedded_batch_max_delay_ms", "batch_max_delay_ms"):
+        text, found = re.subn(rf"(\n\s+{key}:\s*)\d+", rf"\g<1>{batch_ms}", text)
+        if found == 1:
+            break
+    else:
+        raise SystemExit(f"{path}: no stream.embedded_batch_max_delay_ms to set")
     path.write_text(text)
     return {"RAGLINE_CONFIG_DIR": str(copy)}
 
@@ -901,7 +910,7 @@ def print_report(columns: list[tuple[str, dict[str, Any]]], args: argparse.Names
     print()
     print(
         f"mixed load: {args.readers} readers ({args.reader_pieces} pieces {args.piece_ms:g} ms apart, "
-        f"stream.batch_max_delay_ms {'as configured' if args.batch_ms < 0 else args.batch_ms}), {args.uploads} uploads "
+        f"stream.embedded_batch_max_delay_ms {'as configured' if args.batch_ms < 0 else args.batch_ms}), {args.uploads} uploads "
         f"(one of {args.large_mb:g} MiB, {args.upload_concurrency} at a time), {args.questions} questions "
         f"({args.question_concurrency} at a time), a search every {args.search_interval_ms:g} ms; "
         f"{os.cpu_count()} CPUs"
@@ -1050,7 +1059,9 @@ def main() -> None:
     parser.add_argument("--search-interval-ms", type=float, default=200)
     parser.add_argument("--reader-pieces", type=int, default=200)
     parser.add_argument("--piece-ms", type=float, default=25)
-    parser.add_argument("--batch-ms", type=int, default=-1, help="stream.batch_max_delay_ms (-1: as configured)")
+    parser.add_argument(
+        "--batch-ms", type=int, default=-1, help="stream.embedded_batch_max_delay_ms (-1: as configured)"
+    )
     parser.add_argument("--idle-searches", type=int, default=30)
     parser.add_argument("--idle-turns", type=int, default=5)
     parser.add_argument("--idle-s", type=float, default=10)

@@ -57,6 +57,7 @@ def test_load_config_reads_repository_config():
     assert config.retrieval.rrf_k == 60
     assert config.ingestion.chunk_size == raw["ingestion"]["chunk_size"]
     assert config.stream.batch_max_delay_ms == raw["stream"]["batch_max_delay_ms"]
+    assert config.stream.embedded_batch_max_delay_ms == raw["stream"]["embedded_batch_max_delay_ms"]
     assert templates.files() == sorted(p.stem for p in (REPO_CONFIG / "prompt_templates").glob("*.yaml"))
 
 

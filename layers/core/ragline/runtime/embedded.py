@@ -96,7 +96,7 @@ class LocalRunner:
             self._stream,
             turn.key,
             cancel=cancel,
-            batch_max_delay_ms=self._stream_config.batch_max_delay_ms,
+            batch_max_delay_ms=self._stream_config.embedded_batch_max_delay_ms,
             batch_max_chars=self._stream_config.batch_max_chars,
         )
         bus = EventBus()
