@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
+from ragline.stream.base import stream_key
+from ragline.stream.coalesce import coalesce
 from tests.support.scripted_model import Script
 from tests.support.sse import answer_text, read_frames
 
@@ -27,5 +30,16 @@ def test_twenty_concurrent_turns(ragline, scripted):
         assert frames[-1].type == "complete", [f.type for f in frames]
         assert answer_text(frames) == "The keeper lit the lamp."
         assert {f.data.get("session_id") for f in frames} == {session}
-        assert [f.id for f in frames] == list(range(len(frames)))  # every frame once, in log order
+        # Every event once, in log order: a reader that fell behind gets the answer chunks waiting for it as one
+        # frame with the last one's id (replay coalescing), as a reader resuming would; under load that happens.
+        (message_id,) = {f.data.get("assistant_message_id") for f in frames}
+        log = asyncio.run(ragline.container.stream.get_events(stream_key(session, message_id)))
+        assert [f.id for f in frames] == sorted({f.id for f in frames})
+        assert frames[-1].id == log[-1].seq
+        by_seq = {e.seq: e for e in log}
+        for before, frame in zip([None, *frames], frames, strict=False):
+            first = 0 if before is None else before.id + 1
+            (joined,) = coalesce(log[first : frame.id + 1])  # what lay between is this frame, joined
+            assert (joined.seq, joined.type.value, joined.content) == (frame.id, frame.type, frame.content)
+        assert by_seq[frames[-1].id].is_terminal
     assert len(scripted.answers) == 20
