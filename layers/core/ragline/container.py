@@ -24,6 +24,7 @@ from ragline.ingest.chunk_edits import ChunkEditor
 from ragline.ingest.enrichment import DocumentEnricher, Enricher
 from ragline.ingest.faq_entries import FAQEntries
 from ragline.ingest.images import ImageReader, load_image
+from ragline.ingest.priority import ForegroundWriter
 from ragline.ingest.removal import KnowledgeRemoval, sweep_orphaned_originals
 from ragline.ingest.reparse import Reparser
 from ragline.ingest.service import IngestService
@@ -489,6 +490,8 @@ class Container:
     # The threads uploads' accept steps run on (parsing, chunking, storing), below the API's priority; made on
     # first use.
     accept_executor: concurrent.futures.ThreadPoolExecutor | None = None
+    # Where those threads' document writes run, at the API's priority; None: on the threads themselves.
+    writer: ForegroundWriter | None = None
 
     @classmethod
     def assemble(
@@ -607,6 +610,10 @@ class Container:
             slice_chunks=config.ingestion.index_slice_chunks,
             nice=config.ingestion.background_nice,
         )
+        if config.ingestion.background_nice:
+            # Made here, so its thread keeps this one's priority (see ForegroundWriter).
+            container.writer = ForegroundWriter()
+            container.ingest.set_writes(container.writer.run)
         return container
 
     def start_indexing(self) -> None:
@@ -761,6 +768,8 @@ class Container:
         self.stop_background()
         if self.accept_executor is not None:
             self.accept_executor.shutdown(wait=False, cancel_futures=True)
+        if self.writer is not None:
+            self.writer.close()
         for db in (self.db, self.log_db):
             if db is not None:
                 db.close()

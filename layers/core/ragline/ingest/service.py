@@ -247,6 +247,8 @@ class IngestService:
         # Files are read by the scheduler's worker, not on the request path (see extract_when_indexing).
         self._extract_later = False
         self._kb_lock = threading.Lock()
+        # Runs a document's write transaction (see set_writes); None: in the caller's thread.
+        self._writes: Callable[[Callable[[], None]], None] | None = None
         self._indexer = VectorIndexer(knowledge, engine, models, config, self._read_unread)
 
     # Scheduling -----------------------------------------------------------------------------------------
@@ -257,6 +259,22 @@ class IngestService:
         must eventually call :meth:`index_document` for each.
         """
         self._scheduler = scheduler
+
+    def set_writes(self, writes: Callable[[Callable[[], None]], None] | None) -> None:
+        """Run the transaction that stores an accepted or re-read document through ``writes`` from now on.
+
+        The embedded server accepts and indexes documents on threads below the API's priority
+        (:mod:`ragline.ingest.priority`); their longest write, a large document's chunks and keyword entries, runs on a
+        :class:`~ragline.ingest.priority.ForegroundWriter` instead, so the API's writers never wait on a thread the
+        busy cores leave for last.
+        """
+        self._writes = writes
+
+    def _write(self, call: Callable[[], None]) -> None:
+        if self._writes is None:
+            call()
+        else:
+            self._writes(call)
 
     def extract_when_indexing(self, later: bool = True) -> None:
         """Read uploaded files in :meth:`index_documents` rather than in :meth:`accept_bytes`.
@@ -326,12 +344,18 @@ class IngestService:
             document.embedding_model = kb.embedding_model
             chunks = [*item_prepared.parents, *item_prepared.children]
             self.keep_original(document, items[item_prepared.position])
-            try:
+            searchable = [c for c in item_prepared.children if c.searchable]
+
+            def store(
+                document: Document = document, chunks: list[Chunk] = chunks, searchable: list[Chunk] = searchable
+            ) -> None:
                 with self._knowledge.atomic():
                     self._knowledge.insert_document(document, chunks)
                     # A cancel raised here rolls the document back: nothing half-stored.
-                    searchable = [c for c in item_prepared.children if c.searchable]
                     index_keywords_now(self._engine, kb.id, searchable, document, cancel)
+
+            try:
+                self._write(store)
             except BaseException:
                 if self._originals is not None:
                     self._originals.delete(document.tenant_id, document.id)
@@ -616,10 +640,14 @@ class IngestService:
     def replace_stored(self, kb: KnowledgeBase, prepared: Prepared) -> None:
         """``prepared`` in place of the stored document of its id, chunks and keyword entries in one transaction."""
         new = prepared.document
-        with self._knowledge.atomic():
-            if not self._knowledge.replace_document(new, [*prepared.parents, *prepared.children]):
-                raise LookupError(new.id)
-            index_keywords_now(self._engine, kb.id, [c for c in prepared.children if c.searchable], new)
+
+        def store() -> None:
+            with self._knowledge.atomic():
+                if not self._knowledge.replace_document(new, [*prepared.parents, *prepared.children]):
+                    raise LookupError(new.id)
+                index_keywords_now(self._engine, kb.id, [c for c in prepared.children if c.searchable], new)
+
+        self._write(store)
 
     def settle_model(self, kb: KnowledgeBase, prepared: Sequence[Prepared]) -> KnowledgeBase:
         """A knowledge base whose model nobody chose takes the one its language needs.

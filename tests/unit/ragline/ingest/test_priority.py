@@ -19,7 +19,7 @@ from ragline.config import Settings
 from ragline.container import Container
 from ragline.ingest.background import AsyncWorker
 from ragline.ingest.language import MINILM_MODEL
-from ragline.ingest.priority import lower_this_thread, thread_nice
+from ragline.ingest.priority import ForegroundWriter, lower_this_thread, thread_nice
 from ragline.ingest.service import DocumentInput
 from ragline.models.registry import ModelRegistry
 from ragline.store.models import DocumentStatus
@@ -95,6 +95,14 @@ def test_an_upload_is_accepted_and_indexed_below_the_apis_priority_as_configured
     tenant, _ = container.tenants.create("t")
     kb = container.knowledge.create_knowledge_base(tenant.id, "kb", MINILM_MODEL)
     accepted_at: list[int | None] = []
+    stored_at: list[int | None] = []
+    insert = container.knowledge.insert_document
+
+    def recording_insert(document, chunks):
+        stored_at.append(thread_nice())
+        insert(document, chunks)
+
+    container.knowledge.insert_document = recording_insert
 
     def work(cancel: threading.Event):
         accepted_at.append(thread_nice())
@@ -107,6 +115,8 @@ def test_an_upload_is_accepted_and_indexed_below_the_apis_priority_as_configured
     result, loop_nice = asyncio.run(upload())
     assert result.document.status == DocumentStatus.INDEXED
     assert accepted_at == [min(19, base + step)]
+    # Its write transaction, which holds the database's write lock, ran at the API's priority.
+    assert stored_at == [base]
     assert embedder.nice
     assert set(embedder.nice) == {min(19, base + step)}
     assert loop_nice == base  # the loop's own thread keeps the process's priority
@@ -124,3 +134,26 @@ def test_the_background_workers_loop_and_pool_run_below_the_callers_priority():
     finally:
         assert worker.stop()
     assert thread_nice() == base
+
+
+def test_the_foreground_writer_runs_a_background_threads_write_at_its_makers_priority():
+    base = _base()
+    writer = ForegroundWriter("test-writer")
+
+    def failing() -> None:
+        raise LookupError("gone")
+
+    def from_background() -> tuple[int | None, int | None, str]:
+        lower_this_thread(5)
+        try:
+            writer.run(failing)
+        except LookupError as exc:
+            failed = str(exc)
+        return thread_nice(), writer.run(thread_nice), failed
+
+    try:
+        assert _in_thread(from_background) == (base + 5, base, "gone")
+        # A write the writer's own thread asks for runs at once, not queued behind itself.
+        assert writer.run(lambda: writer.run(thread_nice)) == base
+    finally:
+        writer.close()
