@@ -16,7 +16,7 @@ class StreamConfig(BaseModel):
     # each event is a DynamoDB write that is paid for.
     batch_max_delay_ms: int = 100
     # The same in the embedded server, whose events are rows of a local SQLite table: frames four times as often,
-    # for ~10-15% of a core more with 50 answers streaming at once (bench/mixed_load.py --batch-ms).
+    # for about a fifth of a core more with 50 answers streaming at once (bench/mixed_load.py, README).
     embedded_batch_max_delay_ms: int = 25
     batch_max_chars: int = 2048
     ping_interval_s: float = 15.0
