@@ -83,21 +83,20 @@ def accept_executor(nice: int, threads: int = 4) -> concurrent.futures.ThreadPoo
 
 
 async def _off_loop(
-    work: Callable[[threading.Event], T], cancel: threading.Event, executor: concurrent.futures.Executor | None
+    work: Callable[[threading.Event], T], cancel: threading.Event, executor: concurrent.futures.Executor
 ) -> T:
-    """``work(cancel)`` on ``executor`` (None: the loop's default pool), with the caller's context."""
+    """``work(cancel)`` on ``executor``, with the caller's context."""
     call = functools.partial(contextvars.copy_context().run, work, cancel)
     return await asyncio.get_running_loop().run_in_executor(executor, call)
 
 
 async def accept_off_loop(
-    request: _Request, work: Callable[[threading.Event], T], executor: concurrent.futures.Executor | None = None
+    request: _Request, work: Callable[[threading.Event], T], executor: concurrent.futures.Executor
 ) -> T:
     """Run ``work(cancel)`` in a worker thread, cancelling it when the client disconnects.
 
-    Runs ``work(cancel)`` on ``executor`` (None: the loop's default pool), so the API keeps answering during a large
-    upload, and sets ``cancel`` when the client disconnects (the ingestion call checks it between steps and stores
-    nothing: :class:`ClientGone`).
+    Runs ``work(cancel)`` on ``executor``, so the API keeps answering during a large upload, and sets ``cancel`` when
+    the client disconnects (the ingestion call checks it between steps and stores nothing: :class:`ClientGone`).
     """
     cancel = threading.Event()
     task = asyncio.ensure_future(_off_loop(work, cancel, executor))
@@ -139,11 +138,11 @@ class UploadFlow:
         knowledge: KnowledgeStore,
         settled: Callable[[Sequence[Document]], Awaitable[bool]],
         after_accept: Callable[[KnowledgeBase, Document], Document],
-        executor: concurrent.futures.Executor | None = None,
+        executor: concurrent.futures.Executor,
     ) -> None:
         """The flow over ``ingest`` and ``knowledge``; ``settled`` waits for indexing, ``after_accept`` schedules the rest.
 
-        The accept step runs on ``executor`` (None: the loop's default pool).
+        The accept step runs on ``executor`` (:func:`accept_executor`).
         """
         self._executor = executor
         self._ingest = ingest
