@@ -218,6 +218,10 @@ class TableFiles(Protocol):
     ) -> list[IngestResult]: ...
 
 
+def _in_this_thread(call: Callable[[], None]) -> None:
+    call()
+
+
 class IngestService:
     """Chunks, stores and indexes documents: the one ingestion path of both runtimes."""
 
@@ -247,8 +251,8 @@ class IngestService:
         # Files are read by the scheduler's worker, not on the request path (see extract_when_indexing).
         self._extract_later = False
         self._kb_lock = threading.Lock()
-        # Runs a document's write transaction (see set_writes); None: in the caller's thread.
-        self._writes: Callable[[Callable[[], None]], None] | None = None
+        # Runs a document's write transaction (see set_writes): in the caller's thread unless set.
+        self._writes: Callable[[Callable[[], None]], None] = _in_this_thread
         self._indexer = VectorIndexer(knowledge, engine, models, config, self._read_unread)
 
     # Scheduling -----------------------------------------------------------------------------------------
@@ -266,15 +270,9 @@ class IngestService:
         The embedded server accepts and indexes documents on threads below the API's priority
         (:mod:`ragline.ingest.priority`); their longest write, a large document's chunks and keyword entries, runs on a
         :class:`~ragline.ingest.priority.ForegroundWriter` instead, so the API's writers never wait on a thread the
-        busy cores leave for last.
+        busy cores leave for last. None: in the calling thread again.
         """
-        self._writes = writes
-
-    def _write(self, call: Callable[[], None]) -> None:
-        if self._writes is None:
-            call()
-        else:
-            self._writes(call)
+        self._writes = writes or _in_this_thread
 
     def extract_when_indexing(self, later: bool = True) -> None:
         """Read uploaded files in :meth:`index_documents` rather than in :meth:`accept_bytes`.
@@ -355,7 +353,7 @@ class IngestService:
                     index_keywords_now(self._engine, kb.id, searchable, document, cancel)
 
             try:
-                self._write(store)
+                self._writes(store)
             except BaseException:
                 if self._originals is not None:
                     self._originals.delete(document.tenant_id, document.id)
@@ -647,7 +645,7 @@ class IngestService:
                     raise LookupError(new.id)
                 index_keywords_now(self._engine, kb.id, [c for c in prepared.children if c.searchable], new)
 
-        self._write(store)
+        self._writes(store)
 
     def settle_model(self, kb: KnowledgeBase, prepared: Sequence[Prepared]) -> KnowledgeBase:
         """A knowledge base whose model nobody chose takes the one its language needs.
