@@ -12,7 +12,8 @@ from pydantic import BaseModel
 class StreamConfig(BaseModel):
     """How a turn's log is written (answer chunks batched) and read (SSE pings, polling, limits)."""
 
-    # Answer chunks are batched into one log event for at most this long (or this many characters): on AWS, where
+    # Answer chunks are written to the log at most once per this window (a chunk that comes a window after the last
+    # write goes at once; sooner ones wait, joined, for at most this long, or this many characters): on AWS, where
     # each event is a DynamoDB write that is paid for.
     batch_max_delay_ms: int = 100
     # The same in the embedded server, whose events are rows of a local SQLite table: frames four times as often,

@@ -1,14 +1,19 @@
 """The stream handler: turns a turn's bus events into log entries.
 
-Incremental answer and thinking chunks are batched into one log entry per ``batch_max_delay_ms`` (or
-``batch_max_chars``), so a turn costs tens of writes, not one per token; anything else flushes the batch
-first, so the log keeps the bus's order. Nothing is appended once the turn is stopped or after a
+Incremental answer and thinking chunks are written at most once per ``batch_max_delay_ms`` (or when a batch
+reaches ``batch_max_chars``), so a turn costs tens of writes, not one per token. The window is a throttle with a
+leading edge: a chunk that comes a window or more after the last chunk write is written at once, and only the chunks
+that come sooner wait, joined, until the window since that write ends. So the first words of an answer are not held
+back, and pieces that come a window apart reach the reader a window apart, not alternately one and two windows apart
+as a batch that always waited its window made them. Anything else flushes the batch first, so the log keeps the
+bus's order. Nothing is appended once the turn is stopped or after a
 terminal event, and the answer's ``done`` is written once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 from ragline.event.bus import BusEvent, BusEventType
@@ -69,6 +74,7 @@ class StreamHandler:
         self._pending_parts: list[str] = []
         self._pending_chars = 0
         self._timer: asyncio.TimerHandle | None = None
+        self._last_batch_at = -math.inf  # the loop's time of the last chunk write
         self._finished = False
         self._done_answers: set[str] = set()
         self.appended = 0
@@ -140,10 +146,16 @@ class StreamHandler:
             await self._flush()
             pending = None
         if pending is None:
+            loop = asyncio.get_running_loop()
+            wait = self._last_batch_at + self._delay - loop.time()
+            if wait <= 0:
+                self._last_batch_at = loop.time()
+                await self._append(event)
+                return
             self._pending = event
             self._pending_parts = [event.content]
             self._pending_chars = len(event.content)
-            self._timer = asyncio.get_running_loop().call_later(self._delay, self._on_timer)
+            self._timer = loop.call_later(max(wait, 0.0), self._on_timer)
         else:
             self._join(event.content, event.data, event.timestamp)
         if self._pending_chars >= self._max_chars:
@@ -166,6 +178,7 @@ class StreamHandler:
         self._pending_chars = 0
         if self._cancel is not None and self._cancel.cancelled:
             return
+        self._last_batch_at = asyncio.get_running_loop().time()
         await self._append(pending)
 
     async def _append(self, event: StreamEvent) -> None:

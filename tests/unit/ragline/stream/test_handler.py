@@ -1,4 +1,5 @@
 import asyncio
+import itertools
 
 import pytest
 
@@ -29,44 +30,81 @@ def test_to_stream_event_maps_types():
     assert to_stream_event(bus(BusEventType.STOP, done=True)).type == ResponseType.STOP
 
 
-def test_answer_chunks_within_the_delay_become_one_entry():
+class TimedManager(InMemoryStreamManager):
+    """The in-memory log, noting the loop's time of each append."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    async def append_event(self, key, event):
+        self.times.append(asyncio.get_running_loop().time())
+        return await super().append_event(key, event)
+
+
+def test_the_first_chunk_is_written_at_once_and_the_next_ones_within_the_window_wait_joined():
     async def scenario():
-        manager = InMemoryStreamManager()
+        manager = TimedManager()
         handler = StreamHandler(manager, KEY, batch_max_delay_ms=50)
         for part, data in (("Hel", {"event_id": "a"}), ("lo ", {"x": 1}), ("world", {"x": 2})):
             await handler.handle(bus(content=part, data=data))
-        before_timer = await manager.get_events(KEY)
-        await asyncio.sleep(0.15)
-        return before_timer, await manager.get_events(KEY), handler.appended
+        at_once = [e.content for e in await manager.get_events(KEY)]
+        assert await manager.wait_for_append(KEY, 0, timeout=10)
+        return at_once, await manager.get_events(KEY), manager.times, handler.appended
 
-    before_timer, events, appended = run(scenario)
-    assert before_timer == []
-    assert len(events) == 1
-    assert events[0].content == "Hello world"
-    assert events[0].type == ResponseType.ANSWER
-    assert events[0].data == {"event_id": "a", "x": 2}
-    assert appended == 1
+    at_once, events, times, appended = run(scenario)
+    assert at_once == ["Hel"]
+    assert [e.content for e in events] == ["Hel", "lo world"]
+    assert [e.data for e in events] == [{"event_id": "a"}, {"x": 2}]
+    assert all(e.type == ResponseType.ANSWER for e in events)
+    assert times[1] - times[0] >= 0.05  # the joined chunks waited out the window since the first write
+    assert appended == 2
 
 
-def test_batches_after_the_delay_start_a_new_entry():
+def test_a_chunk_that_comes_a_window_after_the_last_write_is_written_at_once():
+    """Pieces a window apart reach the log a window apart, each as it comes (a batch that always waited its window
+    wrote them alternately one and two windows apart)."""
+
     async def scenario():
-        manager = InMemoryStreamManager()
+        manager = TimedManager()
         handler = StreamHandler(manager, KEY, batch_max_delay_ms=20)
-        await handler.handle(bus(content="one"))
-        await asyncio.sleep(0.1)
-        await handler.handle(bus(content="two"))
-        await asyncio.sleep(0.1)
-        return await manager.get_events(KEY)
+        seen = []
+        for word in ("one", "two", "three"):
+            await handler.handle(bus(content=word))
+            seen.append([e.content for e in await manager.get_events(KEY)])
+            await asyncio.sleep(0.03)  # the pace of the pieces: a window and a half apart
+        return seen
 
-    assert [e.content for e in run(scenario)] == ["one", "two"]
+    assert run(scenario) == [["one"], ["one", "two"], ["one", "two", "three"]]
+
+
+def test_chunks_write_at_most_once_per_window():
+    async def scenario():
+        manager = TimedManager()
+        handler = StreamHandler(manager, KEY, batch_max_delay_ms=20)
+        for i in range(40):
+            await handler.handle(bus(content=f"{i} "))
+            await asyncio.sleep(0.002)
+        await handler.handle(bus(content="", done=True))
+        return await manager.get_events(KEY), manager.times
+
+    events, times = run(scenario)
+    chunks = [e for e in events if not e.done]
+    assert "".join(e.content for e in chunks) == "".join(f"{i} " for i in range(40))
+    assert 2 <= len(chunks) < 40
+    # The last batch is flushed by the answer's end, which waits for no window; the writes before it kept theirs.
+    gaps = [b - a for a, b in itertools.pairwise(times[: len(chunks) - 1])]
+    assert gaps
+    assert min(gaps) >= 0.02 * 0.99
 
 
 def test_different_event_type_flushes_the_batch_first():
     async def scenario():
         manager = InMemoryStreamManager()
         handler = StreamHandler(manager, KEY, batch_max_delay_ms=10_000)
-        await handler.handle(bus(BusEventType.THOUGHT, "think ", id="t-thinking"))
-        await handler.handle(bus(BusEventType.THOUGHT, "more", id="t-thinking"))
+        await handler.handle(bus(BusEventType.THOUGHT, "think ", id="t-thinking"))  # at once: the window is open
+        await handler.handle(bus(BusEventType.THOUGHT, "more ", id="t-thinking"))
+        await handler.handle(bus(BusEventType.THOUGHT, "still", id="t-thinking"))
         await handler.handle(bus(BusEventType.REFERENCES, id="t-references", done=True))
         await handler.handle(bus(content="a"))
         await handler.handle(bus(content="b"))
@@ -76,13 +114,14 @@ def test_different_event_type_flushes_the_batch_first():
 
     events = run(scenario)
     assert [(e.type, e.content, e.done) for e in events] == [
-        (ResponseType.THINKING, "think more", False),
+        (ResponseType.THINKING, "think ", False),
+        (ResponseType.THINKING, "more still", False),
         (ResponseType.REFERENCES, "", True),
         (ResponseType.ANSWER, "ab", False),
         (ResponseType.ANSWER, "", True),
         (ResponseType.COMPLETE, "", True),
     ]
-    assert [e.seq for e in events] == [0, 1, 2, 3, 4]
+    assert [e.seq for e in events] == [0, 1, 2, 3, 4, 5]
 
 
 def test_other_id_of_same_type_flushes_batch():
@@ -101,6 +140,7 @@ def test_max_chars_flushes_without_waiting():
     async def scenario():
         manager = InMemoryStreamManager()
         handler = StreamHandler(manager, KEY, batch_max_delay_ms=10_000, batch_max_chars=5)
+        await handler.handle(bus(content="x"))  # at once: the window is open
         await handler.handle(bus(content="abc"))
         first = await manager.get_events(KEY)
         await handler.handle(bus(content="def"))
@@ -108,8 +148,8 @@ def test_max_chars_flushes_without_waiting():
         return first, second
 
     first, second = run(scenario)
-    assert first == []
-    assert [e.content for e in second] == ["abcdef"]
+    assert [e.content for e in first] == ["x"]
+    assert [e.content for e in second] == ["x", "abcdef"]
 
 
 def test_zero_delay_appends_each_chunk():
@@ -178,6 +218,7 @@ def test_nothing_appended_once_cancelled():
         token = CancelToken()
         handler = StreamHandler(manager, KEY, cancel=token, batch_max_delay_ms=20)
         await handler.handle(bus(BusEventType.AGENT_QUERY, "q", id="aq", done=True))
+        await handler.handle(bus(content="first "))  # at once: the window is open
         await handler.handle(bus(content="partial"))  # pending in the batch when the stop comes
         token.cancel()
         await handler.handle(bus(content="more"))
@@ -188,7 +229,7 @@ def test_nothing_appended_once_cancelled():
         return await manager.get_events(KEY)
 
     events = run(scenario)
-    assert [(e.type, e.content) for e in events] == [(ResponseType.AGENT_QUERY, "q")]
+    assert [(e.type, e.content) for e in events] == [(ResponseType.AGENT_QUERY, "q"), (ResponseType.ANSWER, "first ")]
 
 
 @pytest.mark.parametrize("terminal", [BusEventType.COMPLETE, BusEventType.ERROR])
@@ -217,7 +258,10 @@ def test_order_preserved_across_many_events():
             sent.append(("tool_call", f"call{round_}"))
             for i in range(4):
                 await handler.handle(bus(content=f"{round_}.{i} "))
-            sent.append(("answer", "".join(f"{round_}.{i} " for i in range(4))))
+            if round_ == 0:  # the first chunk is written at once, the window being open; the others wait, joined
+                sent += [("answer", "0.0 "), ("answer", "0.1 0.2 0.3 ")]
+            else:
+                sent.append(("answer", "".join(f"{round_}.{i} " for i in range(4))))
         await handler.handle(bus(BusEventType.COMPLETE, id="c", done=True))
         sent.append(("complete", ""))
         return sent, await manager.get_events(KEY)
