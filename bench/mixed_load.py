@@ -735,6 +735,10 @@ def load_figures(
             gaps.get(phase, []), (50, 99)
         )
         fig[f"gap_{phase}_n"] = len(gaps.get(phase, []))
+        streaming = readers.get("answer_gaps", {}).get(phase, [])
+        fig[f"answer_gap_{phase}_p99"] = percentile(streaming, 99) if streaming else float("nan")
+        pairs = Counter(readers.get("slow_pairs", {}).get(phase, {}))
+        fig[f"slow_pairs_{phase}"] = ", ".join(f"{k}: {n}" for k, n in pairs.most_common(4)) or "-"
     drain = gaps.get("stop", [])
     fig["gap_drain_p99"] = percentile(drain, 99) if drain else float("nan")
     turns = readers["turns"]
@@ -818,6 +822,10 @@ ROWS: list[tuple[str, str, str, int]] = [
     ("reader gap max, under load (ms)", "gap_load_max", "", 0),
     ("gaps measured alone / under load", "gap_alone_n", "", 0),
     ("", "gap_load_n", "", 0),
+    ("gap p99 between two answer chunks, alone / load", "answer_gap_alone_p99", "", 1),
+    ("", "answer_gap_load_p99", "", 1),
+    ("gaps over 50 ms between (frames), readers alone", "slow_pairs_alone", "", 0),
+    ("  under load", "slow_pairs_load", "", 0),
     ("search p50 idle (ms)", "search_idle_p50", "", 1),
     ("search p95 idle (ms)", "search_idle_p95", "", 1),
     ("search p50 under load (ms)", "search_load_p50", "", 1),

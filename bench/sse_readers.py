@@ -23,7 +23,9 @@ the parent through stdout, one JSON object per line:
     gap is the receive-time gap between two consecutive frames of one stream (the wait before a stream's first
     frame is not one), filed under the phase F named when the later frame came; a turn is ``{"frames",
     "terminals", "last", "increasing", "jumps", "text_ok", "cut"}`` (``jumps``: frames whose id is not the
-    previous one + 1, coalesced chunks; ``text_ok``: the answer frames spell A exactly).
+    previous one + 1, coalesced chunks; ``text_ok``: the answer frames spell A exactly); ``answer_gaps``: the gaps
+    between two answer chunks (the answer streaming), per phase; ``slow_pairs``: per phase, how many gaps over
+    50 ms came between which frames (``"references > answer"``: the kinds of the frames before and after).
 """
 
 from __future__ import annotations
@@ -157,6 +159,9 @@ async def follow_turns(
 ) -> None:
     phase = _Phase(phase_file)
     gaps: dict[str, list[float]] = {}
+    # The gaps between two answer frames (the answer streaming), and the frames around each gap over 50 ms.
+    answer_gaps: dict[str, list[float]] = {}
+    slow_pairs: dict[str, dict[str, int]] = {}
     turns: list[dict[str, Any]] = []
     errors: list[str] = []
     begun: set[str] = set()  # readers whose first turn gave a frame, or failed
@@ -178,29 +183,39 @@ async def follow_turns(
         text: list[str] = []
         previous_id: int | None = None
         previous_at: float | None = None
+        previous_kind = ""
         async with aconnect_sse(client, "GET", f"/api/v1/sessions/{session}/messages/{message}/events") as source:
             source.response.raise_for_status()
             async for sse in source.aiter_sse():
                 if not sse.data:
                     continue  # a ``: ping`` comment
                 received = time.perf_counter()
+                body = json.loads(sse.data)
+                kind = str(body.get("response_type"))
+                if body.get("done") and kind == "answer":
+                    kind = "answer done"
                 if previous_at is None:
                     first_turn_over(session)
                 else:
-                    gaps.setdefault(phase.name, []).append((received - previous_at) * 1000)
+                    gap = (received - previous_at) * 1000
+                    gaps.setdefault(phase.name, []).append(gap)
+                    if kind == previous_kind == "answer":
+                        answer_gaps.setdefault(phase.name, []).append(gap)
+                    if gap > 50:
+                        pairs = slow_pairs.setdefault(phase.name, {})
+                        pairs[f"{previous_kind} > {kind}"] = pairs.get(f"{previous_kind} > {kind}", 0) + 1
                 previous_at = received
+                previous_kind = kind
                 frame_id = int(sse.id)
                 if previous_id is not None:
                     turn["increasing"] = turn["increasing"] and frame_id > previous_id
                     turn["jumps"] += frame_id != previous_id + 1
                 previous_id = frame_id
-                body = json.loads(sse.data)
-                kind = str(body.get("response_type"))
                 turn["frames"] += 1
                 turn["last"] = kind
                 if kind in TERMINAL_TYPES:
                     turn["terminals"] += 1
-                elif kind == "answer":
+                elif kind in ("answer", "answer done"):
                     text.append(str(body.get("content", "")))
         turn["text_ok"] = "".join(text) == answer
         turn["cut"] = False
@@ -225,7 +240,17 @@ async def follow_turns(
         for task in pending:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    emit({"status": "done", "gaps": gaps, "turns": turns, "errors": errors, "cut_readers": len(pending)})
+    emit(
+        {
+            "status": "done",
+            "gaps": gaps,
+            "answer_gaps": answer_gaps,
+            "slow_pairs": slow_pairs,
+            "turns": turns,
+            "errors": errors,
+            "cut_readers": len(pending),
+        }
+    )
 
 
 def main() -> None:
