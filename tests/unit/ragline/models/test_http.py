@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 
 import httpx
+import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 
 from ragline.models.base import ChatMessage
-from ragline.models.http import LoopClients, retry_delay, retryable
+from ragline.models.http import POOL_SHARDS, LoopClients, ShardedTransport, retry_delay, retryable
 from ragline.models.openai_compatible import OpenAICompatibleChatModel
 from ragline.types import ChatOptions
 from tests.support.servers import ServerThread
@@ -111,3 +113,52 @@ def test_fifty_answers_at_once_keep_their_connections_for_the_next_fifty() -> No
     assert answers == ["ok"] * (2 * at_once)
     assert len(ports) == 2 * at_once
     assert len(set(ports)) == at_once  # the second round reused every connection of the first
+
+
+def test_requests_spread_over_the_pools_and_leave_them_when_their_bodies_close() -> None:
+    """Each pool checks only its own idle connections when a request starts or ends (a poll(2) each): 16 streams at
+    once take two connections in each of 8 pools, and a body closed unread, or a request refused, frees its place."""
+    app = FastAPI()
+    release = threading.Event()  # set by the client's thread, waited for on the server's
+    opened = 0
+
+    @app.get("/stream")
+    async def stream() -> StreamingResponse:
+        nonlocal opened
+        opened += 1
+
+        async def body() -> AsyncIterator[str]:
+            yield "first "
+            await asyncio.to_thread(release.wait, 30)
+            yield "last"
+
+        return StreamingResponse(body(), media_type="text/plain")
+
+    server = ServerThread(app).start()
+    try:
+
+        async def scenario() -> tuple[list[int], list[int], list[int], list[str]]:
+            transport = ShardedTransport()
+            async with httpx.AsyncClient(base_url=server.url, transport=transport) as client:
+                responses = [await client.send(client.build_request("GET", "/stream"), stream=True) for _ in range(16)]
+                while_open = list(transport.in_flight)
+                await responses[0].aclose()  # abandoned after its headers
+                after_one = list(transport.in_flight)
+                release.set()
+                texts = [(await r.aread()).decode() for r in responses[1:]]
+                for r in responses[1:]:
+                    await r.aclose()
+                with_refused = list(transport.in_flight)
+                with pytest.raises(httpx.ConnectError):
+                    await client.get("http://127.0.0.1:9/refused")
+                return while_open, after_one, with_refused + list(transport.in_flight), texts
+
+        while_open, after_one, after_all, texts = asyncio.run(scenario())
+    finally:
+        server.stop()
+    assert POOL_SHARDS == 8
+    assert while_open == [2] * 8
+    assert sum(after_one) == 15
+    assert after_all == [0] * 16
+    assert texts == ["first last"] * 15
+    assert opened == 16
