@@ -62,7 +62,7 @@ def test_clone_deep_copies_request_and_state_but_shares_context(make_request):
     copy.state.search_result.append(SearchResult(id="new", content="n"))
     copy.state.rerank_result[0].score = 0.1
     copy.state.rerank_result[0].chunk_metadata["nested"]["a"] = 2
-    copy.state.history[0].knowledge_references.clear()
+    copy.state.history.append(History(query="q1", answer="a1"))
     copy.state.graph_result["nodes"].append({"id": 2})
     copy.state.entity.append("e2")
     copy.state.rewrite_query = "changed"
@@ -70,10 +70,22 @@ def test_clone_deep_copies_request_and_state_but_shares_context(make_request):
     assert [r.id for r in cm.state.search_result] == ["s1"]
     assert cm.state.rerank_result[0].score == 0.9
     assert cm.state.rerank_result[0].chunk_metadata == {"nested": {"a": 1}}
-    assert len(cm.state.history[0].knowledge_references) == 1
+    assert [h.query for h in cm.state.history] == ["q0"]
     assert cm.state.graph_result == {"nodes": [{"id": 1}]}
     assert cm.state.entity == ["e1"]
     assert cm.state.rewrite_query == "rewritten"
+
+
+def test_clone_shares_the_frozen_history_rounds(make_request):
+    """Deep-copying five rounds with their references took ~20 times as long as the rest of the state, for each
+    parallel branch of every turn; the rounds are frozen instead, and shared."""
+    cm = ChatManage(make_request(), rich_state())
+    copy = cm.clone()
+    assert copy.state.history is not cm.state.history
+    assert copy.state.history[0] is cm.state.history[0]
+    with pytest.raises(ValidationError):
+        copy.state.history[0].answer = "changed"  # type: ignore[misc]
+    assert isinstance(cm.state.history[0].knowledge_references, tuple)
 
 
 def test_clone_context_changes_are_seen_by_both(make_request):
