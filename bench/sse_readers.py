@@ -203,7 +203,8 @@ async def follow_turns(
                         answer_gaps.setdefault(phase.name, []).append(gap)
                     if gap > 50:
                         pairs = slow_pairs.setdefault(phase.name, {})
-                        pairs[f"{previous_kind} > {kind}"] = pairs.get(f"{previous_kind} > {kind}", 0) + 1
+                        pair = f"{previous_kind} > {kind}"
+                        pairs[pair] = pairs.get(pair, 0) + 1
                 previous_at = received
                 previous_kind = kind
                 frame_id = int(sse.id)

@@ -147,15 +147,16 @@ class StreamHandler:
             pending = None
         if pending is None:
             loop = asyncio.get_running_loop()
-            wait = self._last_batch_at + self._delay - loop.time()
+            now = loop.time()
+            wait = self._last_batch_at + self._delay - now
             if wait <= 0:
-                self._last_batch_at = loop.time()
+                self._last_batch_at = now
                 await self._append(event)
                 return
             self._pending = event
             self._pending_parts = [event.content]
             self._pending_chars = len(event.content)
-            self._timer = loop.call_later(max(wait, 0.0), self._on_timer)
+            self._timer = loop.call_later(wait, self._on_timer)
         else:
             self._join(event.content, event.data, event.timestamp)
         if self._pending_chars >= self._max_chars:
