@@ -7,7 +7,7 @@ from functools import partial
 
 from tests.support.polling import wait_until
 from tests.support.scripted_model import Script
-from tests.support.sse import answer_text
+from tests.support.sse import answer_text, joined_runs
 
 DOCS = {"Guide": "# Guide\n\nThe reactor cools with heavy water. Heavy water slows neutrons down."}
 WORDS = [f"word{i} " for i in range(40)]
@@ -39,18 +39,7 @@ def test_resume_with_last_event_id_rebuilds_the_identical_answer(ragline, script
 
 
 def _runs(frames):
-    """What a client makes of frames: (type, text, done) with consecutive chunks of one answer joined.
-
-    A read that catches up joins the chunks already in the log into one frame (``coalesce``), a live read gets them
-    one by one: two reads of one log compare alike only so.
-    """
-    runs: list[list] = []
-    for f in frames:
-        if runs and not f.done and not runs[-1][2] and f.type == runs[-1][0] and f.type in {"answer", "thinking"}:
-            runs[-1][1] += f.content
-        else:
-            runs.append([f.type, f.content, f.done])
-    return [tuple(r) for r in runs]
+    return joined_runs((f.type, f.content, f.done) for f in frames)
 
 
 def test_offset_query_starts_at_that_sequence_number(ragline, scripted):

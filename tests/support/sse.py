@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,3 +58,18 @@ def read_frames(
 
 def answer_text(frames: list[Frame]) -> str:
     return "".join(f.content for f in frames if f.type == "answer")
+
+
+def joined_runs(frames: Iterable[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
+    """What a client makes of frames given as (type, content, done): consecutive chunks of one answer joined.
+
+    A read that catches up gets the chunks already in the log joined into one frame (``coalesce``), a live read gets
+    them one by one: two reads of one log compare alike only so.
+    """
+    runs: list[list[Any]] = []
+    for kind, content, done in frames:
+        if runs and not done and not runs[-1][2] and kind == runs[-1][0] and kind in {"answer", "thinking"}:
+            runs[-1][1] += content
+        else:
+            runs.append([kind, content, done])
+    return [(kind, content, done) for kind, content, done in runs]
