@@ -11,7 +11,9 @@ Run from the repository root::
 
 Each round, for each way (the accepting thread at the API's priority, as before; ten steps down with the write on
 it; ten steps down with the write on the foreground writer), in one process: ``--busy`` processes spin at the
-default priority, the thread accepts the document, and this thread writes a row every 20 ms meanwhile. Printed: the accept's duration and the writes' wait p50 / p99 / max, side by side.
+default priority, the thread accepts the document, and this thread writes a row every 20 ms meanwhile; the last way
+stores the document in parts (``ingestion.store_part_chunks``, shipped), the others in one transaction. Printed: the
+accept's duration and the writes' wait p50 / p99 / max, side by side.
 """
 
 from __future__ import annotations
@@ -42,19 +44,23 @@ def spin() -> None:
         pass
 
 
+# (the accepting thread lowered, its writes on the foreground writer, the document stored in parts)
 WAYS = {
-    "as before: not lowered": (False, False),
-    "lowered, the write on it": (True, False),
-    "lowered, the foreground writer": (True, True),
+    "as before: not lowered": (False, False, False),
+    "lowered, the write on it": (True, False, False),
+    "lowered, the foreground writer": (True, True, False),
+    "lowered, foreground, in parts": (True, True, True),
 }
 
 
-def one(text: bytes, lowered: bool, foreground: bool) -> tuple[float, list[float]]:
+def one(text: bytes, lowered: bool, foreground: bool, parts: bool) -> tuple[float, list[float]]:
     """The accept's seconds and the waits (ms) of the writes made meanwhile."""
     with tempfile.TemporaryDirectory() as data:
         container = Container.embedded(Settings(data_dir=Path(data)))
         if not foreground:
             container.ingest.set_writes(None)
+        if not parts:  # one transaction for the whole document, as before ingestion.store_part_chunks
+            container.config.ingestion.store_part_chunks = 10**9
         tenant, _ = container.tenants.create("t")
         kb = container.knowledge.create_knowledge_base(tenant.id, "kb", "local:all-MiniLM-L6-v2-int8")
         done = threading.Event()
@@ -97,8 +103,8 @@ def main() -> None:
             f"{'round / the accepting thread':<38}{'accept s':>10}{'writes':>8}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}"
         )
         for round_ in range(1, args.rounds + 1):
-            for where, (lowered, foreground) in WAYS.items():
-                took, waits = one(text, lowered, foreground)
+            for where, (lowered, foreground, parts) in WAYS.items():
+                took, waits = one(text, lowered, foreground, parts)
                 print(
                     f"{f'{round_} / {where}':<38}{took:>10.1f}{len(waits):>8}"
                     f"{percentile(waits, 50):>9.1f}{percentile(waits, 99):>9.1f}{max(waits):>9.0f}"

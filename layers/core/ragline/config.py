@@ -178,6 +178,10 @@ class IngestionConfig(BaseModel):
     # their turn: a document with more goes back to the end of the queue, so a small upload waits behind one slice
     # of a large one, not all of it.
     index_slice_chunks: int = Field(default=512, ge=1)
+    # A document of more chunks is stored in parts of this many, one transaction each (the embedded runtime's
+    # SQLite store): one transaction for a 20 MB upload's ~28,000 held the writer's lock 7 s under load, and
+    # every chat turn's writes waited behind it. A document of at most this many is stored whole or not at all.
+    store_part_chunks: int = Field(default=2000, ge=1)
     # A document cut into more chunks is refused (a 20 MB text at 800 characters is ~26,000).
     max_chunks_per_document: int = 30_000
     # Model calls of the local embedding models that run side by side, one thread each (0: one per core, at

@@ -63,7 +63,7 @@ from ragline.retrieval.base import RetrieveEngine
 from ragline.retrieval.embedded import EmbeddedEngine
 from ragline.runtime.search import SearchService
 from ragline.runtime.turns import TurnService
-from ragline.store.base import KnowledgeStore, SessionStore, TagStore, TenantStore
+from ragline.store.base import KnowledgeStore, PartStore, SessionStore, TagStore, TenantStore
 from ragline.store.citations import SqliteCitationHistory
 from ragline.store.db import Database
 from ragline.store.knowledge import SqliteKnowledgeStore
@@ -751,10 +751,20 @@ class Container:
         await self.enrichment.enrich(kb, document)
 
     def sweep_orphaned_originals(self) -> int:
-        """Removes the kept files no document owns (an upload killed mid-way); how many went (files on disk only)."""
+        """Removes what an upload killed mid-way left; how many kept files went (files on disk only).
+
+        A document whose store in parts stopped part-way goes whole first (untouched for the same age: the process
+        that stored it is gone), then the kept files no document owns.
+        """
+        age_s = self.config.recovery.orphaned_original_age_s
+        if isinstance(self.knowledge, PartStore):
+            for document in self.knowledge.sweep_unfinished(age_s):
+                logger.warning("removed a document an upload left stored part-way", extra={"document_id": document.id})
+                if self.originals is not None:
+                    self.originals.delete(document.tenant_id, document.id)
         if not isinstance(self.originals, FileOriginalStore):
             return 0
-        return sweep_orphaned_originals(self.originals, self.knowledge, self.config.recovery.orphaned_original_age_s)
+        return sweep_orphaned_originals(self.originals, self.knowledge, age_s)
 
     def stop_background(self, timeout: float = 5.0) -> None:
         """Cancel the enrichment and graph work under way (their documents keep their vectors and statuses)."""

@@ -94,6 +94,9 @@ class BackgroundIndexer:
             return
         self._stopping.clear()
         self._stop_requested_at = None
+        with self._condition:
+            # Busy until the first pass has looked for left-over documents: idle before it would be a guess.
+            self._busy = self._busy or self._scan_all
         self._thread = threading.Thread(target=self._run, name="ragline-indexer", daemon=True)
         self._thread.start()
 
@@ -207,7 +210,9 @@ class BackgroundIndexer:
 
     def _next_batch(self) -> list[Document]:
         with self._condition:
-            if not self._queue:
+            # Looked at under the condition request_stop notifies with: a stop asked for since the loop's own look
+            # would otherwise be a lost wake-up, and the thread would sleep on through its idle scan (30 s).
+            if not self._queue and not self._stopping.is_set():
                 self._condition.wait(0 if self._scan_all else self._idle_scan_s)
             if self._stopping.is_set():
                 return []

@@ -20,6 +20,7 @@ steps in the caller's thread.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import itertools
 import json
@@ -66,7 +67,7 @@ from ragline.ingest.language import (
 )
 from ragline.models.registry import ModelRegistry
 from ragline.retrieval.base import RetrieveEngine
-from ragline.store.base import KnowledgeStore
+from ragline.store.base import KnowledgeStore, PartStore
 from ragline.store.ids import new_id
 from ragline.store.models import Chunk, Document, DocumentStatus, FAQEntry, KnowledgeBase
 from ragline.store.originals import OriginalStore
@@ -353,7 +354,11 @@ class IngestService:
                     index_keywords_now(self._engine, kb.id, searchable, document, cancel)
 
             try:
-                self._writes(store)
+                parts = self._config.store_part_chunks
+                if len(chunks) > parts and isinstance(self._knowledge, PartStore):
+                    self._store_in_parts(self._knowledge, kb, document, chunks, parts, cancel)
+                else:
+                    self._writes(store)
             except BaseException:
                 if self._originals is not None:
                     self._originals.delete(document.tenant_id, document.id)
@@ -366,6 +371,52 @@ class IngestService:
                 assert first is not None
                 results[index] = IngestResult(first.document, first.chunk_count, duplicate=True)
         return [r for r in results if r is not None]
+
+    def _store_in_parts(
+        self,
+        store: PartStore,
+        kb: KnowledgeBase,
+        document: Document,
+        chunks: Sequence[Chunk],
+        size: int,
+        cancel: Cancel | None,
+    ) -> None:
+        """``chunks`` stored ``size`` at a time with their keyword rows, one transaction each.
+
+        Another writer waits for one part, not the whole document. If a part fails or the caller goes away, what was
+        stored goes too.
+        """
+        parts = [chunks[start : start + size] for start in range(0, len(chunks), size)]
+        total = sum(1 for c in chunks if c.searchable)
+
+        def first() -> None:
+            with self._knowledge.atomic():
+                store.begin_document(document, parts[0], searchable_total=total)
+                index_keywords_now(self._engine, kb.id, [c for c in parts[0] if c.searchable], document, cancel)
+
+        def more(part: Sequence[Chunk]) -> None:
+            with self._knowledge.atomic():
+                if not store.add_chunks(document, part):
+                    raise IngestCancelled()  # deleted while it was being stored
+                index_keywords_now(self._engine, kb.id, [c for c in part if c.searchable], document, cancel)
+
+        self._writes(first)
+        try:
+            for part in parts[1:]:
+                raise_if_cancelled(cancel)
+                self._writes(functools.partial(more, part))
+            self._writes(lambda: store.finish_document(document.id))
+        except BaseException:
+            self._writes(lambda: self._forget(document))
+            raise
+
+    def _forget(self, document: Document) -> None:
+        """A document stored part-way, removed (gone already when it was deleted meanwhile)."""
+        try:
+            self._knowledge.delete_document(document.tenant_id, document.id)
+        except Exception:
+            # Left marked as being stored: the start-up sweep removes it (sweep_unfinished).
+            logger.warning("removing a document stored part-way failed", exc_info=True)
 
     @gc_deferred
     def accept_bytes(

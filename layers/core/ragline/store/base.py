@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ragline.store.models import (
     Chunk,
@@ -244,6 +244,33 @@ class KnowledgeStore(Protocol):
 
     def atomic(self) -> AbstractContextManager[object]:
         """A scope in which a document and its index entries are written together where the backend can."""
+        ...
+
+
+@runtime_checkable
+class PartStore(Protocol):
+    """A knowledge store that can store one document in several transactions.
+
+    A document of many chunks stored in one transaction holds the database's writer lock for seconds (a 20 MB upload:
+    7 s under load), and every chat turn's writes wait behind it. Stored in parts, the document is marked as being
+    stored until its last part commits: indexing leaves it alone meanwhile, and a store that stops part-way (a crash)
+    leaves a document that :meth:`sweep_unfinished` removes whole.
+    """
+
+    def begin_document(self, document: Document, chunks: Sequence[Chunk], *, searchable_total: int) -> None:
+        """The document's row and its first ``chunks``, marked as being stored."""
+        ...
+
+    def add_chunks(self, document: Document, chunks: Sequence[Chunk]) -> bool:
+        """The next part; False when the document is gone (deleted meanwhile)."""
+        ...
+
+    def finish_document(self, document_id: str) -> None:
+        """The last part is stored: a whole pending document from now on."""
+        ...
+
+    def sweep_unfinished(self, untouched_for_s: float) -> list[Document]:
+        """Removes the documents whose store stopped part-way, untouched this long; returns them."""
         ...
 
 

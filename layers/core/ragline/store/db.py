@@ -83,6 +83,12 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(knowledge_id, chunk_index);
 CREATE INDEX IF NOT EXISTS chunks_by_kb ON chunks(knowledge_base_id);
+-- A document stored in several transactions (more chunks than one should hold the writer's lock for) until its last
+-- part commits: left out of the indexing queue meanwhile, and removed whole if its store stops for good.
+CREATE TABLE IF NOT EXISTS documents_storing (
+    document_id TEXT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    touched_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS chunk_vectors (
     chunk_rowid INTEGER PRIMARY KEY REFERENCES chunks(rowid) ON DELETE CASCADE,
     knowledge_base_id TEXT NOT NULL,

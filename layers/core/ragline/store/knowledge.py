@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
 
 from ragline.store.db import Database
 from ragline.store.ids import new_id, utc_now
@@ -176,57 +178,105 @@ class SqliteKnowledgeStore:
     def insert_document(self, document: Document, chunks: Sequence[Chunk]) -> None:
         """Document and chunks in one transaction (joins the caller's transaction when there is one)."""
         with self._db.transaction() as conn:
+            self._insert_document_row(conn, document, sum(1 for c in chunks if c.searchable))
+            self._insert_chunks(conn, chunks)
+
+    # A document stored in parts --------------------------------------------------------------------------
+    def begin_document(self, document: Document, chunks: Sequence[Chunk], *, searchable_total: int) -> None:
+        """The document's row and its first ``chunks``, marked as being stored.
+
+        Not handed to indexing until :meth:`finish_document`; removed by :meth:`sweep_unfinished` if its store stops
+        for good. ``searchable_total`` is the searchable chunks of all its parts (the document's ``chunk_count``).
+        """
+        with self._db.transaction() as conn:
+            self._insert_document_row(conn, document, searchable_total)
             conn.execute(
-                "INSERT INTO documents (id, tenant_id, knowledge_base_id, title, filename, file_type, description,"
-                " source, content_hash, chunk_count, enabled, created_at, tags, status, reason, embedded_count,"
-                " size_bytes, pages, embedding_model, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO documents_storing (document_id, touched_at) VALUES (?, ?)", (document.id, utc_now())
+            )
+            self._insert_chunks(conn, chunks)
+
+    def add_chunks(self, document: Document, chunks: Sequence[Chunk]) -> bool:
+        """The next part of a document :meth:`begin_document` began; False when the document is gone (deleted)."""
+        with self._db.transaction() as conn:
+            touched = conn.execute(
+                "UPDATE documents_storing SET touched_at = ? WHERE document_id = ?", (utc_now(), document.id)
+            ).rowcount
+            if not touched:
+                return False
+            self._insert_chunks(conn, chunks)
+            return True
+
+    def finish_document(self, document_id: str) -> None:
+        """The document's last part is stored: it is a whole pending document from now on."""
+        self._db.execute("DELETE FROM documents_storing WHERE document_id = ?", (document_id,))
+
+    def sweep_unfinished(self, untouched_for_s: float) -> list[Document]:
+        """Removes the documents whose store stopped part-way (untouched this long: its process is gone)."""
+        cutoff = (datetime.now(UTC) - timedelta(seconds=untouched_for_s)).isoformat(timespec="milliseconds")
+        rows = self._db.query(
+            "SELECT d.* FROM documents d JOIN documents_storing s ON s.document_id = d.id WHERE s.touched_at <= ?",
+            (cutoff,),
+        )
+        removed = [_document(r) for r in rows]
+        for document in removed:
+            self.delete_document(document.tenant_id, document.id)
+        return removed
+
+    def _insert_document_row(self, conn: sqlite3.Connection, document: Document, searchable: int) -> None:
+        conn.execute(
+            "INSERT INTO documents (id, tenant_id, knowledge_base_id, title, filename, file_type, description,"
+            " source, content_hash, chunk_count, enabled, created_at, tags, status, reason, embedded_count,"
+            " size_bytes, pages, embedding_model, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                document.id,
+                document.tenant_id,
+                document.knowledge_base_id,
+                document.title,
+                document.filename,
+                document.file_type,
+                document.description,
+                document.source,
+                document.content_hash,
+                searchable,
+                int(document.enabled),
+                document.created_at,
+                json.dumps(document.tags, ensure_ascii=False),
+                document.status.value,
+                document.reason,
+                document.embedded_count,
+                document.size_bytes,
+                document.pages,
+                document.embedding_model,
+                document.updated_at or document.created_at,
+            ),
+        )
+
+    @staticmethod
+    def _insert_chunks(conn: sqlite3.Connection, chunks: Sequence[Chunk]) -> None:
+        conn.executemany(
+            f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES ({','.join('?' * 16)})",
+            [
                 (
-                    document.id,
-                    document.tenant_id,
-                    document.knowledge_base_id,
-                    document.title,
-                    document.filename,
-                    document.file_type,
-                    document.description,
-                    document.source,
-                    document.content_hash,
-                    len([c for c in chunks if c.searchable]),
-                    int(document.enabled),
-                    document.created_at,
-                    json.dumps(document.tags, ensure_ascii=False),
-                    document.status.value,
-                    document.reason,
-                    document.embedded_count,
-                    document.size_bytes,
-                    document.pages,
-                    document.embedding_model,
-                    document.updated_at or document.created_at,
-                ),
-            )
-            conn.executemany(
-                f"INSERT INTO chunks ({_CHUNK_COLUMNS}) VALUES ({','.join('?' * 16)})",
-                [
-                    (
-                        c.id,
-                        c.tenant_id,
-                        c.knowledge_base_id,
-                        c.knowledge_id,
-                        c.chunk_index,
-                        c.chunk_type,
-                        c.content,
-                        c.header,
-                        c.parent_chunk_id,
-                        c.pre_chunk_id,
-                        c.next_chunk_id,
-                        c.start_at,
-                        c.end_at,
-                        json.dumps(c.metadata, ensure_ascii=False),
-                        int(c.searchable),
-                        int(c.enabled),
-                    )
-                    for c in chunks
-                ],
-            )
+                    c.id,
+                    c.tenant_id,
+                    c.knowledge_base_id,
+                    c.knowledge_id,
+                    c.chunk_index,
+                    c.chunk_type,
+                    c.content,
+                    c.header,
+                    c.parent_chunk_id,
+                    c.pre_chunk_id,
+                    c.next_chunk_id,
+                    c.start_at,
+                    c.end_at,
+                    json.dumps(c.metadata, ensure_ascii=False),
+                    int(c.searchable),
+                    int(c.enabled),
+                )
+                for c in chunks
+            ],
+        )
 
     def document(self, tenant_id: str, document_id: str) -> Document | None:
         """The tenant's document ``document_id``, or None when it is not the tenant's."""
@@ -309,7 +359,10 @@ class SqliteKnowledgeStore:
 
         With ``updated_before``, only those nobody has reported progress on since then (abandoned work).
         """
-        sql = "SELECT * FROM documents WHERE status = 'pending'"
+        # A document still being stored (in parts) is not whole yet.
+        sql = (
+            "SELECT * FROM documents WHERE status = 'pending' AND id NOT IN (SELECT document_id FROM documents_storing)"
+        )
         args: list[object] = []
         if updated_before:
             sql += " AND updated_at < ?"

@@ -414,3 +414,166 @@ def test_a_file_accepted_unread_is_read_when_indexed_and_found_again_by_its_byte
     assert failed.status == DocumentStatus.FAILED
     assert "could not be read" in failed.reason
     assert failed.title == "Broken"
+
+
+def _watch_parts(container, monkeypatch, between):
+    """Runs ``between(n)`` before the document's n-th write transaction after its first, outside any transaction.
+
+    Returns how many chunks each part added after the first.
+    """
+    service, store = container.ingest, container.knowledge
+    writes, add_chunks = service._writes, store.add_chunks
+    calls, parts = [], []
+
+    def watched_writes(call):
+        calls.append(call)
+        if len(calls) > 1:
+            between(len(calls) - 1)
+        return writes(call)
+
+    def counted(document, chunks):
+        parts.append(len(chunks))
+        return add_chunks(document, chunks)
+
+    monkeypatch.setattr(service, "_writes", watched_writes)
+    monkeypatch.setattr(store, "add_chunks", counted)
+    return parts
+
+
+def test_a_large_document_is_stored_in_parts_and_other_writers_go_between_them(env, monkeypatch):
+    container, kb, _, _ = env
+    monkeypatch.setattr(container.config.ingestion, "store_part_chunks", 3)
+    seen = []
+
+    def between(part):
+        # Another thread's write completes while the document is half stored: the lock is not held across parts.
+        writer = threading.Thread(target=container.tenants.create, args=(f"between {part}",))
+        writer.start()
+        writer.join(timeout=30)
+        document = container.knowledge.documents(kb.tenant_id, kb.id)[0]
+        pending = [d.id for d in container.knowledge.pending_documents()]
+        seen.append((writer.is_alive(), document.status, document.chunk_count, document.id in pending))
+
+    parts = _watch_parts(container, monkeypatch, between)
+    result = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(10, "zebra"), title="Zebras")])[0]
+    assert result.chunk_count == 10
+    stored = container.knowledge.chunks_of_document(kb.tenant_id, result.document.id)  # parents too
+    assert len(parts) >= 2  # after a first part of 3
+    assert set(parts[:-1]) == {3}
+    assert 3 + sum(parts) == len(stored)
+    # Between parts (and before the last write, the mark's removal): the other write went through, and the
+    # document, counted whole, is not handed to indexing yet.
+    assert seen == [(False, DocumentStatus.PENDING, 10, False)] * (len(parts) + 1)
+    assert [d.id for d in container.knowledge.pending_documents()] == [result.document.id]
+    assert keyword_hits(container, kb, "zebra") == [result.document.id] * 10
+
+
+def test_a_document_stored_in_parts_and_cancelled_half_way_leaves_nothing(env, monkeypatch):
+    container, kb, _, _ = env
+    monkeypatch.setattr(container.config.ingestion, "store_part_chunks", 3)
+    stop = threading.Event()
+    parts = _watch_parts(container, monkeypatch, lambda n: stop.set() if n == 2 else None)
+    with pytest.raises(IngestCancelled):
+        container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(10), title="A")], cancel=stop)
+    assert parts == [3, 3]  # the part under way when the cancel came is stored, then everything goes
+    assert container.knowledge.documents(kb.tenant_id, kb.id) == []
+    assert keyword_hits(container, kb, "apple") == []
+    assert container.db.query_one("SELECT COUNT(*) AS n FROM chunks")["n"] == 0
+    assert container.db.query_one("SELECT COUNT(*) AS n FROM documents_storing")["n"] == 0
+
+
+def test_a_document_deleted_while_it_is_stored_in_parts_stops_its_store(env, monkeypatch):
+    container, kb, _, _ = env
+    monkeypatch.setattr(container.config.ingestion, "store_part_chunks", 3)
+
+    def delete(n):
+        if n == 1:
+            (document,) = container.knowledge.documents(kb.tenant_id, kb.id)
+            assert container.knowledge.delete_document(kb.tenant_id, document.id)
+
+    parts = _watch_parts(container, monkeypatch, delete)
+    with pytest.raises(IngestCancelled):
+        container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(10), title="A")])
+    assert parts == [3]  # found the document gone
+    assert container.knowledge.documents(kb.tenant_id, kb.id) == []
+    assert container.db.query_one("SELECT COUNT(*) AS n FROM chunks")["n"] == 0
+
+
+def test_a_store_in_parts_cut_by_a_crash_is_swept_whole_once_untouched(env, monkeypatch):
+    container, kb, _, _ = env
+    monkeypatch.setattr(container.config.ingestion, "store_part_chunks", 3)
+
+    class Crash(BaseException):
+        """What a kill -9 leaves: the parts stored so far, and nobody to remove them."""
+
+    def crash(n):
+        raise Crash()
+
+    _watch_parts(container, monkeypatch, crash)
+    monkeypatch.setattr(container.ingest, "_forget", lambda document: None)  # the process is gone: no clean-up
+    monkeypatch.setattr(container.originals, "delete", lambda tenant_id, document_id: None)
+    with pytest.raises(Crash):
+        container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(10), title="A")])
+    monkeypatch.undo()
+    (document,) = container.knowledge.documents(kb.tenant_id, kb.id)
+    assert container.knowledge.pending_documents() == []  # never indexed half stored
+    assert container.originals.size(kb.tenant_id, document.id) is not None
+    assert container.knowledge.sweep_unfinished(3600) == []  # touched just now: its store may be alive
+    monkeypatch.setattr(container.config.recovery, "orphaned_original_age_s", 0)
+    container.sweep_orphaned_originals()
+    assert container.knowledge.documents(kb.tenant_id, kb.id) == []
+    assert container.db.query_one("SELECT COUNT(*) AS n FROM chunks")["n"] == 0
+    assert keyword_hits(container, kb, "apple") == []
+    assert container.originals.size(kb.tenant_id, document.id) is None
+
+
+def test_a_stop_asked_for_between_the_loops_look_and_its_wait_is_not_lost(env, monkeypatch):
+    """A stop that came after the indexing loop looked at its flag, before it slept: the loop must not sleep through
+    its idle scan (it did, and a shutdown waited out its whole grace)."""
+    from ragline.ingest.background import BackgroundIndexer
+
+    container, _, _, _ = env
+    indexer = BackgroundIndexer(container.ingest, container.knowledge, idle_scan_s=3600)
+    next_batch, looks = indexer._next_batch, []
+
+    def stop_first(*args):
+        looks.append(1)
+        if len(looks) == 2:  # the first pass found nothing; the loop's next look: stopped just now
+            indexer.request_stop()
+        return next_batch(*args)
+
+    monkeypatch.setattr(indexer, "_next_batch", stop_first)
+    indexer.start()
+    thread = indexer._thread
+    try:
+        # Nobody notifies again: the thread must end on the stop it was asked for.
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+        assert len(looks) == 2
+    finally:
+        indexer.stop()
+
+
+def test_a_started_indexer_is_not_idle_before_its_first_look_for_left_over_documents(env, monkeypatch):
+    """``wait_idle`` right after ``start`` returned before the thread had looked for what a stopped process left."""
+    from ragline.ingest.background import BackgroundIndexer
+
+    container, kb, _, _ = env
+    left_over = container.ingest.accept_many(kb, [DocumentInput(content=paragraphs(2, "plum"), title="Left")])[0]
+    indexer = BackgroundIndexer(container.ingest, container.knowledge)
+    next_batch, go = indexer._next_batch, threading.Event()
+
+    def held(*args):
+        assert go.wait(60)
+        return next_batch(*args)
+
+    monkeypatch.setattr(indexer, "_next_batch", held)
+    indexer.start()
+    try:
+        assert not indexer.idle  # the thread has not looked yet
+        go.set()
+        assert indexer.wait_idle(timeout=60)
+        assert container.knowledge.document(kb.tenant_id, left_over.document.id).status == DocumentStatus.INDEXED
+    finally:
+        go.set()
+        assert indexer.stop()
