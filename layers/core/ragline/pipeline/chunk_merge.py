@@ -16,7 +16,6 @@ turn, because merging improves an answer that the hits alone can already give.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -34,6 +33,7 @@ from ragline.merge import (
 )
 from ragline.pipeline.chunk_search_parallel import remove_duplicates
 from ragline.pipeline.plugin import NextFn, PluginError
+from ragline.reads import read_off_loop
 from ragline.store.base import KnowledgeStore
 from ragline.store.models import Chunk
 from ragline.types import ChatManage, EventType, SearchResult
@@ -76,7 +76,7 @@ class PluginMerge:
         if not cm.needs_retrieval():
             return await next()
         # Store reads are blocking; the event loop keeps serving other turns' streams meanwhile.
-        results, counts = await asyncio.to_thread(self.merge, cm)
+        results, counts = await read_off_loop(self.merge, cm)
         cm.state.merge_result = results
         logger.debug(
             "merge %s",

@@ -38,6 +38,7 @@ from collections.abc import Callable
 
 from ragline.models.registry import UnknownModel
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, NextFn, PluginError
+from ragline.reads import read_off_loop
 from ragline.reranking.base import RerankModel
 from ragline.reranking.boosts import apply_memory_affinity, apply_wiki_boost
 from ragline.reranking.citations import CitationHistory
@@ -257,7 +258,7 @@ class PluginMemoryAffinity:
         if not any(r.knowledge_id for r in results):
             return 0
         request = cm.request
-        hits = await asyncio.to_thread(
+        hits = await read_off_loop(
             self._history.cited_documents, request.tenant_id, request.user_id, self._config.max_doc_ids
         )
         if not hits:

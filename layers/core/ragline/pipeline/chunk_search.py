@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.plugin import ERR_SEARCH, ERR_SEARCH_NOTHING, NextFn, PluginError
 from ragline.pipeline.query_expansion import KEYWORD_THRESHOLD_FACTOR, MAX_CONCURRENCY, expansion_variants
+from ragline.reads import read_off_loop
 from ragline.retrieval.base import RetrieveEngine, RetrieveParams
 from ragline.retrieval.config import RetrievalConfig
 from ragline.retrieval.hybrid import hybrid_search
@@ -124,7 +125,7 @@ class PluginSearch:
     async def search_group(self, cm: ChatManage, group: TargetGroup) -> list[SearchResult]:
         """One group's hits; raises when the group's engine fails or exceeds the group timeout."""
         return await asyncio.wait_for(
-            asyncio.to_thread(self._search_group, cm, group), timeout=self._config.group_timeout_s
+            read_off_loop(self._search_group, cm, group), timeout=self._config.group_timeout_s
         )
 
     @staticmethod

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from ragline.pipeline.chunk_search import PluginSearch, TargetGroup
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, NextFn, Plugin, PluginError
+from ragline.reads import read_off_loop
 from ragline.text.segmentation import content_signature
 from ragline.types import ChatManage, EventType, SearchResult
 from ragline.web.service import WebSearchService
@@ -147,7 +148,7 @@ class PluginSearchParallel:
         if not cm.needs_retrieval():
             return await next()
         # The plan reads the knowledge bases (a store): off the event loop.
-        branches = await asyncio.to_thread(self.plan_branches, cm)
+        branches = await read_off_loop(self.plan_branches, cm)
         # Each branch gets its own clone, so no branch can see or race on another's lists.
         outcomes = await asyncio.gather(*(self.run_branch(cm.clone(), b) for b in branches))
         error = self.reduce(cm, list(outcomes))

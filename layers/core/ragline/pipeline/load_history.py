@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
 from ragline.models.base import strip_think_tags
 from ragline.pipeline.plugin import NextFn, PluginError
+from ragline.reads import read_off_loop
 from ragline.store.base import SessionStore
 from ragline.store.models import Message
 from ragline.types import ChatManage, EventType, History, SearchResult
@@ -100,7 +100,7 @@ class PluginLoadHistory:
         if max_rounds <= 0:
             return await next()
         try:
-            messages = await asyncio.to_thread(
+            messages = await read_off_loop(
                 self._sessions.recent_messages, cm.request.session_id, max_rounds * 2 + _EXTRA_MESSAGES
             )
         except Exception:

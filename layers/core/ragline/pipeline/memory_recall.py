@@ -6,7 +6,6 @@ goes on without memories. Runs only when the request opted in to memory.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from ragline.event.bus import BusEventType
@@ -17,6 +16,7 @@ from ragline.models.base import Embedder
 from ragline.models.registry import ModelRegistry
 from ragline.pipeline.emit import emit, event_id
 from ragline.pipeline.plugin import NextFn, PluginError
+from ragline.reads import read_off_loop
 from ragline.types import ChatManage, EventType, PipelineRequest
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class PluginMemoryRecall:
 
     async def recall(self, cm: ChatManage) -> ScoredMemories:
         """Recall for the question, set the prompt section and emit the event; returns what was recalled."""
-        recalled = await asyncio.to_thread(self._recall_sync, cm.request)
+        recalled = await read_off_loop(self._recall_sync, cm.request)
         if not recalled:
             return []
         cm.state.memory_prompt = format_memory_prompt(memory for memory, _ in recalled)

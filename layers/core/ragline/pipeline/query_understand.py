@@ -25,6 +25,7 @@ from ragline.models.extractive import model_writes
 from ragline.models.registry import ModelRegistry, UnknownModel
 from ragline.pipeline.load_history import pair_rounds
 from ragline.pipeline.plugin import NextFn, PluginError
+from ragline.reads import read_off_loop
 from ragline.store.base import SessionStore
 from ragline.types import ChatManage, ChatOptions, EventType, History
 from ragline.types.images import ImageLoader
@@ -128,7 +129,7 @@ class PluginQueryUnderstand:
         if not model_writes(model):
             logger.debug("the chat model does not write text; keeping the question", extra=log)
             return await next()
-        history = await asyncio.to_thread(self._history, cm, log)
+        history = await read_off_loop(self._history, cm, log)
         try:
             messages = understanding_messages(
                 self._templates,

@@ -6,7 +6,6 @@ The same search → rerank → MMR → top-k path a chat turn takes, without gen
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any, Literal
 
@@ -14,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.config import AppConfig
 from ragline.pipeline.plugin import ERR_SEARCH_NOTHING, EventManager, PluginError
+from ragline.reads import read_off_loop
 from ragline.runtime.turns import Query, UnknownKnowledgeBase, tag_targets
 from ragline.store.base import KnowledgeStore
 from ragline.types import ChatManage, EventType, PipelineRequest, SearchResult, SearchTarget, SearchTargetType
@@ -170,7 +170,7 @@ class SearchService:
 
     async def search(self, tenant_id: str, body: SearchBody) -> list[SearchResult]:
         """The ranked results for ``body``; :class:`UnknownKnowledgeBase` for a knowledge base not the tenant's."""
-        bases = await asyncio.to_thread(self._knowledge.knowledge_bases, tenant_id, body.knowledge_base_ids)
+        bases = await read_off_loop(self._knowledge.knowledge_bases, tenant_id, body.knowledge_base_ids)
         found = {kb.id for kb in bases}
         for kb_id in body.knowledge_base_ids:
             if kb_id not in found:

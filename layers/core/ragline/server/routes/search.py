@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter
 from pydantic import BaseModel
 
 from ragline.container import Container
+from ragline.reads import read_off_loop
 from ragline.runtime.search import SearchBody, SearchFailed
 from ragline.runtime.turns import UnknownKnowledgeBase, mentioned_scope
 from ragline.server.deps import ContainerDep, TenantDep, check_query_length
@@ -71,7 +70,7 @@ async def knowledge_search(
     body: KnowledgeSearchBody, tenant: TenantDep, container: ContainerDep
 ) -> Envelope[list[SearchResultView]]:
     """Ranked passages through the chat pipeline's search → rerank → MMR path, with their scores."""
-    search = await asyncio.to_thread(search_body, container, tenant.id, body)
+    search = await read_off_loop(search_body, container, tenant.id, body)
     return Envelope(data=await run_search(container, tenant.id, search))
 
 
