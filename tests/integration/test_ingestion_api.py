@@ -97,6 +97,29 @@ def test_too_many_chunks_is_refused_with_a_clear_error(ragline, monkeypatch):
     assert "limit is 2" in reply.json()["error"]["message"]
 
 
+def test_a_document_deleted_while_it_is_stored_in_parts_answers_409_and_leaves_nothing(ragline, monkeypatch):
+    """A large document is stored in parts; deleted through the API between two of them, its upload stops."""
+    kb = ragline.create_kb("parts")
+    monkeypatch.setattr(ragline.container.config.ingestion, "store_part_chunks", 2)
+    service, url = ragline.container.ingest, f"/api/v1/knowledge-bases/{kb}/documents"
+    writes, calls, deletes = service._writes, [], []
+
+    def delete_after_the_first_part(call):
+        calls.append(call)
+        if len(calls) == 2:  # between the store's first two transactions, as any client's request may come
+            (document,) = ragline.client.get(url).json()["data"]
+            deletes.append(ragline.client.delete(f"/api/v1/knowledge/{document['id']}").status_code)
+        return writes(call)
+
+    monkeypatch.setattr(service, "_writes", delete_after_the_first_part)
+    text = "\n\n".join(f"Paragraph {i}. " + "filler " * 150 for i in range(5))
+    reply = ragline.client.post(url, json={"title": "Long", "content": text})
+    assert deletes == [200]
+    assert reply.status_code == 409, reply.text
+    assert reply.json()["error"]["type"] == "document_deleted"
+    assert ragline.client.get(url).json()["data"] == []
+
+
 def test_the_api_answers_while_a_document_is_being_accepted(ragline, monkeypatch):
     """The accept step runs off the event loop: while one is in progress (held until the health check has
     its answer), the server answers a health check. On the loop, the check would wait for the upload."""

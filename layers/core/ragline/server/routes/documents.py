@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request, Response
 from ragline.container import Container
 from ragline.files.reading import UnsupportedFile, UnsupportedFileType
 from ragline.ingest.faq import parse_entries, parse_faq_file
-from ragline.ingest.service import DocumentInput, IngestResult, TooManyChunks
+from ragline.ingest.service import DocumentInput, IngestCancelled, IngestResult, TooManyChunks
 from ragline.ingest.uploads import ClientGone, UploadTooLarge, document_status_code, read_body
 from ragline.server.body_limit import upload_body
 from ragline.server.deps import ContainerDep, TenantDep, knowledge_base_of, read_upload
@@ -81,6 +81,9 @@ async def _accept(
     except ClientGone:
         # Nobody reads this reply (nginx's "client closed request"); nothing was stored.
         raise ApiError(499, "client_closed_request", "the client went away before the upload was stored") from None
+    except IngestCancelled:
+        # A document stored in parts is listed from its first part: a delete meanwhile stops its store.
+        raise ApiError(409, "document_deleted", "the document was deleted while it was being stored") from None
 
 
 async def ingest_upload(
