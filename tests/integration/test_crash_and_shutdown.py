@@ -9,7 +9,9 @@ always agree.
 
 from __future__ import annotations
 
+import socket
 import threading
+import time
 
 import httpx
 import pytest
@@ -213,3 +215,25 @@ def test_no_new_turn_is_accepted_while_draining(server, scripted):
     with server.client() as fresh:
         items = fresh.get(f"/api/v1/sessions/{session}/messages").json()["data"]
     assert [m["content"] for m in items if m["role"] == "user"] == ["Keep talking."]
+
+
+def test_an_idle_connection_outlives_the_clients_keep_alive(server):
+    """A client may reuse a connection it has kept idle up to its own expiry (httpx: 5 s): the server must not close
+    it first, or the request sent on it as it closes is reset. uvicorn's default closed it after 5 s."""
+    request = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+    def status_line(sock: socket.socket) -> bytes:
+        sock.sendall(request)
+        reply = b""
+        while b"\r\n" not in reply:
+            part = sock.recv(4096)
+            if not part:  # closed by the server
+                break
+            reply += part
+        return reply.split(b"\r\n", 1)[0]
+
+    with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1]))) as sock:
+        first = status_line(sock)
+        time.sleep(6.0)  # the scenario itself: the connection idles past httpx's expiry and uvicorn's default
+        second = status_line(sock)
+    assert (first, second) == (b"HTTP/1.1 200 OK", b"HTTP/1.1 200 OK")

@@ -9,6 +9,8 @@ from typing import Any
 
 import uvicorn
 
+from ragline.server.embedded import KEEP_ALIVE_S
+
 
 class ServerThread:
     """uvicorn on a free 127.0.0.1 port; ``url`` once started, stopped on ``stop()``."""
@@ -19,7 +21,9 @@ class ServerThread:
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 

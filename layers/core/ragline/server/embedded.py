@@ -31,6 +31,11 @@ logger = logging.getLogger(__name__)
 
 # A reader's response outlives the grace period by this much on shutdown, so it gets the final ``error``.
 _READER_MARGIN_S = 5.0
+# How long an idle keep-alive connection stays open. uvicorn's 5 s equals httpx's own expiry (and is below Go's 90 s
+# and browsers' minutes), so a client reused a connection at the moment the server closed it: the request was
+# reset (a clean clone's CI run under load: "Connection reset by peer" on a POST). Longer than the clients': the
+# client closes first.
+KEEP_ALIVE_S = 120
 
 
 def shutdown_grace_s(container: Container) -> float:
@@ -205,5 +210,6 @@ def serve_embedded(container: Container, host: str, port: int, *, sockets: list[
         http="auto",
         # Once the turns have ended, readers close on their own; anything left is cut after this.
         timeout_graceful_shutdown=int(_READER_MARGIN_S),
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
     DrainingServer(config, drain).run(sockets=sockets)
