@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import anyio
 from fastapi import Depends, Header, Request
 from starlette.datastructures import FormData
 
@@ -16,20 +17,27 @@ from ragline.server.wire import tenant_number
 from ragline.store.models import KnowledgeBase, Session, Tenant
 from ragline.store.users import User
 
+# The dependencies that only read the app's state or the request's are ``async def``: FastAPI runs a plain ``def``
+# dependency on a worker thread, a hop to a thread and back for each of them on every request.
 
-def container_of(request: Request) -> Container:
-    """The container the app was built with (a route dependency)."""
+
+def _container(request: Request) -> Container:
     container: Container = request.app.state.container
     return container
 
 
-def launcher_of(request: Request) -> TurnLauncher:
+async def container_of(request: Request) -> Container:
+    """The container the app was built with (a route dependency)."""
+    return _container(request)
+
+
+async def launcher_of(request: Request) -> TurnLauncher:
     """The turn launcher the app was built with (a route dependency)."""
     launcher: TurnLauncher = request.app.state.launcher
     return launcher
 
 
-def stream_base_url_of(request: Request) -> str:
+async def stream_base_url_of(request: Request) -> str:
     """Where answers stream from: this server (``""``), or in AWS stream_reader's function URL."""
     base: str = request.app.state.stream_base_url
     return base.rstrip("/")
@@ -66,7 +74,7 @@ def authenticate(request: Request) -> Tenant:
     key = (x_api_key or "").strip()
     if not key and authorization and authorization[: len(_BEARER)].lower() == _BEARER:
         key = authorization[len(_BEARER) :].strip()
-    container = container_of(request)
+    container = _container(request)
     if looks_like_token(key):
         # A web-app user's access token: their own tenant.
         user = account_of(container, key)
@@ -82,7 +90,7 @@ def authenticate(request: Request) -> Tenant:
     return tenant
 
 
-def tenant_of(
+async def tenant_of(
     request: Request,
     x_api_key: Annotated[str | None, Header()] = None,
     authorization: Annotated[str | None, Header()] = None,
@@ -90,12 +98,13 @@ def tenant_of(
 ) -> Tenant:
     """The caller's tenant (every route depends on it): :func:`authenticate`'s, as the request guard found it.
 
-    The header parameters describe the API's auth in OpenAPI; :func:`authenticate` reads them.
+    The header parameters describe the API's auth in OpenAPI; :func:`authenticate` reads them (its store lookups on
+    a worker thread, never on the loop).
     """
     known = getattr(request.state, TENANT_STATE, None)
     if isinstance(known, Tenant):
         return known
-    return authenticate(request)
+    return await anyio.to_thread.run_sync(authenticate, request)
 
 
 def account_of(container: Container, token: str) -> User:
