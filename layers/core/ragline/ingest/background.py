@@ -29,12 +29,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ragline.ingest.priority import lower_this_thread
 from ragline.ingest.service import IngestCancelled, IngestService
 from ragline.store.base import KnowledgeStore
+from ragline.store.ids import utc_ago
 from ragline.store.models import Document, DocumentStatus
 
 logger = logging.getLogger(__name__)
@@ -43,10 +43,6 @@ logger = logging.getLogger(__name__)
 _DOCUMENTS_PER_CALL = 64
 # Chunks one indexing call embeds at most before the queue's other documents get their turn.
 DEFAULT_SLICE_CHUNKS = 512
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds")
 
 
 class BackgroundIndexer:
@@ -238,7 +234,7 @@ class BackgroundIndexer:
                 # A full page: there may be more left by the stopped process; look again right after.
                 self._scan_all = len(found) == _DOCUMENTS_PER_CALL
                 return found
-            before = _iso(datetime.now(UTC) - timedelta(seconds=self._abandoned_after_s))
+            before = utc_ago(self._abandoned_after_s)
             return self._knowledge.pending_documents(limit=_DOCUMENTS_PER_CALL, updated_before=before)
         except Exception:
             logger.exception("looking for pending documents failed")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 
 def new_id() -> str:
@@ -14,3 +14,8 @@ def new_id() -> str:
 def utc_now() -> str:
     """The current UTC time as ISO 8601 with milliseconds: the format every stored timestamp uses, sortable as text."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def utc_ago(seconds: float) -> str:
+    """The UTC time ``seconds`` ago, in :func:`utc_now`'s format (a cutoff to compare stored timestamps with)."""
+    return (datetime.now(UTC) - timedelta(seconds=seconds)).isoformat(timespec="milliseconds")

@@ -6,10 +6,9 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
 
 from ragline.store.db import Database
-from ragline.store.ids import new_id, utc_now
+from ragline.store.ids import new_id, utc_ago, utc_now
 from ragline.store.keyword_changes import record_chunk_updates, record_keyword_deletes, record_keyword_reset
 from ragline.store.models import (
     Chunk,
@@ -212,17 +211,17 @@ class SqliteKnowledgeStore:
 
     def sweep_unfinished(self, untouched_for_s: float) -> list[Document]:
         """Removes the documents whose store stopped part-way (untouched this long: its process is gone)."""
-        cutoff = (datetime.now(UTC) - timedelta(seconds=untouched_for_s)).isoformat(timespec="milliseconds")
         rows = self._db.query(
             "SELECT d.* FROM documents d JOIN documents_storing s ON s.document_id = d.id WHERE s.touched_at <= ?",
-            (cutoff,),
+            (utc_ago(untouched_for_s),),
         )
         removed = [_document(r) for r in rows]
         for document in removed:
             self.delete_document(document.tenant_id, document.id)
         return removed
 
-    def _insert_document_row(self, conn: sqlite3.Connection, document: Document, searchable: int) -> None:
+    @staticmethod
+    def _insert_document_row(conn: sqlite3.Connection, document: Document, searchable: int) -> None:
         conn.execute(
             "INSERT INTO documents (id, tenant_id, knowledge_base_id, title, filename, file_type, description,"
             " source, content_hash, chunk_count, enabled, created_at, tags, status, reason, embedded_count,"
