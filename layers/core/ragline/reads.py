@@ -1,4 +1,4 @@
-"""Threads for blocking reads, apart from the event loop's default pool.
+"""Blocking calls off the event loop, on a given pool; the search path's reads on threads of their own.
 
 SQLite has one writer at a time. While an upload stores its parts, the chat turns' writes (a new turn, a finished
 message) wait for the writer's lock on the default pool's threads: six on two cores, all of them waiting at once under
@@ -12,7 +12,7 @@ import asyncio
 import contextvars
 import functools
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 _P = ParamSpec("_P")
@@ -23,11 +23,16 @@ _T = TypeVar("_T")
 READ_THREADS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ragline-read")
 
 
+async def run_in(executor: Executor, call: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """``call(*args, **kwargs)`` on ``executor``, in this task's context (as ``asyncio.to_thread`` runs it)."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    return await loop.run_in_executor(executor, functools.partial(context.run, call, *args, **kwargs))
+
+
 async def read_off_loop(call: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-    """``call(*args, **kwargs)`` on a read thread, in this task's context (as ``asyncio.to_thread`` runs it).
+    """``call(*args, **kwargs)`` on a read thread, in this task's context.
 
     Only for calls that never write: a write would wait for the writer's lock on a thread reads need.
     """
-    loop = asyncio.get_running_loop()
-    context = contextvars.copy_context()
-    return await loop.run_in_executor(READ_THREADS, functools.partial(context.run, call, *args, **kwargs))
+    return await run_in(READ_THREADS, call, *args, **kwargs)

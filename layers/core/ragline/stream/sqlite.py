@@ -7,15 +7,13 @@ of the knowledge stores.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import contextvars
-import functools
 import sqlite3
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ragline.reads import run_in
 from ragline.store.db import Database
 from ragline.stream.base import AppendNotifier, StreamManager
 from ragline.types import StreamEvent
@@ -44,8 +42,7 @@ class SqliteStreamManager(StreamManager):
         self._tails: dict[str, tuple[int, tuple[StreamEvent, ...]]] = {}
 
     async def _off_loop(self, call: Callable[..., _T], *args: Any) -> _T:
-        context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self._io, functools.partial(context.run, call, *args))
+        return await run_in(self._io, call, *args)
 
     async def append_event(self, key: str, event: StreamEvent) -> StreamEvent:
         """Insert at the next offset; when another process took it, continue after that process's last event."""
