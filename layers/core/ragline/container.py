@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TypedDict
 
@@ -119,6 +120,21 @@ def add_fetched_embedders(models: ModelRegistry, batch: int, threads: int | None
     for spec in MAVEN_MODELS:
         if find_model(spec) is not None:
             models.add_embedder(spec.model_id, factory(spec), default=spec.model_id == PREFERRED[ENGLISH][0])
+    add_ensembles(models)
+
+
+def add_ensembles(models: ModelRegistry) -> None:
+    """The ensembles whose parts this process has (MiniLM + bge-small-en), each part the registry's own instance."""
+    from ragline.ingest.language import BGE_EN_MODEL, ENGLISH, ENSEMBLE_EN_MODEL, MINILM_MODEL, PREFERRED
+    from ragline.models.ensemble import EnsembleEmbedder
+
+    def factory(model_id: str, parts: tuple[tuple[str, float], ...]) -> Callable[[], Embedder]:
+        return lambda: EnsembleEmbedder(model_id, [(partial(models.embedder, part), weight) for part, weight in parts])
+
+    ensembles = {ENSEMBLE_EN_MODEL: ((MINILM_MODEL, 0.5), (BGE_EN_MODEL, 0.5))}
+    for model_id, parts in ensembles.items():
+        if all(models.has_embedder(part) for part, _ in parts):
+            models.add_embedder(model_id, factory(model_id, parts), default=model_id == PREFERRED[ENGLISH][0])
 
 
 def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:

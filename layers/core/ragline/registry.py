@@ -22,7 +22,8 @@ class LazyRegistry(Generic[T]):
 
     def __init__(self, unknown: Callable[[str], Exception]) -> None:
         """An empty registry; ``unknown(id)`` is the exception raised for an id nobody registered."""
-        self._lock = threading.Lock()
+        # Re-entrant: a factory may get the objects it is built from (an ensemble embedder its parts).
+        self._lock = threading.RLock()
         self._unknown = unknown
         self._factories: dict[str, Callable[[], T]] = {}
         self._built: dict[str, T] = {}

@@ -37,8 +37,12 @@ class RetrievalConfig(BaseModel):
             "local:all-MiniLM-L6-v2-int8": ["en"],
             "local:bge-small-en-v1.5-q": ["en"],
             "local:e5-small-v2-q": ["en"],
+            "local:minilm+bge-small-en": ["en"],
         }
     )
+    # Embedding model → how many lists its vector list counts as against the keyword list (unlisted: 1). An
+    # ensemble's vector list holds one vote per model it reads with (see retrieval.hybrid.list_weights).
+    model_votes: dict[str, float] = Field(default_factory=lambda: {"local:minilm+bge-small-en": 2.0})
     unread_language_vector_weight: float = 0.0
     # A knowledge-base group that fails to answer within this time fails the search (all-or-nothing).
     group_timeout_s: float = 30.0

@@ -122,3 +122,42 @@ def test_the_maven_models_are_offered_only_where_they_were_fetched(tmp_path, mon
     models = build_models(Settings(), config)
     assert models.has_embedder(BGE_EN_MODEL)
     assert models.default_embedder_id == PREFERRED[ENGLISH][0]
+
+
+def test_the_ensemble_reads_with_both_models_and_its_dot_product_is_their_mean_cosine():
+    from ragline.config import Settings, load_config
+    from ragline.container import build_models
+    from ragline.ingest.language import BGE_EN_MODEL, ENSEMBLE_EN_MODEL, MINILM_MODEL
+
+    _fetched("bge-small-en-v1.5-q")
+    config, _ = load_config()
+    models = build_models(Settings(), config)
+    ensemble, minilm, bge = (models.embedder(m) for m in (ENSEMBLE_EN_MODEL, MINILM_MODEL, BGE_EN_MODEL))
+    assert ensemble.dimensions == minilm.dimensions + bge.dimensions
+    passages = ensemble.embed_documents(PASSAGES_EN)
+    query = ensemble.embed_query("How long is the Yangtze river?")
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
+    assert abs(float(np.linalg.norm(query)) - 1.0) < 1e-5
+    # Each part as its model reads (bge with its query instruction), so a dot product is the two cosines' mean.
+    mean = 0.5 * (minilm.embed_documents(PASSAGES_EN) @ minilm.embed_query("How long is the Yangtze river?"))
+    mean += 0.5 * (bge.embed_documents(PASSAGES_EN) @ bge.embed_query("How long is the Yangtze river?"))
+    assert np.allclose(passages @ query, mean, atol=1e-3)
+    assert int(np.argmax(passages @ query)) == 1
+
+
+def test_the_ensemble_needs_both_parts_and_builds_them_once(tmp_path, monkeypatch):
+    from ragline.config import Settings, load_config
+    from ragline.container import build_models
+    from ragline.ingest.language import ENSEMBLE_EN_MODEL, MINILM_MODEL
+    from ragline.models.onnx_embedder import MODELS_DIR_ENV
+
+    _fetched("bge-small-en-v1.5-q")
+    config, _ = load_config()
+    monkeypatch.setenv(MODELS_DIR_ENV, str(tmp_path))  # no Maven model: no bge-small-en, so no ensemble
+    assert not build_models(Settings(), config).has_embedder(ENSEMBLE_EN_MODEL)
+    monkeypatch.delenv(MODELS_DIR_ENV)
+    models = build_models(Settings(), config)
+    assert models.default_embedder_id == ENSEMBLE_EN_MODEL
+    # Built from the registry's own MiniLM (a factory that gets its parts from the registry does not deadlock).
+    ensemble = models.embedder(ENSEMBLE_EN_MODEL)
+    assert ensemble._parts[0][0] is models.embedder(MINILM_MODEL)

@@ -55,3 +55,19 @@ def test_weights_are_configuration():
     assert list_weights(config, "谁是主教？", MINILM) == (0.5, 1.0)
     assert list_weights(RetrievalConfig(adaptive=False), "谁是主教？", MINILM) == (1.0, 1.0)
     assert list_weights(RetrievalConfig(model_languages={}), "谁是主教？", MINILM) == (1.0, 1.0)
+
+
+def test_an_ensembles_vector_list_counts_one_vote_per_model():
+    config = RetrievalConfig()
+    ensemble = "local:minilm+bge-small-en"
+    assert list_weights(config, "How long is the Yangtze?", ensemble) == (2.0, 1.0)
+    assert list_weights(config, "How long is the Yangtze?", MINILM) == (1.0, 1.0)
+    # A language it does not read: no vote at all, as for its parts.
+    assert list_weights(config, "长江有多长？", ensemble) == (config.unread_language_vector_weight, 1.0)
+    # Two votes against one: a hit second in both lists passes one that tops only the keyword list.
+    vector = [hit("dense", 1.0), hit("both", 0.8)]
+    keyword = [hit("sparse", 1.0), hit("both", 0.8)]
+    ranked = [h.id for h in fuse(vector, keyword, config, query="Yangtze", embedding_model=ensemble)]
+    assert ranked.index("dense") < ranked.index("sparse")
+    ranked = [h.id for h in fuse(vector, keyword, config, query="Yangtze", embedding_model=MINILM)]
+    assert ranked[0] == "both"
