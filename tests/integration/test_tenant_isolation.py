@@ -28,7 +28,7 @@ import pytest
 from fastapi.routing import APIRoute
 
 from tests.conftest import Ragline, start_ragline
-from tests.support.polling import CLIENT_TIMEOUT
+from tests.support.polling import CLIENT_TIMEOUT, wait_until
 from tests.support.scripted_model import Script
 from tests.support.sse import read_frames
 
@@ -174,9 +174,19 @@ def _get_knowledge_base(w: World) -> None:
     w.owner("GET", f"/api/v1/knowledge-bases/{w.kb}", 200)
 
 
+def _settled_documents(w: World, url: str) -> list[dict[str, Any]]:
+    """A's documents once no enrichment of theirs is still running: its progress is no change B made."""
+
+    def settled() -> list[dict[str, Any]] | None:
+        documents: list[dict[str, Any]] = w.a.client.get(url).json()["data"]
+        return None if any(d["summary_status"] in ("pending", "processing") for d in documents) else documents
+
+    return wait_until(settled, timeout=600)
+
+
 def _upload_document(w: World) -> None:
     url = f"/api/v1/knowledge-bases/{w.kb}/documents"
-    before = w.a.client.get(url).json()["data"]
+    before = _settled_documents(w, url)
     w.denied("POST", url, json={"title": "Intrusion", "content": "Written by tenant B."})
     w.denied("POST", url, files={"file": ("intrusion.md", b"# Intrusion\n\nWritten by tenant B.", "text/markdown")})
     assert w.a.client.get(url).json()["data"] == before
@@ -776,6 +786,7 @@ def _initialization_config(w: World) -> None:
 
 def _update_initialization_config(w: World) -> None:
     url = f"/api/v1/initialization/config/{w.kb}"
+    _settled_documents(w, f"/api/v1/knowledge-bases/{w.kb}/documents")  # enrichment writes the description
     before = w.owner("GET", url, 200).json()["data"]
     w.denied("PUT", url, json={"llmModelId": "hijacked", "documentSplitting": {"chunkSize": 100, "chunkOverlap": 0}})
     assert w.owner("GET", url, 200).json()["data"] == before
