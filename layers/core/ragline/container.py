@@ -108,9 +108,10 @@ def add_fetched_embedders(models: ModelRegistry, batch: int, threads: int | None
     """The Maven models ``make install`` fetched (bge-small-en, bge-small-zh, e5-small-v2), those that are there.
 
     A model that was not fetched (no Maven or Java at install) is not offered; nothing is downloaded here. Each reads
-    up to its own 512 word pieces: ``passage_max_tokens`` is MiniLM's. None becomes the default (see
-    :func:`add_ensembles`): language detection chooses them for knowledge bases.
+    up to its own 512 word pieces: ``passage_max_tokens`` is MiniLM's. The English model languages prefer becomes the
+    default (the model of a knowledge base created before its language is known).
     """
+    from ragline.ingest.language import ENGLISH, PREFERRED
     from ragline.models.onnx_embedder import MAVEN_MODELS, OnnxEmbedder, OnnxModelSpec, find_model
 
     def factory(spec: OnnxModelSpec) -> Callable[[], OnnxEmbedder]:
@@ -118,18 +119,13 @@ def add_fetched_embedders(models: ModelRegistry, batch: int, threads: int | None
 
     for spec in MAVEN_MODELS:
         if find_model(spec) is not None:
-            models.add_embedder(spec.model_id, factory(spec))
+            models.add_embedder(spec.model_id, factory(spec), default=spec.model_id == PREFERRED[ENGLISH][0])
     add_ensembles(models)
 
 
 def add_ensembles(models: ModelRegistry) -> None:
-    """The ensembles whose parts this process has (MiniLM + bge-small-en), each part the registry's own instance.
-
-    Language detection gives English knowledge bases the ensemble; it is not the registry's default, which stays
-    MiniLM: memories are embedded with the default, and those stored before the ensemble existed must stay
-    comparable with the queries that recall them (a memory of another model scores no cosine).
-    """
-    from ragline.ingest.language import BGE_EN_MODEL, ENSEMBLE_EN_MODEL, MINILM_MODEL
+    """The ensembles whose parts this process has (MiniLM + bge-small-en), each part the registry's own instance."""
+    from ragline.ingest.language import BGE_EN_MODEL, ENGLISH, ENSEMBLE_EN_MODEL, MINILM_MODEL, PREFERRED
     from ragline.models.ensemble import EnsembleEmbedder
 
     def factory(model_id: str, parts: tuple[tuple[str, float], ...]) -> Callable[[], Embedder]:
@@ -138,7 +134,7 @@ def add_ensembles(models: ModelRegistry) -> None:
     ensembles = {ENSEMBLE_EN_MODEL: ((MINILM_MODEL, 0.5), (BGE_EN_MODEL, 0.5))}
     for model_id, parts in ensembles.items():
         if all(models.has_embedder(part) for part, _ in parts):
-            models.add_embedder(model_id, factory(model_id, parts))
+            models.add_embedder(model_id, factory(model_id, parts), default=model_id == PREFERRED[ENGLISH][0])
 
 
 def build_models(settings: Settings, config: AppConfig) -> ModelRegistry:

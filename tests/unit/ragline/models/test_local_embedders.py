@@ -121,9 +121,7 @@ def test_the_maven_models_are_offered_only_where_they_were_fetched(tmp_path, mon
     monkeypatch.delenv(MODELS_DIR_ENV)
     models = build_models(Settings(), config)
     assert models.has_embedder(BGE_EN_MODEL)
-    assert PREFERRED[ENGLISH][0] != MINILM_MODEL
-    assert models.has_embedder(PREFERRED[ENGLISH][0])
-    assert models.default_embedder_id == MINILM_MODEL
+    assert models.default_embedder_id == PREFERRED[ENGLISH][0]
 
 
 def test_the_ensemble_reads_with_both_models_and_its_dot_product_is_their_mean_cosine():
@@ -159,10 +157,7 @@ def test_the_ensemble_needs_both_parts_and_builds_them_once(tmp_path, monkeypatc
     assert not build_models(Settings(), config).has_embedder(ENSEMBLE_EN_MODEL)
     monkeypatch.delenv(MODELS_DIR_ENV)
     models = build_models(Settings(), config)
-    # English knowledge bases take it by language detection; the default (memories' model) stays MiniLM, so the
-    # memories embedded before it existed stay comparable with their queries.
-    assert models.has_embedder(ENSEMBLE_EN_MODEL)
-    assert models.default_embedder_id == MINILM_MODEL
+    assert models.default_embedder_id == ENSEMBLE_EN_MODEL
     # Built from the registry's own MiniLM (a factory that gets its parts from the registry does not deadlock).
     ensemble = models.embedder(ENSEMBLE_EN_MODEL)
     assert ensemble._parts[0][0] is models.embedder(MINILM_MODEL)
