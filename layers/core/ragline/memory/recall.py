@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ragline.memory.models import Memory
-from ragline.memory.store import MemoryStore, ScoredMemories
+from ragline.memory.store import MemoryStore, ScoredMemories, VectorLike
 from ragline.models.base import Embedder
 
 logger = logging.getLogger(__name__)
@@ -37,10 +37,13 @@ def recall(
     query: str,
     top_k: int = DEFAULT_RECALL_TOP_K,
     min_score: float = MIN_RECALL_SCORE,
+    embedder_of: Callable[[str], Embedder | None] | None = None,
 ) -> ScoredMemories:
     """The user's memories scoring at least ``min_score`` for ``query``, best first, at most ``top_k``.
 
-    A failing embedder degrades to keyword matching; a failing store raises (the caller decides).
+    ``embedder`` embeds the question; memories another model embedded are compared with the question
+    embedded by ``embedder_of(that model)`` when it gives an embedder. A failing embedder degrades to
+    keyword matching; a failing store raises (the caller decides).
     """
     if not query.strip() or top_k <= 0:
         return []
@@ -52,7 +55,20 @@ def recall(
             embedding_model = embedder.model_id
         except Exception:
             logger.warning("memory recall: query embedding failed, matching keywords only", exc_info=True)
-    found = store.search(tenant_id, user_id, query_vector, query, top_k, embedding_model=embedding_model)
+
+    def query_vector_of(model_id: str) -> VectorLike | None:
+        other = embedder_of(model_id) if embedder_of is not None else None
+        if other is None:
+            return None
+        try:
+            return other.embed_query(query)
+        except Exception:
+            logger.warning("memory recall: query embedding failed for %s", model_id, exc_info=True)
+            return None
+
+    found = store.search(
+        tenant_id, user_id, query_vector, query, top_k, embedding_model=embedding_model, query_vector_of=query_vector_of
+    )
     return [(memory, score) for memory, score in found if score >= min_score]
 
 

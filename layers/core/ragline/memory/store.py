@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 import numpy as np
@@ -79,6 +79,30 @@ def cosine_scores(memories: Sequence[Memory], query_vector: VectorLike | None, e
     for i, cosine in zip(rows, cosines.tolist(), strict=True):
         scores[i] = float(cosine)
     return scores
+
+
+# At most this many other models' embeddings of one question: each is a model call.
+MAX_OTHER_MODELS = 2
+
+
+def _score_other_models(
+    memories: Sequence[Memory],
+    cosines: list[float],
+    embedding_model: str,
+    query_vector_of: Callable[[str], VectorLike | None],
+) -> None:
+    """Fill in ``cosines`` for the memories of models other than ``embedding_model``, most common model first."""
+    counts: dict[str, int] = {}
+    for memory in memories:
+        if memory.vector is not None and memory.embedding_model and memory.embedding_model != embedding_model:
+            counts[memory.embedding_model] = counts.get(memory.embedding_model, 0) + 1
+    for model in sorted(counts, key=lambda m: (-counts[m], m))[:MAX_OTHER_MODELS]:
+        vector = query_vector_of(model)
+        if vector is None:
+            continue
+        rows = [i for i, memory in enumerate(memories) if memory.embedding_model == model]
+        for i, cosine in zip(rows, cosine_scores([memories[i] for i in rows], vector, model), strict=True):
+            cosines[i] = cosine
 
 
 def find_duplicate(existing: Sequence[Memory], candidate: Memory) -> Memory | None:
@@ -158,12 +182,17 @@ class MemoryStore(ABC):
         query_text: str,
         top_k: int,
         embedding_model: str = "",
+        query_vector_of: Callable[[str], VectorLike | None] | None = None,
     ) -> ScoredMemories:
         """The user's memories best matching a question, best first, with scores in 0..1.
 
         A memory's score is the larger of its vector cosine and its keyword overlap with the question:
         either is evidence on its own, and a memory stored without a vector (no embedder, another model)
         still ranks by its words on the same scale. Memories scoring 0 are left out.
+
+        ``query_vector`` is the question embedded by ``embedding_model``. Memories another model embedded
+        (stored before the default model changed) are compared with ``query_vector_of(their model)``, the
+        question embedded by that model, when it gives one; otherwise they rank by their words alone.
         """
         if top_k <= 0:
             return []
@@ -172,6 +201,8 @@ class MemoryStore(ABC):
             return []
         query_keywords = keywords(query_text)
         cosines = cosine_scores(memories, query_vector, embedding_model)
+        if query_vector_of is not None:
+            _score_other_models(memories, cosines, embedding_model, query_vector_of)
         scored = [
             (memory, max(cosine, keyword_overlap(query_keywords, memory.content)))
             for memory, cosine in zip(memories, cosines, strict=True)

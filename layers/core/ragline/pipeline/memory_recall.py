@@ -94,7 +94,18 @@ class PluginMemoryRecall:
             request.query,
             self._top_k,
             self._min_score,
+            embedder_of=self._other_embedder,
         )
+
+    def _other_embedder(self, model_id: str) -> Embedder | None:
+        """The embedder of memories stored under another model (before the default changed), if registered."""
+        if not self._models.has_embedder(model_id):
+            return None
+        try:
+            return self._models.embedder(model_id)
+        except Exception:
+            logger.warning("memory recall without %s", model_id, exc_info=True, extra={"stage": STAGE})
+            return None
 
     def _embedder(self) -> Embedder | None:
         """The default embedder — the one extraction embeds memories with — or none: keywords still work."""

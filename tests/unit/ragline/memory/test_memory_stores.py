@@ -129,6 +129,37 @@ def test_search_ranks_by_vector(store):
     assert store.search(TENANT, USER, unit(0.2, 0.1, 0.9), "", 1, "fake:concepts")[0][0].id == food.id
 
 
+def test_search_compares_each_models_memories_with_the_question_in_that_model(store):
+    old = remember(store, "The user works at Acme.", unit(1.0, 0.0, 0.0), model="model-old")
+    new = remember(store, "The user is vegetarian.", unit(0.0, 1.0, 0.0), model="model-new")
+    other = remember(store, "The user lives in Berlin.", unit(0.0, 0.0, 1.0), model="model-gone")
+    asked: list[str] = []
+
+    def query_vector_of(model):
+        asked.append(model)
+        return unit(0.8, 0.0, 0.6) if model == "model-old" else None
+
+    found = dict(
+        (m.id, score)
+        for m, score in store.search(TENANT, USER, unit(0.0, 0.6, 0.8), "?", 3, "model-new", query_vector_of)
+    )
+    assert found[old.id] == pytest.approx(0.8, abs=1e-5)  # the question in model-old's space
+    assert found[new.id] == pytest.approx(0.6, abs=1e-5)  # the default's own vector
+    assert other.id not in found  # no vector of its model, no word in common
+    assert sorted(asked) == ["model-gone", "model-old"]  # never the default's model again
+
+
+def test_search_embeds_the_question_for_a_bounded_number_of_other_models(store):
+    for i in range(store_module.MAX_OTHER_MODELS + 2):
+        for j in range(i + 1):  # model-0 has one memory, model-3 four: the commonest are embedded first
+            axis = [0.0] * 8
+            axis[j] = 1.0  # one model's memories are orthogonal: none restates another
+            remember(store, f"Fact {i}-{j} about the user.", axis, model=f"model-{i}")
+    asked: list[str] = []
+    store.search(TENANT, USER, None, "?", 5, "", lambda model: asked.append(model))
+    assert asked == [f"model-{i}" for i in range(store_module.MAX_OTHER_MODELS + 1, 1, -1)]
+
+
 def test_search_falls_back_to_keywords_without_vectors(store):
     work = remember(store, "The user works at Acme.")
     remember(store, "The user lives in Berlin.")

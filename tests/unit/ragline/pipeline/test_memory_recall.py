@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from ragline.event.bus import BusEvent, BusEventType, EventBus
@@ -146,3 +147,39 @@ def test_registered_stage_runs_in_the_event_manager(store, embedder, models):
     cm, events = start(memory_request())
     assert asyncio.run(manager.trigger(EventType.MEMORY_RECALL, cm)) is None
     assert [e.type for e in events] == [BusEventType.MEMORY_RECALLED]
+
+
+class OtherSpaceEmbedder(ConceptEmbedder):
+    """Another model: the same concepts on other dimensions, so its vectors mean nothing to ConceptEmbedder's."""
+
+    def _vector(self, text: str) -> np.ndarray:
+        return np.roll(super()._vector(text), 5)
+
+
+def test_memories_of_the_previous_default_model_are_still_recalled_by_meaning(store):
+    # Stored while "fake:old" was the default embedder; the default is now "fake:new". The question shares no
+    # word with the memory ("office" / "works at Acme"): only a vector of the memory's own model finds it.
+    old, new = ConceptEmbedder("fake:old"), OtherSpaceEmbedder("fake:new")
+    seed(store, old, "The user works at Acme.")
+    registry = ModelRegistry()
+    registry.add_embedder(new.model_id, lambda: new, default=True)
+    registry.add_embedder(old.model_id, lambda: old)
+    cm, events = start(memory_request(query="Where is my office?"))
+    run(PluginMemoryRecall(store, registry), cm, Next())
+    [event] = events
+    assert [m["content"] for m in event.data["memories"]] == ["The user works at Acme."]
+    assert event.data["memories"][0]["score"] >= 0.3
+    assert old.calls[-1] == new.calls[-1] == "Where is my office?"
+
+
+def test_memories_of_a_model_no_longer_registered_rank_by_their_words(store):
+    old, new = ConceptEmbedder("fake:old"), OtherSpaceEmbedder("fake:new")
+    seed(store, old, "The user works at Acme.")
+    registry = ModelRegistry()
+    registry.add_embedder(new.model_id, lambda: new, default=True)
+    cm, events = start(memory_request(query="Where is my office?"))
+    run(PluginMemoryRecall(store, registry), cm, Next())
+    assert events == []  # no shared word, and no vector of its model to compare
+    cm, events = start(memory_request(query="Do I still work at Acme?"))
+    run(PluginMemoryRecall(store, registry), cm, Next())
+    assert [m["content"] for m in events[0].data["memories"]] == ["The user works at Acme."]
