@@ -108,10 +108,10 @@ def add_fetched_embedders(models: ModelRegistry, batch: int, threads: int | None
     """The Maven models ``make install`` fetched (bge-small-en, bge-small-zh, e5-small-v2), those that are there.
 
     A model that was not fetched (no Maven or Java at install) is not offered; nothing is downloaded here. Each reads
-    up to its own 512 word pieces: ``passage_max_tokens`` is MiniLM's. The English model languages prefer becomes the
-    default (the model of a knowledge base created before its language is known).
+    up to its own 512 word pieces: ``passage_max_tokens`` is MiniLM's. The ensembles their parts make are added too;
+    the one English prefers becomes the default (the model of a knowledge base created before its language is known,
+    and of memories).
     """
-    from ragline.ingest.language import ENGLISH, PREFERRED
     from ragline.models.onnx_embedder import MAVEN_MODELS, OnnxEmbedder, OnnxModelSpec, find_model
 
     def factory(spec: OnnxModelSpec) -> Callable[[], OnnxEmbedder]:
@@ -119,7 +119,7 @@ def add_fetched_embedders(models: ModelRegistry, batch: int, threads: int | None
 
     for spec in MAVEN_MODELS:
         if find_model(spec) is not None:
-            models.add_embedder(spec.model_id, factory(spec), default=spec.model_id == PREFERRED[ENGLISH][0])
+            models.add_embedder(spec.model_id, factory(spec))
     add_ensembles(models)
 
 

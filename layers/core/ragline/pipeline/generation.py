@@ -10,7 +10,6 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from ragline.config import PromptTemplates, render_placeholders
@@ -26,6 +25,7 @@ from ragline.pipeline.emit import emit, event_id
 from ragline.pipeline.faq_layout import faq_layout
 from ragline.reranking.rerank import IMAGE_VECTOR, KEPT_BY
 from ragline.store.base import KnowledgeStore
+from ragline.store.ids import utc_now
 from ragline.types import ChatManage, ChatOptions, SearchResult
 from ragline.types.images import ImageLoader
 from ragline.types.search import image_entries, is_image_hit
@@ -258,7 +258,7 @@ async def finish_answer(
     data: dict[str, Any] = {
         "event_id": answer_id,
         "duration_ms": int((time.monotonic() - started) * 1000),
-        "completed_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "completed_at": utc_now(),
         **(extra_data or {}),
     }
     content = ""
