@@ -13,14 +13,13 @@ run at once (bench/query_embedding.py: MiniLM + bge-small-en p50 9.4 ms, MiniLM 
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
 
 from ragline.models.base import Embedder
+from ragline.models.pools import PoolsByPriority
 
 
 class EnsembleEmbedder:
@@ -34,8 +33,8 @@ class EnsembleEmbedder:
         self.model_id = model_id
         self._parts = [(factory(), math.sqrt(weight / total)) for factory, weight in parts]
         self.dimensions = sum(part.dimensions for part, _ in self._parts)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
+        # A query's other parts run on threads at the asker's priority (a search's, or a lowered background job's).
+        self._pools = PoolsByPriority(len(self._parts) - 1, "ensemble-query")
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Each part embeds every text in turn (each part runs its own batches on its threads)."""
@@ -45,14 +44,9 @@ class EnsembleEmbedder:
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """Each part's query vector (with its own instruction and cache), side by side; the parts run at once."""
         first, *others = self._parts
-        pending = [self._executor().submit(part.embed_query, text) for part, _ in others]
+        pool = self._pools.get()
+        pending = [pool.submit(part.embed_query, text) for part, _ in others]
         vectors = [first[0].embed_query(text), *(future.result() for future in pending)]
         return np.concatenate([scale * vector for (_, scale), vector in zip(self._parts, vectors, strict=True)]).astype(
             np.float32, copy=False
         )
-
-    def _executor(self) -> ThreadPoolExecutor:
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=len(self._parts) - 1, thread_name_prefix="ensemble-query")
-            return self._pool

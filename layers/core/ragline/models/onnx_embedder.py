@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragline.models.pools import PoolsByPriority
+
 DIMENSIONS = 384
 _QUERY_CACHE_SIZE = 1024
 # Where ``make install`` unpacks the Maven models (``RAGLINE_MODELS_DIR`` names another place); a layer built for
@@ -148,8 +150,7 @@ class OnnxEmbedder:
         self._output = self._session.get_outputs()[0].name
         self._cache_lock = threading.Lock()
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
+        self._pools = PoolsByPriority(self._workers, "embed")
 
     @classmethod
     def fetched(
@@ -204,10 +205,8 @@ class OnnxEmbedder:
         return out
 
     def _executor(self) -> ThreadPoolExecutor:
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="embed")
-            return self._pool
+        """Threads at the caller's priority: the indexer's batches stay lowered, an answer's sentences do not."""
+        return self._pools.get()
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """The query's vector (with the model's query instruction), remembered for repeated queries."""
