@@ -434,6 +434,41 @@ def replay(path: Path, sets: dict[str, QASet]) -> list[Summary]:
     return [summarize(lang, "extractive (replay)", a, o) for lang, (a, o) in results.items() if a or o]
 
 
+def sentence_ceiling(path: Path, sets: dict[str, QASet]) -> str:
+    """What quoting one whole sentence can score at best, on a recording: for each question, the sentence of its
+    excerpts with the highest token F1 (chosen knowing the gold answer), and the best one holding a gold answer."""
+    from ragline.answering.selection import candidates
+    from ragline.models.base import ChatMessage
+    from ragline.models.extractive import _sources
+
+    by_question = {q.text: (lang, q) for lang, s in sets.items() for q in s.questions}
+    found: dict[str, list[tuple[float, float, bool]]] = {lang: [] for lang in sets}
+    for line in path.read_text().splitlines():
+        item = json.loads(line)
+        if item.get("question") not in by_question:
+            continue
+        lang, question = by_question[item["question"]]
+        messages = [ChatMessage(m["role"], m["content"]) for m in item["messages"]]
+        scored = []
+        for candidate in candidates(_sources(messages)):
+            outcome = Outcome(question, candidate.text, [], False, 0.0)
+            scored.append((outcome.f1(lang), outcome.contains_gold(lang)))
+        holding = [f1 for f1, gold in scored if gold]
+        found[lang].append((max((f1 for f1, _ in scored), default=0.0), max(holding, default=0.0), bool(holding)))
+    lines = [
+        "| language | questions | best sentence's F1 (oracle) | best gold-holding sentence's F1 | a sentence holds gold |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for lang, rows in found.items():
+        if rows:
+            n = len(rows)
+            lines.append(
+                f"| {lang} | {n} | {sum(r[0] for r in rows) / n:.3f} | {sum(r[1] for r in rows) / n:.3f}"
+                f" | {sum(r[2] for r in rows) / n:.3f} |"
+            )
+    return "\n".join(lines)
+
+
 def table(summaries: Sequence[Summary]) -> str:
     lines = [
         "| language | answerer | questions | contains gold | refs gold | token F1 | mean chars | off-topic not found"
@@ -462,6 +497,11 @@ def main(argv: list[str] | None = None) -> int:
         default="all",
         help="half of the questions, split by paragraph: tune the answerer on one, report on the other",
     )
+    parser.add_argument(
+        "--sentence-ceiling",
+        action="store_true",
+        help="with --replay: the best token F1 an answer quoting one whole sentence of the excerpts can reach",
+    )
     parser.add_argument("--show", type=int, default=0, help="print the first N answers of each set")
     parser.add_argument(
         "--cache",
@@ -475,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     sets = {lang: part(load(lang, args.limit), args.part) for lang in langs}
     load_avg = os.getloadavg()[0]
     if args.replay is not None:
-        print(table(replay(args.replay, sets)))
+        print(sentence_ceiling(args.replay, sets) if args.sentence_ceiling else table(replay(args.replay, sets)))
         return 0
     record: list[dict[str, Any]] | None = [] if args.record is not None else None
     models = build_models(args.llm, record)
