@@ -94,23 +94,19 @@ class PluginMemoryRecall:
             request.query,
             self._top_k,
             self._min_score,
-            embedder_of=self._other_embedder,
+            embedder_of=self._embedder,
         )
 
-    def _other_embedder(self, model_id: str) -> Embedder | None:
-        """The embedder of memories stored under another model (before the default changed), if registered."""
-        if not self._models.has_embedder(model_id):
+    def _embedder(self, model_id: str = "") -> Embedder | None:
+        """The embedder ``model_id`` names, or the default one; None when there is none: keywords still work.
+
+        The default is the one extraction embeds memories with; another is asked for the memories stored before the
+        default changed, and only while it is registered.
+        """
+        if model_id and not self._models.has_embedder(model_id):
             return None
         try:
             return self._models.embedder(model_id)
         except Exception:
-            logger.warning("memory recall without %s", model_id, exc_info=True, extra={"stage": STAGE})
-            return None
-
-    def _embedder(self) -> Embedder | None:
-        """The default embedder — the one extraction embeds memories with — or none: keywords still work."""
-        try:
-            return self._models.embedder()
-        except Exception:
-            logger.warning("memory recall without an embedder", exc_info=True, extra={"stage": STAGE})
+            logger.warning("memory recall without %s", model_id or "an embedder", exc_info=True, extra={"stage": STAGE})
             return None
