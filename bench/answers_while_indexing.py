@@ -34,28 +34,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.background_writes import spin  # noqa: E402
 from bench.ingestion_limits import load  # noqa: E402
-from bench.mixed_load import Words, ask, client, start_server, summary3  # noqa: E402
-
-
-def spin() -> None:
-    while True:
-        pass
+from bench.mixed_load import Words, ask, client, seeded_knowledge_bases, start_server, summary3  # noqa: E402
 
 
 async def measure(process: Any, args: argparse.Namespace) -> dict[str, Any]:
     words = Words(7)
     fig: dict[str, Any] = {}
     async with client(process) as http:
-        kb = (await http.post("/api/v1/knowledge-bases", json={"name": "searched"})).json()["data"]["id"]
-        upload_kb = (await http.post("/api/v1/knowledge-bases", json={"name": "uploads"})).json()["data"]["id"]
-        for i in range(3):
-            reply = await http.post(
-                f"/api/v1/knowledge-bases/{kb}/documents",
-                params={"wait": "true"},
-                json={"title": f"Seed {i}", "content": words.markdown(f"Seed document {i}", 8)},
-            )
-            reply.raise_for_status()
+        kb, upload_kb = await seeded_knowledge_bases(http, words)
         session = (await http.post("/api/v1/sessions", json={"knowledge_base_ids": [kb]})).json()["data"]["id"]
         await ask(http, session, f"Warm-up: what does {words.query()} say?")
         idle = [await ask(http, session, f"What does {words.query()} say?") for _ in range(args.questions)]

@@ -685,21 +685,27 @@ def set_phase(path: Path, name: str) -> None:
     part.replace(path)
 
 
+async def seeded_knowledge_bases(http: httpx.AsyncClient, words: Words) -> tuple[str, str]:
+    """The searched knowledge base, with three seed documents indexed, and an empty one for the uploads."""
+    kb = (await http.post("/api/v1/knowledge-bases", json={"name": "searched"})).json()["data"]["id"]
+    upload_kb = (await http.post("/api/v1/knowledge-bases", json={"name": "uploads"})).json()["data"]["id"]
+    for i in range(3):
+        reply = await http.post(
+            f"/api/v1/knowledge-bases/{kb}/documents",
+            params={"wait": "true"},
+            json={"title": f"Seed {i}", "content": words.markdown(f"Seed document {i}", 8)},
+        )
+        reply.raise_for_status()
+    return str(kb), str(upload_kb)
+
+
 async def setup_and_idle(label: str, process: RaglineProcess, words: Words, args: argparse.Namespace) -> dict[str, Any]:
     fig: dict[str, Any] = {}
     async with client(process) as http:
         say(label, f"setup: start, load {load()}")
         # Searches and questions read a knowledge base of their own, the same idle and under load; the uploads go
         # to another, so that what changes between the two is the load, not the data searched.
-        kb = (await http.post("/api/v1/knowledge-bases", json={"name": "searched"})).json()["data"]["id"]
-        upload_kb = (await http.post("/api/v1/knowledge-bases", json={"name": "uploads"})).json()["data"]["id"]
-        for i in range(3):
-            reply = await http.post(
-                f"/api/v1/knowledge-bases/{kb}/documents",
-                params={"wait": "true"},
-                json={"title": f"Seed {i}", "content": words.markdown(f"Seed document {i}", 8)},
-            )
-            reply.raise_for_status()
+        kb, upload_kb = await seeded_knowledge_bases(http, words)
         await settle_enrichment(http, kb, time.monotonic() + 300)
         session = (await http.post("/api/v1/sessions", json={"knowledge_base_ids": [kb]})).json()["data"]["id"]
         reader_sessions = [

@@ -110,7 +110,7 @@ def run(searches: int) -> None:
         return conn
 
     db_module.Database._reader_connection = traced  # type: ignore[assignment,method-assign]
-    for database in {id(d): d for d in _databases(container, db_module.Database)}.values():
+    for database in {id(d): d for d in _databases(db_module.Database)}.values():
         _trace_open(database, trace)
     asyncio.run(search_times(20))
     db_module.Database._reader_connection = connect  # type: ignore[method-assign]
@@ -139,7 +139,7 @@ def run(searches: int) -> None:
         print(f"    {n / 20:>5.1f}  {thread:<16} {sql}")
 
 
-def _databases(container: object, kind: type) -> list[object]:
+def _databases(kind: type) -> list[object]:
     import gc
 
     return [o for o in gc.get_objects() if isinstance(o, kind)]

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.background_writes import spin  # noqa: E402
 from bench.stats import percentile  # noqa: E402
 from ragline.ingest.priority import lower_this_thread  # noqa: E402
 from ragline.models.onnx_minilm import OnnxMiniLMEmbedder  # noqa: E402
@@ -40,11 +41,6 @@ SENTENCES = [f"Sentence {i} of the passage says something about the river's leng
 DOCUMENTS = [
     f"Chunk {i}: " + "a paragraph of an uploaded report about river basins and their floods. " * 6 for i in range(64)
 ]
-
-
-def spin() -> None:
-    while True:
-        pass
 
 
 class OnePool(PoolsByPriority):

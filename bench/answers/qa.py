@@ -412,20 +412,32 @@ def run_set(
     return summary, outcomes
 
 
-def replay(path: Path, sets: dict[str, QASet]) -> list[Summary]:
-    """The extractive answerer alone, on recorded inputs (retrieval as it was when they were recorded)."""
-    from ragline.models.base import ChatMessage, collect
-    from ragline.types import ChatOptions
+def recorded(
+    path: Path, sets: dict[str, QASet], off_topic: bool
+) -> Iterator[tuple[str, Question, dict[str, Any], list[Any]]]:
+    """Each recorded answerer input of a question in ``sets`` (its off-topic ones too if ``off_topic``): the
+    language, the question, the recorded item and its messages."""
+    from ragline.models.base import ChatMessage
 
-    model = build_models(None, None).chat_model()
-    by_question = {q.text: (lang, q) for lang, s in sets.items() for q in [*s.questions, *s.off_topic]}
-    results: dict[str, tuple[list[Outcome], list[Outcome]]] = {lang: ([], []) for lang in sets}
+    by_question = {
+        q.text: (lang, q) for lang, s in sets.items() for q in [*s.questions, *(s.off_topic if off_topic else [])]
+    }
     for line in path.read_text().splitlines():
         item = json.loads(line)
         if item.get("question") not in by_question:
             continue
         lang, question = by_question[item["question"]]
-        messages = [ChatMessage(m["role"], m["content"]) for m in item["messages"]]
+        yield lang, question, item, [ChatMessage(m["role"], m["content"]) for m in item["messages"]]
+
+
+def replay(path: Path, sets: dict[str, QASet]) -> list[Summary]:
+    """The extractive answerer alone, on recorded inputs (retrieval as it was when they were recorded)."""
+    from ragline.models.base import collect
+    from ragline.types import ChatOptions
+
+    model = build_models(None, None).chat_model()
+    results: dict[str, tuple[list[Outcome], list[Outcome]]] = {lang: ([], []) for lang in sets}
+    for lang, question, item, messages in recorded(path, sets, off_topic=True):
         started = time.perf_counter()
         reply = asyncio.run(collect(model, messages, ChatOptions(max_tokens=2048)))
         outcome = Outcome(question, visible_answer(reply.content), item["reference_docs"], False, 0.0)
@@ -438,17 +450,10 @@ def sentence_ceiling(path: Path, sets: dict[str, QASet]) -> str:
     """What quoting one whole sentence can score at best, on a recording: for each question, the sentence of its
     excerpts with the highest token F1 (chosen knowing the gold answer), and the best one holding a gold answer."""
     from ragline.answering.selection import candidates
-    from ragline.models.base import ChatMessage
     from ragline.models.extractive import _sources
 
-    by_question = {q.text: (lang, q) for lang, s in sets.items() for q in s.questions}
     found: dict[str, list[tuple[float, float, bool]]] = {lang: [] for lang in sets}
-    for line in path.read_text().splitlines():
-        item = json.loads(line)
-        if item.get("question") not in by_question:
-            continue
-        lang, question = by_question[item["question"]]
-        messages = [ChatMessage(m["role"], m["content"]) for m in item["messages"]]
+    for lang, question, _, messages in recorded(path, sets, off_topic=False):
         scored = []
         for candidate in candidates(_sources(messages)):
             outcome = Outcome(question, candidate.text, [], False, 0.0)
